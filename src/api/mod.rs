@@ -1,0 +1,64 @@
+//! Shared vocabulary of the server side: the response body type, request info, the
+//! authenticated user, and the per-request context handed from the chain to the endpoints.
+//! May use: nothing internal (k8s-openapi, serde, http).
+
+pub mod request_info;
+
+pub use request_info::RequestInfo;
+
+use bytes::Bytes;
+use tokio_util::sync::CancellationToken;
+
+/// The body of every response kapi serves: a boxed stream of bytes (watch streams are long).
+pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>;
+
+/// Builds a complete (non-streaming) body.
+pub fn full_body(bytes: impl Into<Bytes>) -> Body {
+    use http_body_util::BodyExt;
+    http_body_util::Full::new(bytes.into()).map_err(|never| match never {}).boxed_unsync()
+}
+
+/// Builds an empty body.
+pub fn empty_body() -> Body {
+    full_body(Bytes::new())
+}
+
+/// The authenticated user of a request (k8s.io/apiserver pkg/authentication/user.Info).
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
+pub struct UserInfo {
+    /// User name, e.g. `kapi-admin` or `system:anonymous`.
+    pub name: String,
+    /// Optional UID.
+    pub uid: String,
+    /// Groups, including the implicit `system:authenticated` / `system:unauthenticated`.
+    pub groups: Vec<String>,
+    /// Extra attributes.
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+impl UserInfo {
+    /// The anonymous user of a request without credentials.
+    pub fn anonymous() -> Self {
+        Self {
+            name: "system:anonymous".into(),
+            groups: vec!["system:unauthenticated".into()],
+            ..Self::default()
+        }
+    }
+
+    /// Whether this is the anonymous user.
+    pub fn is_anonymous(&self) -> bool {
+        self.name == "system:anonymous"
+    }
+}
+
+/// What the handler chain hands to the endpoints with every request.
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    /// Parsed once by the request-info filter.
+    pub info: RequestInfo,
+    /// Set by the authentication filter.
+    pub user: UserInfo,
+    /// Cancelled when the server shuts down: long-running requests (watch) end their stream.
+    pub shutdown: CancellationToken,
+}

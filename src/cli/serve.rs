@@ -1,0 +1,220 @@
+//! Flags of `kapi serve`, with kube-apiserver's names and defaults where kube-apiserver has them,
+//! converted once into [`crate::options::ServerOptions`].
+
+use crate::options::{
+    Backend, ControllerOptions, ServerOptions, ServingOptions, ShutdownOptions, StorageOptions,
+};
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn duration(s: &str) -> Result<Duration, String> {
+    humantime::parse_duration(s).map_err(|e| format!("{e} (expected a duration such as 500ms, 10s, 1m0s)"))
+}
+
+/// `kapi serve` flags.
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Storage: the embedded durable store under --data-dir is the default; \
+--etcd-servers switches to a real etcd v3 cluster, so several replicas form one control plane.")]
+pub struct ServeArgs {
+    /// IP address to listen on.
+    #[arg(long, default_value = "127.0.0.1", help_heading = "Serving")]
+    pub bind_address: IpAddr,
+    /// HTTPS port; 0 picks a free port (the admin kubeconfig records the real one).
+    #[arg(long, default_value_t = 6443, help_heading = "Serving")]
+    pub secure_port: u16,
+    /// IP announced to the cluster (identity lease, serving certificate SAN).
+    #[arg(long, help_heading = "Serving")]
+    pub advertise_address: Option<IpAddr>,
+    /// Directory for the embedded store, generated PKI and admin.kubeconfig.
+    #[arg(long, default_value = "./kapi-data", help_heading = "Serving")]
+    pub data_dir: PathBuf,
+    /// Directory of the generated CA and serving certificate [default: <data-dir>/pki].
+    #[arg(long, help_heading = "Serving")]
+    pub cert_dir: Option<PathBuf>,
+    /// Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir.
+    #[arg(long, help_heading = "Serving")]
+    pub tls_cert_file: Option<PathBuf>,
+    /// Private key of --tls-cert-file (PEM).
+    #[arg(long, help_heading = "Serving")]
+    pub tls_private_key_file: Option<PathBuf>,
+    /// Serve HTTP/1.1 only (no h2 in ALPN).
+    #[arg(long, help_heading = "Serving")]
+    pub disable_http2_serving: bool,
+    /// HTTP/2 concurrent streams per connection (0 = 100).
+    #[arg(long, default_value_t = 0, help_heading = "Serving")]
+    pub http2_max_streams_per_connection: u32,
+    /// Limit of non-mutating requests in flight; over it requests get 429.
+    #[arg(long, default_value_t = 400, help_heading = "Serving")]
+    pub max_requests_inflight: usize,
+    /// Limit of mutating requests in flight; over it requests get 429.
+    #[arg(long, default_value_t = 200, help_heading = "Serving")]
+    pub max_mutating_requests_inflight: usize,
+    /// Timeout of non-long-running requests; also bounds draining at shutdown.
+    #[arg(long, default_value = "60s", value_parser = duration, help_heading = "Serving")]
+    pub request_timeout: Duration,
+    /// Watch requests time out at a random point in [x, 2x) unless timeoutSeconds is given.
+    #[arg(long, default_value = "1800s", value_parser = duration, help_heading = "Serving")]
+    pub min_request_timeout: Duration,
+    /// During this time after start, unfinished post-start hooks count as healthy in /livez.
+    #[arg(long, default_value = "0s", value_parser = duration, help_heading = "Serving")]
+    pub livez_grace_period: Duration,
+
+    /// CA bundle for client certificates (CN = user, O = groups), in addition to kapi's own client CA.
+    #[arg(long, help_heading = "Authentication")]
+    pub client_ca_file: Option<PathBuf>,
+    /// Static bearer tokens, CSV lines: token,user,uid,"group1,group2".
+    #[arg(long, help_heading = "Authentication")]
+    pub token_auth_file: Option<PathBuf>,
+    /// Let requests without credentials in as system:anonymous (health and version endpoints only).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
+    pub anonymous_auth: bool,
+
+    /// etcd v3 endpoints (http(s)://host:port, comma-separated); unset = embedded store.
+    #[arg(long, value_delimiter = ',', help_heading = "Storage")]
+    pub etcd_servers: Vec<String>,
+    /// Key prefix of every object in storage.
+    #[arg(long, default_value = "/registry", help_heading = "Storage")]
+    pub etcd_prefix: String,
+    /// CA bundle to verify etcd's serving certificate.
+    #[arg(long, help_heading = "Storage")]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate for etcd.
+    #[arg(long, help_heading = "Storage")]
+    pub etcd_certfile: Option<PathBuf>,
+    /// Client key for etcd.
+    #[arg(long, help_heading = "Storage")]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// How often old revisions are compacted (0 disables).
+    #[arg(long, alias = "etcd-compaction-interval", default_value = "5m", value_parser = duration, help_heading = "Storage")]
+    pub compaction_interval: Duration,
+    /// Serve lists and watches from an in-memory cache fed by one backend watch per resource.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Storage")]
+    pub watch_cache: bool,
+    /// Timeout of the etcd health check.
+    #[arg(long, default_value = "2s", value_parser = duration, help_heading = "Storage")]
+    pub etcd_healthcheck_timeout: Duration,
+
+    /// Feature gates, e.g. CoordinatedLeaderElection=true,APIServerIdentity=false.
+    #[arg(long, value_delimiter = ',', value_parser = parse_gate, help_heading = "Control plane")]
+    pub feature_gates: Vec<(String, bool)>,
+    /// Hostname used for the apiserver ID and the kubernetes.io/hostname label.
+    #[arg(long, help_heading = "Control plane")]
+    pub hostname_override: Option<String>,
+    /// Duration of this server's identity lease.
+    #[arg(long, default_value_t = 3600, help_heading = "Control plane")]
+    pub identity_lease_duration_seconds: i32,
+    /// How often the identity lease is renewed.
+    #[arg(long, default_value = "10s", value_parser = duration, help_heading = "Control plane")]
+    pub identity_lease_renew_interval: Duration,
+    /// How often expired identity leases are garbage-collected.
+    #[arg(long, default_value = "1h", value_parser = duration, help_heading = "Control plane")]
+    pub identity_lease_gc_period: Duration,
+    /// How often expired LeaseCandidates are garbage-collected.
+    #[arg(long, default_value = "30m", value_parser = duration, help_heading = "Control plane")]
+    pub lease_candidate_gc_period: Duration,
+    /// Lease duration of the coordinated-leader-election controller's own election.
+    #[arg(long, default_value = "15s", value_parser = duration, help_heading = "Control plane")]
+    pub coordinated_leadership_lease_duration: Duration,
+    /// Renew deadline of that election.
+    #[arg(long, default_value = "10s", value_parser = duration, help_heading = "Control plane")]
+    pub coordinated_leadership_renew_deadline: Duration,
+    /// Retry period of that election (also the re-election period).
+    #[arg(long, default_value = "2s", value_parser = duration, help_heading = "Control plane")]
+    pub coordinated_leadership_retry_period: Duration,
+    /// IP peers use to reach this server; publishes a peer endpoint (UnknownVersionInteroperabilityProxy).
+    #[arg(long, help_heading = "Control plane")]
+    pub peer_advertise_ip: Option<IpAddr>,
+    /// Port for --peer-advertise-ip [default: the secure port].
+    #[arg(long, help_heading = "Control plane")]
+    pub peer_advertise_port: Option<u16>,
+    /// How often the system namespaces are checked and recreated.
+    #[arg(long, default_value = "60s", value_parser = duration, help_heading = "Control plane")]
+    pub system_namespaces_period: Duration,
+    /// Testing aid: make post-start hook NAME fail COUNT times before running (NAME=COUNT).
+    #[arg(long, value_parser = parse_failing_hook, hide = true)]
+    pub debug_failing_hook: Vec<(String, u32)>,
+
+    /// After SIGTERM keep serving this long while /readyz fails, so load balancers drain.
+    #[arg(long, default_value = "0s", value_parser = duration, help_heading = "Shutdown")]
+    pub shutdown_delay_duration: Duration,
+}
+
+fn parse_gate(s: &str) -> Result<(String, bool), String> {
+    let (name, value) = s
+        .split_once('=')
+        .ok_or_else(|| format!("{s:?} is not Name=true|false"))?;
+    let name = name.strip_prefix("kube:").unwrap_or(name);
+    let value = value
+        .parse::<bool>()
+        .map_err(|_| format!("{s:?}: value must be true or false"))?;
+    Ok((name.to_string(), value))
+}
+
+fn parse_failing_hook(s: &str) -> Result<(String, u32), String> {
+    let (name, count) = s.rsplit_once('=').ok_or_else(|| format!("{s:?} is not NAME=COUNT"))?;
+    let count = count.parse().map_err(|_| format!("{s:?}: COUNT must be a number"))?;
+    Ok((name.to_string(), count))
+}
+
+impl ServeArgs {
+    /// Converts the flags into plain options (defaults resolved, nothing validated yet).
+    pub fn into_options(self) -> ServerOptions {
+        let cert_dir = self.cert_dir.clone().unwrap_or_else(|| self.data_dir.join("pki"));
+        let backend = if self.etcd_servers.is_empty() {
+            Backend::Embedded
+        } else {
+            Backend::Etcd {
+                servers: self.etcd_servers,
+                ca_file: self.etcd_cafile,
+                cert_file: self.etcd_certfile,
+                key_file: self.etcd_keyfile,
+            }
+        };
+        ServerOptions {
+            serving: ServingOptions {
+                bind_address: self.bind_address,
+                secure_port: self.secure_port,
+                advertise_address: self.advertise_address,
+                data_dir: self.data_dir.clone(),
+                cert_dir,
+                tls_cert_file: self.tls_cert_file,
+                tls_private_key_file: self.tls_private_key_file,
+                client_ca_file: self.client_ca_file,
+                token_auth_file: self.token_auth_file,
+                anonymous_auth: self.anonymous_auth,
+                max_requests_inflight: self.max_requests_inflight,
+                max_mutating_requests_inflight: self.max_mutating_requests_inflight,
+                request_timeout: self.request_timeout,
+                min_request_timeout: self.min_request_timeout,
+                livez_grace_period: self.livez_grace_period,
+                disable_http2: self.disable_http2_serving,
+                http2_max_streams: self.http2_max_streams_per_connection,
+            },
+            storage: StorageOptions {
+                backend,
+                prefix: self.etcd_prefix,
+                data_dir: self.data_dir,
+                compaction_interval: self.compaction_interval,
+                watch_cache: self.watch_cache,
+                healthcheck_timeout: self.etcd_healthcheck_timeout,
+            },
+            controllers: ControllerOptions {
+                feature_gates: self.feature_gates.into_iter().collect(),
+                hostname_override: self.hostname_override,
+                identity_lease_duration_seconds: self.identity_lease_duration_seconds,
+                identity_lease_renew_interval: self.identity_lease_renew_interval,
+                identity_lease_gc_period: self.identity_lease_gc_period,
+                lease_candidate_gc_period: self.lease_candidate_gc_period,
+                cle_lease_duration: self.coordinated_leadership_lease_duration,
+                cle_renew_deadline: self.coordinated_leadership_renew_deadline,
+                cle_retry_period: self.coordinated_leadership_retry_period,
+                peer_advertise_ip: self.peer_advertise_ip,
+                peer_advertise_port: self.peer_advertise_port,
+                system_namespaces_period: self.system_namespaces_period,
+                debug_failing_hooks: self.debug_failing_hook,
+            },
+            shutdown: ShutdownOptions { delay: self.shutdown_delay_duration },
+        }
+    }
+}

@@ -1,0 +1,2 @@
+//! HTTP ↔ REST translation (pkg/endpoints): discovery, handlers, negotiation, Status errors.
+//! May use: registry, api.

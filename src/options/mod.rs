@@ -1,0 +1,208 @@
+//! What the operator asked for: plain data converted once from the command line, plus
+//! `validate()` that reports every problem at once (apiserver options.Validate).
+//! No I/O here. May use: nothing internal.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// All options of `kapi serve`.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// Listening, TLS, authentication and request limits.
+    pub serving: ServingOptions,
+    /// Storage backend.
+    pub storage: StorageOptions,
+    /// Controllers, leases and feature gates.
+    pub controllers: ControllerOptions,
+    /// Graceful shutdown.
+    pub shutdown: ShutdownOptions,
+}
+
+/// Serving options (SecureServingOptions + authentication in k8s).
+#[derive(Debug, Clone)]
+pub struct ServingOptions {
+    /// `--bind-address`.
+    pub bind_address: IpAddr,
+    /// `--secure-port` (0 picks a free port).
+    pub secure_port: u16,
+    /// `--advertise-address`.
+    pub advertise_address: Option<IpAddr>,
+    /// `--data-dir`.
+    pub data_dir: PathBuf,
+    /// `--cert-dir` (default `<data-dir>/pki`).
+    pub cert_dir: PathBuf,
+    /// `--tls-cert-file`.
+    pub tls_cert_file: Option<PathBuf>,
+    /// `--tls-private-key-file`.
+    pub tls_private_key_file: Option<PathBuf>,
+    /// `--client-ca-file`.
+    pub client_ca_file: Option<PathBuf>,
+    /// `--token-auth-file`.
+    pub token_auth_file: Option<PathBuf>,
+    /// `--anonymous-auth`.
+    pub anonymous_auth: bool,
+    /// `--max-requests-inflight`.
+    pub max_requests_inflight: usize,
+    /// `--max-mutating-requests-inflight`.
+    pub max_mutating_requests_inflight: usize,
+    /// `--request-timeout`.
+    pub request_timeout: Duration,
+    /// `--min-request-timeout` (watch timeouts are randomised in [x, 2x)).
+    pub min_request_timeout: Duration,
+    /// `--livez-grace-period`.
+    pub livez_grace_period: Duration,
+    /// `--disable-http2-serving`.
+    pub disable_http2: bool,
+    /// `--http2-max-streams-per-connection` (0 = 100).
+    pub http2_max_streams: u32,
+}
+
+/// Which storage backend to use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Backend {
+    /// The embedded durable store under `<data-dir>`.
+    Embedded,
+    /// A real etcd v3 cluster.
+    Etcd {
+        /// `--etcd-servers`.
+        servers: Vec<String>,
+        /// `--etcd-cafile`.
+        ca_file: Option<PathBuf>,
+        /// `--etcd-certfile`.
+        cert_file: Option<PathBuf>,
+        /// `--etcd-keyfile`.
+        key_file: Option<PathBuf>,
+    },
+}
+
+/// Storage options (EtcdOptions in k8s).
+#[derive(Debug, Clone)]
+pub struct StorageOptions {
+    /// Backend chosen by the presence of `--etcd-servers`.
+    pub backend: Backend,
+    /// `--etcd-prefix`.
+    pub prefix: String,
+    /// `--data-dir` (the embedded store lives in `<data-dir>/store`).
+    pub data_dir: PathBuf,
+    /// `--compaction-interval` (0 disables).
+    pub compaction_interval: Duration,
+    /// `--watch-cache`.
+    pub watch_cache: bool,
+    /// `--etcd-healthcheck-timeout`.
+    pub healthcheck_timeout: Duration,
+}
+
+/// Controller, lease and feature-gate options.
+#[derive(Debug, Clone)]
+pub struct ControllerOptions {
+    /// `--feature-gates`, parsed: name → enabled. Unknown names are rejected by validate().
+    pub feature_gates: std::collections::BTreeMap<String, bool>,
+    /// `--hostname-override` (else the OS hostname).
+    pub hostname_override: Option<String>,
+    /// `--identity-lease-duration-seconds`.
+    pub identity_lease_duration_seconds: i32,
+    /// `--identity-lease-renew-interval`.
+    pub identity_lease_renew_interval: Duration,
+    /// `--identity-lease-gc-period`.
+    pub identity_lease_gc_period: Duration,
+    /// `--lease-candidate-gc-period`.
+    pub lease_candidate_gc_period: Duration,
+    /// `--coordinated-leadership-lease-duration`.
+    pub cle_lease_duration: Duration,
+    /// `--coordinated-leadership-renew-deadline`.
+    pub cle_renew_deadline: Duration,
+    /// `--coordinated-leadership-retry-period`.
+    pub cle_retry_period: Duration,
+    /// `--peer-advertise-ip`.
+    pub peer_advertise_ip: Option<IpAddr>,
+    /// `--peer-advertise-port`.
+    pub peer_advertise_port: Option<u16>,
+    /// `--system-namespaces-period` (how often deleted system namespaces are recreated).
+    pub system_namespaces_period: Duration,
+    /// Hooks that must fail N times before succeeding, for tests: `--debug-failing-hook name=N`.
+    pub debug_failing_hooks: Vec<(String, u32)>,
+}
+
+/// Graceful shutdown options.
+#[derive(Debug, Clone)]
+pub struct ShutdownOptions {
+    /// `--shutdown-delay-duration`.
+    pub delay: Duration,
+}
+
+/// The feature gates kapi knows, with their defaults in kapi.
+pub const FEATURE_GATES: &[(&str, bool)] = &[
+    ("APIServerIdentity", true),
+    ("CoordinatedLeaderElection", true),
+    ("UnknownVersionInteroperabilityProxy", false),
+    ("WatchCacheInitializationPostStartHook", true),
+    ("WatchList", true),
+];
+
+impl ControllerOptions {
+    /// Whether a feature gate is on (explicit setting, else kapi's default).
+    pub fn gate(&self, name: &str) -> bool {
+        self.feature_gates.get(name).copied().unwrap_or_else(|| {
+            FEATURE_GATES.iter().find(|(n, _)| *n == name).map(|(_, d)| *d).unwrap_or(false)
+        })
+    }
+}
+
+impl ServerOptions {
+    /// Reports every invalid combination at once; empty = valid.
+    pub fn validate(&self) -> Vec<String> {
+        let mut errs = Vec::new();
+        let s = &self.serving;
+        if s.tls_cert_file.is_some() != s.tls_private_key_file.is_some() {
+            errs.push("--tls-cert-file and --tls-private-key-file must be given together".into());
+        }
+        if s.max_requests_inflight == 0 {
+            errs.push("--max-requests-inflight must be greater than 0".into());
+        }
+        if s.max_mutating_requests_inflight == 0 {
+            errs.push("--max-mutating-requests-inflight must be greater than 0".into());
+        }
+        if s.request_timeout.is_zero() {
+            errs.push("--request-timeout must be greater than 0".into());
+        }
+        if let Backend::Etcd { servers, .. } = &self.storage.backend {
+            for server in servers {
+                if !(server.starts_with("http://") || server.starts_with("https://")) {
+                    errs.push(format!(
+                        "--etcd-servers: {server:?} must start with http:// or https://"
+                    ));
+                }
+            }
+        }
+        if !self.storage.prefix.starts_with('/') {
+            errs.push(format!("--etcd-prefix: {:?} must start with /", self.storage.prefix));
+        }
+        let c = &self.controllers;
+        for name in c.feature_gates.keys() {
+            if !FEATURE_GATES.iter().any(|(n, _)| n == name) {
+                let known: Vec<&str> = FEATURE_GATES.iter().map(|(n, _)| *n).collect();
+                errs.push(format!(
+                    "--feature-gates: unrecognized feature gate {name:?} (known: {})",
+                    known.join(", ")
+                ));
+            }
+        }
+        if c.identity_lease_duration_seconds <= 0 {
+            errs.push("--identity-lease-duration-seconds must be greater than 0".into());
+        }
+        if c.identity_lease_renew_interval.is_zero() {
+            errs.push("--identity-lease-renew-interval must be greater than 0".into());
+        }
+        if c.cle_renew_deadline >= c.cle_lease_duration {
+            errs.push("--coordinated-leadership-renew-deadline must be less than --coordinated-leadership-lease-duration".into());
+        }
+        if c.cle_retry_period.is_zero() {
+            errs.push("--coordinated-leadership-retry-period must be greater than 0".into());
+        }
+        if c.peer_advertise_port.is_some() && c.peer_advertise_ip.is_none() {
+            errs.push("--peer-advertise-port requires --peer-advertise-ip".into());
+        }
+        errs
+    }
+}

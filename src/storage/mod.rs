@@ -1,0 +1,161 @@
+//! Versioned key-value storage with watch: the narrow, optimistic interface of
+//! k8s.io/apiserver pkg/storage, over bytes only. One global, strictly increasing revision per
+//! store is the resourceVersion clients see. Backends: an embedded durable store (default) and a
+//! real etcd v3; a watch cache sits in front of either.
+//! May use: nothing internal.
+
+mod error;
+
+pub use error::{Error, Result};
+
+use bytes::Bytes;
+use futures::stream::BoxStream;
+use std::time::Duration;
+
+/// A store revision (etcd's revision; the resourceVersion of the API).
+pub type Revision = i64;
+
+/// One stored key and its value at a revision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyValue {
+    /// Full key, e.g. `/registry/leases/kube-system/x`.
+    pub key: String,
+    /// Opaque value (the API layer stores JSON).
+    pub value: Bytes,
+    /// Revision that created the key.
+    pub create_revision: Revision,
+    /// Revision of the last change (the object's resourceVersion).
+    pub mod_revision: Revision,
+}
+
+/// Which revision a list must be served at (resourceVersion + resourceVersionMatch).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListRevision {
+    /// The latest state, read consistently from the backend (resourceVersion unset).
+    #[default]
+    Latest,
+    /// Any state, may be served from the watch cache (resourceVersion="0").
+    Any,
+    /// A state at least this new (resourceVersionMatch=NotOlderThan).
+    NotOlderThan(Revision),
+    /// Exactly this revision (resourceVersionMatch=Exact, or a continue token).
+    Exact(Revision),
+}
+
+/// Options of [`Storage::list`].
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// Which revision to read.
+    pub revision: ListRevision,
+    /// At most this many items; 0 = no limit.
+    pub limit: usize,
+    /// Start at this key (inclusive), from a previous page's `next_key`.
+    pub start_key: Option<String>,
+}
+
+/// One page of a list.
+#[derive(Debug, Clone, Default)]
+pub struct ListResult {
+    /// Items in key order.
+    pub items: Vec<KeyValue>,
+    /// The revision the list was read at.
+    pub revision: Revision,
+    /// When the page was limited and more keys follow: the first key of the next page.
+    pub next_key: Option<String>,
+    /// How many keys follow this page (when known).
+    pub remaining: Option<i64>,
+}
+
+/// What an update function decides for a key.
+#[derive(Debug, Clone)]
+pub enum Update {
+    /// Write this value.
+    Set(Bytes),
+    /// Write this value with a time-to-live.
+    SetWithTtl(Bytes, Duration),
+    /// Leave the key as it is (the result is the current value).
+    Unchanged,
+}
+
+/// The function given to [`Storage::guaranteed_update`]; re-run on conflict with fresh state.
+/// It receives the current value (None when absent and `ignore_not_found` was set) and may
+/// return an error (e.g. a precondition failure) that aborts the update.
+pub type UpdateFn<'a> = &'a (dyn Fn(Option<&KeyValue>) -> Result<Update> + Send + Sync);
+
+/// The check given to [`Storage::delete`], re-run on conflict; an error aborts the delete.
+pub type DeleteCheck<'a> = &'a (dyn Fn(&KeyValue) -> Result<()> + Send + Sync);
+
+/// One watch event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WatchEvent {
+    /// A key was created.
+    Created(KeyValue),
+    /// A key was changed; `prev` is its value before.
+    Updated {
+        /// The new value.
+        kv: KeyValue,
+        /// The value before.
+        prev: KeyValue,
+    },
+    /// A key was deleted (or its TTL expired); `prev` is its last value.
+    Deleted {
+        /// The last value of the key.
+        prev: KeyValue,
+        /// The revision of the deletion.
+        revision: Revision,
+    },
+    /// No change under the prefix up to this revision (a bookmark / progress notification).
+    Progress(Revision),
+}
+
+impl WatchEvent {
+    /// The revision this event happened at.
+    pub fn revision(&self) -> Revision {
+        match self {
+            WatchEvent::Created(kv) | WatchEvent::Updated { kv, .. } => kv.mod_revision,
+            WatchEvent::Deleted { revision, .. } | WatchEvent::Progress(revision) => *revision,
+        }
+    }
+}
+
+/// A stream of watch events in revision order, without gaps or duplicates. It ends with
+/// `Err(Error::Compacted)` when the watcher fell behind or asked for a revision too old.
+pub type WatchStream = BoxStream<'static, Result<WatchEvent>>;
+
+/// The storage interface every backend implements (and the watch cache wraps).
+#[async_trait::async_trait]
+pub trait Storage: Send + Sync + 'static {
+    /// Reads one key at the latest revision. `Err(NotFound)` when absent.
+    async fn get(&self, key: &str) -> Result<KeyValue>;
+
+    /// Lists the keys under `prefix` (which must end with `/`).
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult>;
+
+    /// Creates `key` if absent (`Err(AlreadyExists)` otherwise), durably.
+    async fn create(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue>;
+
+    /// Reads, applies `update`, writes if nothing changed meanwhile, retrying on conflict
+    /// (GuaranteedUpdate in k8s). `Err(NotFound)` when absent unless `ignore_not_found`.
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        update: UpdateFn<'_>,
+    ) -> Result<KeyValue>;
+
+    /// Deletes `key` after `check` passes on its current value; returns the deleted value.
+    async fn delete(&self, key: &str, check: DeleteCheck<'_>) -> Result<KeyValue>;
+
+    /// Watches `prefix` for events with a revision greater than `after`; `None` = from now.
+    /// `Err(Compacted)` (immediately or as the stream's last item) when `after` is too old.
+    async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream>;
+
+    /// The store's current revision.
+    async fn current_revision(&self) -> Result<Revision>;
+
+    /// Drops history at and below `revision`.
+    async fn compact(&self, revision: Revision) -> Result<()>;
+
+    /// Whether the backend answers (the `etcd` health check).
+    async fn check_health(&self) -> Result<()>;
+}

@@ -1,0 +1,1 @@
+//! One integration-test binary driving the real `kapi` executable.
