@@ -3,8 +3,10 @@
 //! May use: nothing internal (k8s-openapi, serde, http).
 
 pub mod request_info;
+pub mod status;
 
 pub use request_info::RequestInfo;
+pub use status::{Status, StatusCause, StatusDetails};
 
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
