@@ -4,8 +4,11 @@
 //! real etcd v3; a watch cache sits in front of either.
 //! May use: nothing internal.
 
+mod embedded;
 mod error;
+mod watch;
 
+pub use embedded::EmbeddedStore;
 pub use error::{Error, Result};
 
 use bytes::Bytes;
@@ -202,6 +205,16 @@ pub enum BackendConfig {
 /// cannot be reached is not: the store is returned, its health check fails, and it reconnects
 /// with backoff by itself.
 pub async fn open(config: Config) -> Result<std::sync::Arc<dyn Storage>> {
-    let _ = config;
-    Err(Error::Unavailable("storage backends are not built yet".into()))
+    match &config.backend {
+        BackendConfig::Embedded { dir } => {
+            let dir = dir.clone();
+            let interval = config.compaction_interval;
+            // Opening may read and repair the file: keep it off the async workers.
+            let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&dir, interval))
+                .await
+                .map_err(|e| Error::Unavailable(format!("opening the embedded store failed: {e}")))??;
+            Ok(std::sync::Arc::new(store))
+        }
+        BackendConfig::Etcd { .. } => Err(Error::Unavailable("the etcd backend is not built yet".into())),
+    }
 }
