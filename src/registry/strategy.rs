@@ -159,6 +159,33 @@ pub trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Converts a served object to its stored form (events.k8s.io events are stored as v1).
+    fn to_storage(&self, obj: Value) -> Value {
+        obj
+    }
+
+    /// Converts a stored object to the served form.
+    fn from_storage(&self, obj: Value) -> Value {
+        obj
+    }
+
+    /// Admission on delete (NamespaceLifecycle's immortal namespaces): `Err(why)` → 403.
+    fn admit_delete(&self, _name: &str) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// First step of a DELETE: may mark the object (namespaces: phase Terminating) and
+    /// return `true` to keep it instead of removing it.
+    fn begin_delete(&self, _obj: &mut Value) -> bool {
+        false
+    }
+
+    /// Whether an object whose deletion is pending and has no finalizers may go
+    /// (namespaces also wait for spec.finalizers).
+    fn may_delete(&self, _obj: &Value) -> bool {
+        true
+    }
+
     /// Whether writes maintain metadata.generation.
     fn uses_generation(&self) -> bool {
         false

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// Which name syntax a resource requires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NameRule {
+pub enum NameRule {
     /// DNS-1123 subdomain (most resources).
     Subdomain,
     /// DNS-1123 label (namespaces).
