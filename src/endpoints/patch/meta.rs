@@ -25,7 +25,9 @@ pub(crate) struct FieldMeta {
 }
 
 impl FieldMeta {
-    const ATOMIC: FieldMeta = FieldMeta { list: ListType::Atomic };
+    const ATOMIC: FieldMeta = FieldMeta {
+        list: ListType::Atomic,
+    };
 
     /// The SMP merge key, when the list merges by key.
     pub(crate) fn merge_key(&self) -> Option<&'static str> {
@@ -54,10 +56,22 @@ const ANY: &[(&str, &str)] = &[];
 /// The tagged fields of the served types. Lists not named here are atomic (the default).
 const ENTRIES: &[Entry] = &[
     // k8s.io/apimachinery/pkg/apis/meta/v1 ObjectMeta
-    Entry { kinds: ANY, path: &["metadata", "finalizers"], list: ListType::Set },
-    Entry { kinds: ANY, path: &["metadata", "ownerReferences"], list: ListType::Map(&["uid"]) },
+    Entry {
+        kinds: ANY,
+        path: &["metadata", "finalizers"],
+        list: ListType::Set,
+    },
+    Entry {
+        kinds: ANY,
+        path: &["metadata", "ownerReferences"],
+        list: ListType::Map(&["uid"]),
+    },
     // core/v1 ServiceAccount
-    Entry { kinds: &[("", "ServiceAccount")], path: &["secrets"], list: ListType::Map(&["name"]) },
+    Entry {
+        kinds: &[("", "ServiceAccount")],
+        path: &["secrets"],
+        list: ListType::Map(&["name"]),
+    },
     // core/v1 Namespace
     Entry {
         kinds: &[("", "Namespace")],
@@ -73,7 +87,9 @@ pub(crate) fn field_meta(gvk: &GroupVersionKind, path: &[&str]) -> FieldMeta {
         .find(|e| {
             e.path == path
                 && (e.kinds.is_empty()
-                    || e.kinds.iter().any(|(g, k)| *g == gvk.group && *k == gvk.kind))
+                    || e.kinds
+                        .iter()
+                        .any(|(g, k)| *g == gvk.group && *k == gvk.kind))
         })
         .map(|e| FieldMeta { list: e.list })
         .unwrap_or(FieldMeta::ATOMIC)
@@ -86,7 +102,10 @@ pub(crate) fn tagged_fields(
     ENTRIES
         .iter()
         .filter(move |e| {
-            e.kinds.is_empty() || e.kinds.iter().any(|(g, k)| *g == gvk.group && *k == gvk.kind)
+            e.kinds.is_empty()
+                || e.kinds
+                    .iter()
+                    .any(|(g, k)| *g == gvk.group && *k == gvk.kind)
         })
         .map(|e| (e.path, e.list))
 }
@@ -102,7 +121,11 @@ mod tests {
         let ns = GroupVersionKind::new("", "v1", "Namespace");
         let cases: &[(&GroupVersionKind, &[&str], ListType)] = &[
             (&cm, &["metadata", "finalizers"], ListType::Set),
-            (&cm, &["metadata", "ownerReferences"], ListType::Map(&["uid"])),
+            (
+                &cm,
+                &["metadata", "ownerReferences"],
+                ListType::Map(&["uid"]),
+            ),
             (&cm, &["metadata", "managedFields"], ListType::Atomic),
             (&sa, &["secrets"], ListType::Map(&["name"])),
             (&cm, &["secrets"], ListType::Atomic),

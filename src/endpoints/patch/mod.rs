@@ -37,7 +37,12 @@ impl PatchType {
     /// The patch type of a Content-Type header value; parameters such as `;charset=utf-8` are
     /// ignored. `None` for anything else (the caller answers 415).
     pub fn from_content_type(content_type: &str) -> Option<PatchType> {
-        let essence = content_type.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+        let essence = content_type
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
         match essence.as_str() {
             "application/json-patch+json" => Some(PatchType::Json),
             "application/merge-patch+json" => Some(PatchType::Merge),
@@ -73,12 +78,20 @@ pub struct PatchError {
 impl PatchError {
     /// 400 BadRequest: the patch itself is malformed.
     pub fn bad_request(message: impl Into<String>) -> Self {
-        PatchError { code: 400, reason: "BadRequest", message: message.into() }
+        PatchError {
+            code: 400,
+            reason: "BadRequest",
+            message: message.into(),
+        }
     }
 
     /// 422 Invalid: the patch is well-formed but cannot be applied, or its result is invalid.
     pub fn invalid(message: impl Into<String>) -> Self {
-        PatchError { code: 422, reason: "Invalid", message: message.into() }
+        PatchError {
+            code: 422,
+            reason: "Invalid",
+            message: message.into(),
+        }
     }
 
     /// 415 UnsupportedMediaType for a Content-Type that is no patch type (the message of
@@ -128,9 +141,7 @@ pub fn apply_patch(
             };
             strategic::apply(current, patch, gvk)?
         }
-        PatchType::Apply => {
-            return Err(PatchError::unsupported_media_type())
-        }
+        PatchType::Apply => return Err(PatchError::unsupported_media_type()),
     };
     if !patched.is_object() {
         return Err(PatchError::invalid(format!(

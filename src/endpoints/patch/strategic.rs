@@ -27,7 +27,9 @@ pub(crate) fn apply(
         _ => Map::new(),
     };
     let merger = Merger { gvk };
-    merger.merge_map(original, patch, &mut Vec::new()).map(Value::Object)
+    merger
+        .merge_map(original, patch, &mut Vec::new())
+        .map(Value::Object)
 }
 
 struct Merger<'a> {
@@ -46,7 +48,9 @@ fn bad_request(message: impl Into<String>) -> PatchError {
 }
 
 fn no_merge_key(item: &Value, key: &str) -> PatchError {
-    bad_request(format!("map: {item} does not contain declared merge key: {key}"))
+    bad_request(format!(
+        "map: {item} does not contain declared merge key: {key}"
+    ))
 }
 
 impl Merger<'_> {
@@ -127,7 +131,9 @@ impl Merger<'_> {
     ) -> Result<Value, PatchError> {
         Ok(match value {
             Value::Object(p) => Value::Object(self.merge_map(Map::new(), p, path)?),
-            Value::Array(p) if meta.merges() => Value::Array(self.merge_slice(Vec::new(), p, meta, path)?),
+            Value::Array(p) if meta.merges() => {
+                Value::Array(self.merge_slice(Vec::new(), p, meta, path)?)
+            }
             other => other,
         })
     }
@@ -145,43 +151,55 @@ impl Merger<'_> {
         }
         let kind = element_kind(&[&original, &patch])?;
         let merge_key = meta.merge_key().unwrap_or("");
-        let (server_order, merged, patch) = match kind {
-            ElemKind::Scalar => {
-                let mut both = original.clone();
-                for v in &patch {
-                    if !both.contains(v) {
-                        both.push(v.clone());
-                    }
-                }
-                (original, both, patch)
-            }
-            ElemKind::Map => {
-                if merge_key.is_empty() {
-                    return Err(bad_request("cannot merge lists without merge key"));
-                }
-                let (original, patch) = merge_special_elements(original, patch, merge_key)?;
-                let mut merged = original.clone();
-                for item in &patch {
-                    let key_value = item.get(merge_key).ok_or_else(|| no_merge_key(item, merge_key))?;
-                    let found = merged.iter().position(|m| m.get(merge_key) == Some(key_value));
-                    match (found, item) {
-                        (Some(i), Value::Object(p)) => {
-                            let Value::Object(o) = std::mem::take(&mut merged[i]) else {
-                                return Err(bad_request("list element is not a map"));
-                            };
-                            merged[i] = Value::Object(self.merge_map(o, p.clone(), path)?);
+        let (server_order, merged, patch) =
+            match kind {
+                ElemKind::Scalar => {
+                    let mut both = original.clone();
+                    for v in &patch {
+                        if !both.contains(v) {
+                            both.push(v.clone());
                         }
-                        (None, Value::Object(p)) => {
-                            merged.push(Value::Object(self.merge_map(Map::new(), p.clone(), path)?))
-                        }
-                        _ => return Err(bad_request("list element is not a map")),
                     }
+                    (original, both, patch)
                 }
-                (original, merged, patch)
-            }
-        };
+                ElemKind::Map => {
+                    if merge_key.is_empty() {
+                        return Err(bad_request("cannot merge lists without merge key"));
+                    }
+                    let (original, patch) = merge_special_elements(original, patch, merge_key)?;
+                    let mut merged = original.clone();
+                    for item in &patch {
+                        let key_value = item
+                            .get(merge_key)
+                            .ok_or_else(|| no_merge_key(item, merge_key))?;
+                        let found = merged
+                            .iter()
+                            .position(|m| m.get(merge_key) == Some(key_value));
+                        match (found, item) {
+                            (Some(i), Value::Object(p)) => {
+                                let Value::Object(o) = std::mem::take(&mut merged[i]) else {
+                                    return Err(bad_request("list element is not a map"));
+                                };
+                                merged[i] = Value::Object(self.merge_map(o, p.clone(), path)?);
+                            }
+                            (None, Value::Object(p)) => merged.push(Value::Object(
+                                self.merge_map(Map::new(), p.clone(), path)?,
+                            )),
+                            _ => return Err(bad_request("list element is not a map")),
+                        }
+                    }
+                    (original, merged, patch)
+                }
+            };
         let (in_patch, server_only) = partition(merged, &patch, merge_key, kind);
-        normalize_element_order(in_patch, server_only, &patch, &server_order, merge_key, kind)
+        normalize_element_order(
+            in_patch,
+            server_only,
+            &patch,
+            &server_order,
+            merge_key,
+            kind,
+        )
     }
 
     /// mergePatchIntoOriginal in patch.go: lists named by `$setElementOrder/<field>` are merged
@@ -192,11 +210,16 @@ impl Merger<'_> {
         patch: &mut Map<String, Value>,
         path: &mut Vec<String>,
     ) -> Result<(), PatchError> {
-        let keys: Vec<String> =
-            patch.keys().filter(|k| k.starts_with(SET_ELEMENT_ORDER)).cloned().collect();
+        let keys: Vec<String> = patch
+            .keys()
+            .filter(|k| k.starts_with(SET_ELEMENT_ORDER))
+            .cloned()
+            .collect();
         for key in keys {
             let bad = || bad_request("invalid patch format of setElementOrder list");
-            let Some(Value::Array(order)) = patch.shift_remove(&key) else { return Err(bad()) };
+            let Some(Value::Array(order)) = patch.shift_remove(&key) else {
+                return Err(bad());
+            };
             let field = key[SET_ELEMENT_ORDER.len()..].to_string();
             if field.is_empty() {
                 return Err(bad());
@@ -221,7 +244,9 @@ impl Merger<'_> {
                 (Some(o), None) => o.clone(),
                 (None, Some(p)) if meta.merges() => self.merge_slice(Vec::new(), p, meta, path)?,
                 (None, Some(p)) => p,
-                (Some(o), Some(p)) if meta.merges() => self.merge_slice(o.clone(), p, meta, path)?,
+                (Some(o), Some(p)) if meta.merges() => {
+                    self.merge_slice(o.clone(), p, meta, path)?
+                }
                 (Some(_), Some(p)) => p,
                 (None, None) => {
                     path.pop();
@@ -236,8 +261,14 @@ impl Merger<'_> {
             let kind = element_kind(&[&merged])?;
             let server_order = original_list.unwrap_or_default();
             let (in_patch, server_only) = partition(merged, &order, merge_key, kind);
-            let both =
-                normalize_element_order(in_patch, server_only, &order, &server_order, merge_key, kind)?;
+            let both = normalize_element_order(
+                in_patch,
+                server_only,
+                &order,
+                &server_order,
+                merge_key,
+                kind,
+            )?;
             original.insert(field, Value::Array(both));
         }
         Ok(())
@@ -249,15 +280,21 @@ fn apply_retain_keys(
     original: &mut Map<String, Value>,
     patch: &mut Map<String, Value>,
 ) -> Result<(), PatchError> {
-    let Some(retain) = patch.shift_remove(RETAIN_KEYS) else { return Ok(()) };
+    let Some(retain) = patch.shift_remove(RETAIN_KEYS) else {
+        return Ok(());
+    };
     let bad = || bad_request("invalid patch format of retainKeys");
-    let Value::Array(retain) = retain else { return Err(bad()) };
+    let Value::Array(retain) = retain else {
+        return Err(bad());
+    };
     let keep: Vec<&str> = retain.iter().filter_map(Value::as_str).collect();
     if keep.len() != retain.len() {
         return Err(bad());
     }
     for (k, v) in patch.iter() {
-        if v.is_null() || k.starts_with(DELETE_FROM_PRIMITIVE_LIST) || k.starts_with(SET_ELEMENT_ORDER)
+        if v.is_null()
+            || k.starts_with(DELETE_FROM_PRIMITIVE_LIST)
+            || k.starts_with(SET_ELEMENT_ORDER)
         {
             continue;
         }
@@ -285,14 +322,22 @@ fn merge_special_elements(
         };
         match directive.as_str() {
             Some("delete") => {
-                let value = item.get(merge_key).ok_or_else(|| no_merge_key(&item, merge_key))?;
+                let value = item
+                    .get(merge_key)
+                    .ok_or_else(|| no_merge_key(&item, merge_key))?;
                 original.retain(|o| o.get(merge_key) != Some(value));
             }
             Some("replace") => replace = true,
             Some("merge") => {
-                return Err(bad_request("merging lists cannot yet be specified in the patch"))
+                return Err(bad_request(
+                    "merging lists cannot yet be specified in the patch",
+                ))
             }
-            _ => return Err(bad_request(format!("unknown patch type: {directive} in map: {item}"))),
+            _ => {
+                return Err(bad_request(format!(
+                    "unknown patch type: {directive} in map: {item}"
+                )))
+            }
         }
     }
     if replace {
@@ -370,7 +415,9 @@ fn partition(
     merge_key: &str,
     kind: ElemKind,
 ) -> (Vec<Value>, Vec<Value>) {
-    merged.into_iter().partition(|v| index_in(by, v, merge_key, kind).is_some())
+    merged
+        .into_iter()
+        .partition(|v| index_in(by, v, merge_key, kind).is_some())
 }
 
 /// normalizeSliceOrder: a stable sort by position in `order`; items absent from it go first,
@@ -395,7 +442,10 @@ fn normalize_slice_order(
         to_delete = del;
     }
     items.sort_by(|a, b| {
-        match (index_in(order, a, merge_key, kind), index_in(order, b, merge_key, kind)) {
+        match (
+            index_in(order, a, merge_key, kind),
+            index_in(order, b, merge_key, kind),
+        ) {
             (Some(x), Some(y)) => x.cmp(&y),
             (None, Some(_)) => Ordering::Less,
             (Some(_), None) => Ordering::Greater,

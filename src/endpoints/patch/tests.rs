@@ -15,7 +15,12 @@ fn sa() -> GroupVersionKind {
 }
 
 fn smp(original: Value, patch: Value) -> Result<Value, PatchError> {
-    apply_patch(PatchType::StrategicMerge, &original, patch.to_string().as_bytes(), &sa())
+    apply_patch(
+        PatchType::StrategicMerge,
+        &original,
+        patch.to_string().as_bytes(),
+        &sa(),
+    )
 }
 
 #[test]
@@ -23,10 +28,19 @@ fn content_types() {
     let cases = [
         ("application/json-patch+json", Some(PatchType::Json)),
         ("application/merge-patch+json", Some(PatchType::Merge)),
-        ("application/strategic-merge-patch+json", Some(PatchType::StrategicMerge)),
+        (
+            "application/strategic-merge-patch+json",
+            Some(PatchType::StrategicMerge),
+        ),
         ("application/apply-patch+yaml", Some(PatchType::Apply)),
-        ("application/merge-patch+json; charset=utf-8", Some(PatchType::Merge)),
-        ("Application/JSON-Patch+JSON;charset=UTF-8", Some(PatchType::Json)),
+        (
+            "application/merge-patch+json; charset=utf-8",
+            Some(PatchType::Merge),
+        ),
+        (
+            "Application/JSON-Patch+JSON;charset=UTF-8",
+            Some(PatchType::Json),
+        ),
         ("application/json", None),
         ("application/apply-patch+cbor", None),
         ("", None),
@@ -43,13 +57,18 @@ fn json_patch() {
     let cases: Vec<(Value, Result<Value, u16>)> = vec![
         (
             json!([{"op": "add", "path": "/data/b", "value": "2"}]),
-            Ok(json!({"kind": "ConfigMap", "data": {"a": "1", "b": "2"}, "metadata": {"name": "x"}})),
+            Ok(
+                json!({"kind": "ConfigMap", "data": {"a": "1", "b": "2"}, "metadata": {"name": "x"}}),
+            ),
         ),
         (
             json!([{"op": "test", "path": "/data/a", "value": "1"}, {"op": "remove", "path": "/data/a"}]),
             Ok(json!({"kind": "ConfigMap", "data": {}, "metadata": {"name": "x"}})),
         ),
-        (json!([{"op": "test", "path": "/data/a", "value": "2"}]), Err(422)),
+        (
+            json!([{"op": "test", "path": "/data/a", "value": "2"}]),
+            Err(422),
+        ),
         (json!([{"op": "remove", "path": "/data/zzz"}]), Err(422)),
         (json!([{"op": "replace", "path": "", "value": 3}]), Err(422)),
         (json!([{"op": "explode", "path": "/data"}]), Err(400)),
@@ -63,11 +82,22 @@ fn json_patch() {
             (got, want) => panic!("{patch}: got {got:?}, want {want:?}"),
         }
     }
-    assert_eq!(apply_patch(PatchType::Json, &cm, b"[{", &g).unwrap_err().reason, "BadRequest");
-    let too_many: Vec<Value> =
-        (0..10_001).map(|_| json!({"op": "test", "path": "/kind", "value": "ConfigMap"})).collect();
-    let err = apply_patch(PatchType::Json, &cm, Value::Array(too_many).to_string().as_bytes(), &g)
-        .unwrap_err();
+    assert_eq!(
+        apply_patch(PatchType::Json, &cm, b"[{", &g)
+            .unwrap_err()
+            .reason,
+        "BadRequest"
+    );
+    let too_many: Vec<Value> = (0..10_001)
+        .map(|_| json!({"op": "test", "path": "/kind", "value": "ConfigMap"}))
+        .collect();
+    let err = apply_patch(
+        PatchType::Json,
+        &cm,
+        Value::Array(too_many).to_string().as_bytes(),
+        &g,
+    )
+    .unwrap_err();
     assert_eq!((err.code, err.reason), (413, "RequestEntityTooLarge"));
 }
 
@@ -77,11 +107,27 @@ fn merge_patch() {
     let cases = [
         // RFC 7386 appendix A examples.
         (json!({"a": "b"}), json!({"a": "c"}), json!({"a": "c"})),
-        (json!({"a": "b"}), json!({"b": "c"}), json!({"a": "b", "b": "c"})),
+        (
+            json!({"a": "b"}),
+            json!({"b": "c"}),
+            json!({"a": "b", "b": "c"}),
+        ),
         (json!({"a": "b"}), json!({"a": null}), json!({})),
-        (json!({"a": "b", "b": "c"}), json!({"a": null}), json!({"b": "c"})),
-        (json!({"a": {"b": "c"}}), json!({"a": {"b": "d", "c": null}}), json!({"a": {"b": "d"}})),
-        (json!({"a": [{"b": "c"}]}), json!({"a": [1]}), json!({"a": [1]})),
+        (
+            json!({"a": "b", "b": "c"}),
+            json!({"a": null}),
+            json!({"b": "c"}),
+        ),
+        (
+            json!({"a": {"b": "c"}}),
+            json!({"a": {"b": "d", "c": null}}),
+            json!({"a": {"b": "d"}}),
+        ),
+        (
+            json!({"a": [{"b": "c"}]}),
+            json!({"a": [1]}),
+            json!({"a": [1]}),
+        ),
         // merge patch never merges lists, even merge-keyed ones.
         (
             json!({"secrets": [{"name": "a"}]}),
@@ -96,7 +142,10 @@ fn merge_patch() {
     let err = apply_patch(PatchType::Merge, &json!({}), b"{nope", &g).unwrap_err();
     assert_eq!(err.code, 400);
     let err = apply_patch(PatchType::Merge, &json!({}), b"[1]", &g).unwrap_err();
-    assert_eq!(err.code, 422, "a patch that replaces the object with a list is invalid");
+    assert_eq!(
+        err.code, 422,
+        "a patch that replaces the object with a list is invalid"
+    );
 }
 
 #[test]
@@ -238,13 +287,48 @@ fn strategic_merge_patch() {
 #[test]
 fn strategic_merge_patch_errors() {
     let cases: Vec<(&str, Value, Value, u16)> = vec![
-        ("bad $patch on a map", json!({}), json!({"metadata": {"$patch": "explode"}}), 400),
-        ("$patch merge in a list", json!({}), json!({"secrets": [{"$patch": "merge"}]}), 400),
-        ("delete without merge key", json!({"secrets": [{"name": "a"}]}), json!({"secrets": [{"$patch": "delete"}]}), 400),
-        ("merging item without key", json!({"secrets": [{"name": "a"}]}), json!({"secrets": [{"kind": "x"}]}), 400),
-        ("retainKeys not a list", json!({}), json!({"spec": {"$retainKeys": "a"}}), 400),
-        ("retainKeys missing a patched key", json!({}), json!({"spec": {"$retainKeys": ["a"], "b": 1}}), 400),
-        ("setElementOrder not a list", json!({}), json!({"$setElementOrder/secrets": 3}), 400),
+        (
+            "bad $patch on a map",
+            json!({}),
+            json!({"metadata": {"$patch": "explode"}}),
+            400,
+        ),
+        (
+            "$patch merge in a list",
+            json!({}),
+            json!({"secrets": [{"$patch": "merge"}]}),
+            400,
+        ),
+        (
+            "delete without merge key",
+            json!({"secrets": [{"name": "a"}]}),
+            json!({"secrets": [{"$patch": "delete"}]}),
+            400,
+        ),
+        (
+            "merging item without key",
+            json!({"secrets": [{"name": "a"}]}),
+            json!({"secrets": [{"kind": "x"}]}),
+            400,
+        ),
+        (
+            "retainKeys not a list",
+            json!({}),
+            json!({"spec": {"$retainKeys": "a"}}),
+            400,
+        ),
+        (
+            "retainKeys missing a patched key",
+            json!({}),
+            json!({"spec": {"$retainKeys": ["a"], "b": 1}}),
+            400,
+        ),
+        (
+            "setElementOrder not a list",
+            json!({}),
+            json!({"$setElementOrder/secrets": 3}),
+            400,
+        ),
         (
             "setElementOrder contradicting the patch order",
             json!({}),
@@ -252,7 +336,12 @@ fn strategic_merge_patch_errors() {
                    "secrets": [{"name": "b"}, {"name": "a"}]}),
             400,
         ),
-        ("list of lists", json!({"metadata": {"finalizers": [["a"]]}}), json!({"metadata": {"finalizers": [["b"]]}}), 422),
+        (
+            "list of lists",
+            json!({"metadata": {"finalizers": [["a"]]}}),
+            json!({"metadata": {"finalizers": [["b"]]}}),
+            422,
+        ),
         ("patch is a list", json!({}), json!([1]), 400),
     ];
     for (name, original, patch, code) in cases {
