@@ -1,6 +1,11 @@
 //! HTTP ↔ REST translation (pkg/endpoints): discovery, handlers, negotiation, Status errors.
 //! May use: registry, api.
 
+pub mod apply;
+pub mod openapi;
+pub mod patch;
+pub mod protobuf;
+
 use crate::api::{Body, RequestContext, Status};
 use crate::registry::Registry;
 use bytes::Bytes;

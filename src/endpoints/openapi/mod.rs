@@ -1,0 +1,1 @@
+//! OpenAPI documents (work in progress).
