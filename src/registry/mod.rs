@@ -125,3 +125,6 @@ impl Registry {
         out
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -198,10 +198,28 @@ where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
     let mut unknown = Vec::new();
-    let typed: T = serde_ignored::deserialize(obj, |path| unknown.push(path.to_string()))
+    let typed: T = serde_ignored::deserialize(obj, |path| unknown.push(field_path(&path)))
         .map_err(|e| e.to_string())?;
     let out = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
     Ok((out, unknown))
+}
+
+/// A field path as kube prints it: `spec.containers[0].x`, skipping Option/newtype layers.
+fn field_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", field_path(parent)),
+        Path::Map { parent, key } => {
+            let p = field_path(parent);
+            if p.is_empty() {
+                key.to_string()
+            } else {
+                format!("{p}.{key}")
+            }
+        }
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => field_path(parent),
+    }
 }
 
 /// `metadata.name` of an object.
