@@ -1,5 +1,8 @@
 //! Composition roots: one file per subcommand; the only place that wires layers together.
 
+mod generate;
+mod inspect;
+
 use crate::cli::{Cli, Command};
 use crate::exit::{CodedError, ExitCode};
 
@@ -7,6 +10,11 @@ use crate::exit::{CodedError, ExitCode};
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Serve(_) => Err(CodedError::new(ExitCode::Problem, "serve: not built yet").into()),
-        _ => Err(CodedError::new(ExitCode::Problem, "not built yet").into()),
+        Command::Leases(args) => inspect::run(inspect::leases(args)),
+        Command::Candidates(args) => inspect::run(inspect::candidates(args)),
+        Command::Hooks(args) => inspect::run(inspect::hooks(args)),
+        Command::Health(args) => inspect::run(inspect::health(args)),
+        Command::Completions(args) => generate::completions(&args),
+        Command::Man(args) => generate::man(&args),
     }
 }

@@ -156,7 +156,7 @@ fn chain<'a>(
 }
 
 /// Collapses a message to one line.
-pub(crate) fn one_line(text: &str) -> String {
+pub fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -287,6 +287,60 @@ impl Tabular for LeasesView {
     }
 }
 
+/// One change seen by [`watch`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// A lease was added or changed (renewed, new holder, ...).
+    Updated(LeaseRow),
+    /// A lease was deleted.
+    Deleted(LeaseRow),
+    /// The watch failed and is being retried (one line).
+    Retrying(String),
+}
+
+/// Watches the leases of `query`, yielding only real changes relative to `known` (the rows
+/// already shown) — relists after a dropped watch do not repeat unchanged rows.
+///
+/// # Cancellation
+/// Dropping the stream ends the watch.
+pub fn watch(
+    cluster: &Cluster,
+    query: &Query,
+    known: Vec<LeaseRow>,
+) -> impl futures::Stream<Item = Change> + use<> {
+    use futures::StreamExt;
+    use kube::runtime::{watcher, WatchStreamExt};
+    let api: Api<Lease> = Api::namespaced(cluster.client().clone(), NAMESPACE);
+    let mut config = watcher::Config::default();
+    if let Some(sel) = query.label_selector() {
+        config = config.labels(&sel);
+    }
+    let known: std::collections::HashMap<String, LeaseRow> =
+        known.into_iter().map(|r| (r.name.clone(), r)).collect();
+    watcher::watcher(api, config).default_backoff().scan(known, |known, event| {
+        let change = match event {
+            Ok(watcher::Event::Apply(l) | watcher::Event::InitApply(l)) => {
+                let row = LeaseRow::from_lease(&l, Utc::now());
+                if known.get(&row.name) == Some(&row) {
+                    None
+                } else {
+                    known.insert(row.name.clone(), row.clone());
+                    Some(Change::Updated(row))
+                }
+            }
+            Ok(watcher::Event::Delete(l)) => {
+                let row = LeaseRow::from_lease(&l, Utc::now());
+                known.remove(&row.name);
+                Some(Change::Deleted(row))
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+            Err(e) => Some(Change::Retrying(super::one_line(&e.to_string()))),
+        };
+        futures::future::ready(Some(change))
+    })
+    .filter_map(futures::future::ready)
+}
+
 #[cfg(test)]
 #[path = "leases_tests.rs"]
 mod tests;

@@ -17,5 +17,5 @@ pub mod leases;
 mod peers;
 
 pub use client::{Cluster, ClusterConfig};
-pub use error::{Error, Result};
+pub use error::{one_line, Error, Result};
 pub use healthtext::{parse as parse_health, CheckLine, CheckStatus, HealthText};
