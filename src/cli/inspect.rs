@@ -6,6 +6,77 @@ use std::time::Duration;
 
 use crate::output::{ColorChoice, Format};
 
+/// The exit-code paragraph as a literal, so `concat!` can append it to every page.
+macro_rules! exit_codes {
+    () => {
+        "Exit codes:\n  0  ok\n  1  the cluster answered and something is wrong (a failing check or hook, an expired lease with --fail-on-expired)\n  2  usage error\n  3  no answer (no kubeconfig, unreachable, TLS failure, 401/403, timeout, API not served)"
+    };
+}
+
+/// Long help of `kapi leases`: columns, JSON shape, exit codes.
+const LEASES_HELP: &str = concat!(
+    "Lists the apiserver identity leases of kube-system (label apiserver.kubernetes.io/identity): \
+who is alive. Columns: NAME, COMPONENT, HOLDER, HOSTNAME, RENEWED (age), EXPIRES (in/ago), STATE \
+(Live, Expired, Free = a lock without holder); -o wide adds PEER-ADDRESS, DURATION, TRANSITIONS; \
+--all adds the other leases of kube-system with TYPE after NAME and STRATEGY, PREFERRED-HOLDER \
+after STATE.\n\n",
+    "JSON/YAML shape (stable; times RFC 3339 UTC, absent values null):\n",
+    "  {\"leases\": [{\"namespace\", \"name\", \"type\": \"identity\"|\"leader-election\", \"component\",\n",
+    "    \"holder\", \"hostname\", \"peerAddress\", \"renewTime\", \"expireTime\", \"leaseDurationSeconds\",\n",
+    "    \"leaseTransitions\", \"acquireTime\", \"strategy\", \"preferredHolder\",\n",
+    "    \"state\": \"Live\"|\"Expired\"|\"Free\"}]}\n",
+    "With --watch, -o json/yaml print one such lease object per change.\n\n",
+    exit_codes!()
+);
+
+/// Long help of `kapi candidates`.
+const CANDIDATES_HELP: &str = concat!(
+    "Lists LeaseCandidates (coordinated leader election) joined with the Lease they compete for. \
+Uses coordination.k8s.io/v1beta1, else v1alpha2, else v1alpha1, as discovery shows; when none is \
+served it exits 3 (the CoordinatedLeaderElection feature gate is off). Columns: NAMESPACE, LEASE, \
+CANDIDATE, BINARY, EMULATION, STRATEGY, RENEWED, PINGED (\"(pending)\" while a ping waits for its \
+ack), LEADER (* = the lease's holderIdentity), PREFERRED (* = its preferredHolder); -o wide adds \
+HOLDER.\n\n",
+    "JSON/YAML shape (stable):\n",
+    "  {\"apiVersion\": \"coordination.k8s.io/v1beta1\",\n",
+    "   \"candidates\": [{\"namespace\", \"name\", \"leaseName\", \"binaryVersion\", \"emulationVersion\",\n",
+    "     \"strategy\", \"renewTime\", \"pingTime\", \"pingPending\": bool, \"leader\": bool,\n",
+    "     \"preferred\": bool}],\n",
+    "   \"leases\": [{\"namespace\", \"name\", \"holderIdentity\", \"preferredHolder\", \"strategy\",\n",
+    "     \"renewTime\", \"leaseDurationSeconds\"}]}\n\n",
+    exit_codes!()
+);
+
+/// Long help of `kapi hooks`.
+const HOOKS_HELP: &str = concat!(
+    "Lists the post-start hooks of the apiserver from /readyz?verbose. STATUS is ok, pending (the \
+hook has not finished) or failed; REASON is read from /readyz/poststarthook/<name> for the hooks \
+that are not ok. Exits 1 when any hook is not ok. --all-apiservers asks every replica through the \
+peer addresses of the identity leases (annotation kubernetes.io/peer-advertise-address) and \
+reports the replicas that cannot be reached.\n\n",
+    "JSON/YAML shape (stable):\n",
+    "  {\"apiservers\": [{\"apiserver\": URL, \"identity\": lease name|null,\n",
+    "     \"hooks\": [{\"name\", \"status\": \"ok\"|\"pending\"|\"failed\", \"reason\": string|null}]}],\n",
+    "   \"unreachable\": [{\"apiserver\", \"identity\", \"error\"}]}\n\n",
+    exit_codes!()
+);
+
+/// Long help of `kapi health`.
+const HEALTH_HELP: &str = concat!(
+    "Shows every check of /readyz (default), /livez, /healthz or all three, read from ?verbose, as \
+CHECK and STATUS (ok, failed, excluded); the verdict goes to stderr. --wait polls every second \
+until healthy (exit 0) or until --timeout (exit 1 when the server answered unhealthy, 3 when it \
+never answered), with a spinner and the failing checks when stderr is a terminal. Example: \
+kapi health readyz --wait --timeout 60s && deploy\n\n",
+    "JSON/YAML shape (stable):\n",
+    "  {\"healthy\": bool,\n",
+    "   \"results\": [{\"apiserver\": URL, \"identity\": lease name|null, \"endpoint\": \"readyz\",\n",
+    "     \"httpStatus\": 200, \"healthy\": bool,\n",
+    "     \"checks\": [{\"name\", \"status\": \"ok\"|\"failed\"|\"excluded\"}], \"warnings\": [string]}],\n",
+    "   \"unreachable\": [{\"apiserver\", \"identity\", \"error\"}]}\n\n",
+    exit_codes!()
+);
+
 /// How to reach the cluster, as kubectl does.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ClusterArgs {
@@ -36,7 +107,7 @@ pub struct OutputArgs {
 
 /// `kapi leases`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = super::EXIT_CODES_HELP)]
+#[command(after_help = super::EXIT_CODES_HELP, after_long_help = LEASES_HELP)]
 pub struct LeasesArgs {
     /// Cluster access.
     #[command(flatten)]
@@ -63,7 +134,7 @@ pub struct LeasesArgs {
 
 /// `kapi candidates`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = super::EXIT_CODES_HELP)]
+#[command(after_help = super::EXIT_CODES_HELP, after_long_help = CANDIDATES_HELP)]
 pub struct CandidatesArgs {
     /// Cluster access.
     #[command(flatten)]
@@ -84,7 +155,7 @@ pub struct CandidatesArgs {
 
 /// `kapi hooks`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = super::EXIT_CODES_HELP)]
+#[command(after_help = super::EXIT_CODES_HELP, after_long_help = HOOKS_HELP)]
 pub struct HooksArgs {
     /// Cluster access.
     #[command(flatten)]
@@ -116,7 +187,7 @@ pub enum HealthEndpoint {
 
 /// `kapi health`.
 #[derive(Debug, clap::Args)]
-#[command(after_help = super::EXIT_CODES_HELP)]
+#[command(after_help = super::EXIT_CODES_HELP, after_long_help = HEALTH_HELP)]
 pub struct HealthArgs {
     /// Cluster access.
     #[command(flatten)]
@@ -142,4 +213,12 @@ pub struct HealthArgs {
     /// Reach every apiserver through the peer addresses published in identity leases.
     #[arg(long)]
     pub all_apiservers: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn exit_code_text_matches_the_top_level_help() {
+        assert_eq!(exit_codes!(), super::super::EXIT_CODES_HELP);
+    }
 }

@@ -1,1 +1,2 @@
 //! One integration-test binary driving the real `kapi` executable.
+mod generated;
