@@ -1,1 +1,3 @@
 //! One integration-test binary driving the real `kapi` executable.
+
+mod layering;
