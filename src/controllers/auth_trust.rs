@@ -118,6 +118,11 @@ fn encode_pem(der: &[u8]) -> String {
     out
 }
 
+/// DER certificates as one PEM bundle (consecutive CERTIFICATE blocks).
+pub fn pem_bundle<D: AsRef<[u8]>>(ders: &[D]) -> String {
+    ders.iter().map(|d| encode_pem(d.as_ref())).collect()
+}
+
 /// Existing entries first, then new ones, without duplicates.
 fn merge_lists(existing: &[String], ours: &[String]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();

@@ -34,7 +34,7 @@ mod system_namespaces;
 mod token_tracking;
 mod util;
 
-pub use auth_trust::{AuthInfo, RequestHeaderInfo};
+pub use auth_trust::{pem_bundle, AuthInfo, RequestHeaderInfo};
 pub use identity::{apiserver_id, HOSTNAME_LABEL, IDENTITY_LABEL, KUBE_APISERVER};
 pub use peer::{PeerEndpointStore, PeerStoreError, PEER_KEY_PREFIX, PEER_TTL};
 pub use system_namespaces::SYSTEM_NAMESPACES;
