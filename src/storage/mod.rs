@@ -6,10 +6,12 @@
 
 mod embedded;
 mod error;
+mod etcd;
 mod watch;
 
 pub use embedded::EmbeddedStore;
 pub use error::{Error, Result};
+pub use etcd::{EtcdStore, EtcdTls};
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
@@ -215,6 +217,10 @@ pub async fn open(config: Config) -> Result<std::sync::Arc<dyn Storage>> {
                 .map_err(|e| Error::Unavailable(format!("opening the embedded store failed: {e}")))??;
             Ok(std::sync::Arc::new(store))
         }
-        BackendConfig::Etcd { .. } => Err(Error::Unavailable("the etcd backend is not built yet".into())),
+        BackendConfig::Etcd { servers, ca_file, cert_file, key_file } => {
+            let tls = EtcdTls { ca_file: ca_file.clone(), cert_file: cert_file.clone(), key_file: key_file.clone() };
+            let store = EtcdStore::connect(servers, &tls, config.healthcheck_timeout).await?;
+            Ok(std::sync::Arc::new(store))
+        }
     }
 }
