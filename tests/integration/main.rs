@@ -1,1 +1,8 @@
 //! One integration-test binary driving the real `kapi` executable.
+
+mod support;
+
+mod auth;
+mod health;
+mod hooks;
+mod shutdown;
