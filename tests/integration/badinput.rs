@@ -1,6 +1,6 @@
 //! Bad input against the real server: each a precise 4xx Status and nothing stored.
 
-use crate::crud::{call, js};
+use crate::crud::{call, js, wait_default};
 use crate::support::TestServer;
 use reqwest::Method as M;
 use serde_json::json;
@@ -8,6 +8,7 @@ use serde_json::json;
 #[tokio::test]
 async fn bad_requests_are_precise_and_store_nothing() {
     let server = TestServer::start().await;
+    wait_default(&server).await;
     let c = server.admin_http();
     let cms = server.url("/api/v1/namespaces/default/configmaps");
     let raw = |ct: &'static str, b: &[u8]| Some((ct, b.to_vec()));

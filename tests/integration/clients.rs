@@ -2,6 +2,7 @@
 //! stale update, and a watch stream. Uses KAPI_TEST_PYTHON or `python3` from PATH; skipped
 //! (with a message) when the `kubernetes` module is not importable.
 
+use crate::crud::wait_default;
 use crate::support::{within, TestServer};
 use std::time::Duration;
 
@@ -59,6 +60,7 @@ async fn python_client_crud_conflict_and_watch() {
         return;
     }
     let server = TestServer::start().await;
+    wait_default(&server).await;
     let out = within(
         Duration::from_secs(90),
         "python client",

@@ -24,6 +24,18 @@ pub(crate) async fn call(
     (code, serde_json::from_str(&text).unwrap_or(Value::Null), headers)
 }
 
+/// Waits until the system namespaces controller created `default` (it runs after /readyz).
+pub(crate) async fn wait_default(server: &TestServer) {
+    let c = server.admin_http();
+    let url = server.url("/api/v1/namespaces/default");
+    within(Duration::from_secs(30), "namespace default", async {
+        while call(&c, reqwest::Method::GET, &url, None).await.0 != 200 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+}
+
 /// JSON body shorthand.
 pub(crate) fn js(v: Value) -> Option<(&'static str, Vec<u8>)> {
     Some(("application/json", serde_json::to_vec(&v).unwrap()))
@@ -75,6 +87,7 @@ async fn kubectl_basic_commands() {
 #[tokio::test]
 async fn http_crud_conflict_dry_run_and_paging() {
     let server = TestServer::start().await;
+    wait_default(&server).await;
     let c = server.admin_http();
     let base = server.url("/apis/coordination.k8s.io/v1/namespaces/default/leases");
     use reqwest::Method as M;

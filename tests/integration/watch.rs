@@ -2,21 +2,20 @@
 //! initial-events-end bookmark, a too-old resourceVersion as an ERROR event in a 200 stream,
 //! and a kube-runtime watcher over leases through 1,000 updates and a server restart.
 
-use crate::crud::{call, js};
+use crate::crud::{call, js, wait_default};
 use crate::support::{within, Options, TestServer};
 use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
 
 /// Reads watch lines from a streaming response until `stop` says so (or 20 s pass).
-async fn read_lines(resp: reqwest::Response, mut stop: impl FnMut(&Value) -> bool) -> Vec<Value> {
-    let mut stream = resp.bytes_stream();
+async fn read_lines(mut resp: reqwest::Response, mut stop: impl FnMut(&Value) -> bool) -> Vec<Value> {
     let mut buf = Vec::new();
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     loop {
-        let chunk = match tokio::time::timeout_at(deadline, stream.next()).await {
-            Ok(Some(Ok(c))) => c,
+        let chunk = match tokio::time::timeout_at(deadline, resp.chunk()).await {
+            Ok(Ok(Some(c))) => c,
             _ => return events,
         };
         buf.extend_from_slice(&chunk);
@@ -35,6 +34,7 @@ async fn read_lines(resp: reqwest::Response, mut stop: impl FnMut(&Value) -> boo
 #[tokio::test]
 async fn kubectl_get_watch_sees_added_modified_deleted() {
     let server = TestServer::start().await;
+    wait_default(&server).await;
     let mut child = tokio::process::Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(server.kubeconfig())
@@ -64,6 +64,7 @@ async fn kubectl_get_watch_sees_added_modified_deleted() {
 #[tokio::test]
 async fn watch_list_ends_initial_events_with_annotated_bookmark() {
     let server = TestServer::start().await;
+    wait_default(&server).await;
     let c = server.admin_http();
     let base = server.url("/apis/coordination.k8s.io/v1/namespaces/default/leases");
     for n in ["a", "b"] {
@@ -89,6 +90,7 @@ async fn watch_list_ends_initial_events_with_annotated_bookmark() {
 #[tokio::test]
 async fn expired_resource_version_is_an_error_event() {
     let server = TestServer::start_with(Options::default().args(["--compaction-interval", "1s"])).await;
+    wait_default(&server).await;
     let c = server.admin_http();
     let base = server.url("/api/v1/namespaces/default/configmaps");
     for i in 0..5 {
@@ -121,6 +123,7 @@ async fn kube_watcher_follows_1000_updates_and_a_restart() {
     let port = free_port().to_string();
     let opts = Options::default().data_dir(dir.clone()).args(["--secure-port".to_string(), port.clone()]);
     let mut server = TestServer::start_with(opts.clone()).await;
+    wait_default(&server).await;
     let client = server.client().await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
     let mut lease: Lease = serde_json::from_value(json!({"metadata": {"name": "counter"}, "spec": {"holderIdentity": "0"}})).unwrap();
