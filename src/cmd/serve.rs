@@ -1,0 +1,153 @@
+//! `kapi serve`: flags → options (validated) → server config → generic server with hooks →
+//! run until SIGINT/SIGTERM (a second signal exits at once).
+
+use crate::cli::serve::ServeArgs;
+use crate::exit::{CodedError, ExitCode};
+use crate::options::ServerOptions;
+use crate::server::{hooks, Config, GenericServer};
+use crate::controllers;
+use crate::storage::{self, KeyValue, Storage, Update};
+use anyhow::Context;
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Runs the API server to completion.
+pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+    let options = args.into_options();
+    let errors = options.validate();
+    if !errors.is_empty() {
+        for err in &errors[..errors.len() - 1] {
+            eprintln!("kapi: error: {err}");
+        }
+        let last = errors.last().cloned().unwrap_or_default();
+        return Err(CodedError::new(ExitCode::Usage, last).into());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("while starting the async runtime")?;
+    runtime.block_on(serve(options))?;
+    Ok(ExitCode::Ok)
+}
+
+async fn serve(options: ServerOptions) -> anyhow::Result<()> {
+    let debug_hooks = options.controllers.debug_failing_hooks.clone();
+    let options_for_controllers = options.clone();
+    let config = Config::load(options).await.context("while loading the server configuration")?;
+    eprintln!("export KUBECONFIG={}", config.kubeconfig_path().display());
+    let controllers = controllers_config(&options_for_controllers, &config)?;
+    let mut server = config.complete().context("while completing the server configuration")?.new_server();
+    register_hooks(&mut server, &debug_hooks)?;
+    register_controllers(&mut server, &controllers)?;
+    let prepared = server.prepare_run();
+
+    let cancel = CancellationToken::new();
+    let signals = tokio::spawn(watch_signals(cancel.clone()));
+    let result = prepared.run(cancel).await;
+    signals.abort();
+    result.context("while serving")?;
+    Ok(())
+}
+
+/// Hooks every `kapi serve` registers (controllers add theirs here).
+fn register_hooks(server: &mut GenericServer, debug_hooks: &[(String, u32)]) -> anyhow::Result<()> {
+    for (name, failures) in debug_hooks {
+        server
+            .add_post_start_hook(name, hooks::failing_hook(*failures))
+            .with_context(|| format!("while registering --debug-failing-hook {name}"))?;
+    }
+    Ok(())
+}
+
+/// The controllers' settings: options plus what the loaded server knows.
+fn controllers_config(options: &ServerOptions, config: &Config) -> anyhow::Result<controllers::Config> {
+    let local = config.local_addr();
+    let advertise = options.serving.advertise_address.unwrap_or_else(|| local.ip());
+    let mut cc = controllers::Config::new(&options.controllers, advertise, local.port())
+        .context("while configuring the controllers")?;
+    cc.auth = controllers::AuthInfo {
+        client_ca_pem: Some(controllers::pem_bundle(&config.client_ca_ders())),
+        client_ca_file: None,
+        request_header: None,
+    };
+    cc.peer_store = Some(Arc::new(StoragePeerStore {
+        storage: config.storage(),
+        prefix: options.storage.prefix.trim_end_matches('/').to_string(),
+    }));
+    Ok(cc)
+}
+
+/// Registers the control-plane controllers (pkg/controlplane/apiserver/server.go).
+fn register_controllers(server: &mut GenericServer, config: &controllers::Config) -> anyhow::Result<()> {
+    let hooks = controllers::hooks(config);
+    for (name, hook) in hooks.post_start {
+        server
+            .add_post_start_hook(&name, hook)
+            .with_context(|| format!("while registering post-start hook {name}"))?;
+    }
+    for (name, hook) in hooks.pre_shutdown {
+        server
+            .add_pre_shutdown_hook(&name, hook)
+            .with_context(|| format!("while registering pre-shutdown hook {name}"))?;
+    }
+    Ok(())
+}
+
+/// Peer endpoints written straight to storage with a TTL, as kube-apiserver does in etcd.
+struct StoragePeerStore {
+    storage: Arc<dyn Storage>,
+    prefix: String,
+}
+
+impl controllers::PeerEndpointStore for StoragePeerStore {
+    fn set(
+        &self,
+        key: &str,
+        value: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'static, Result<(), controllers::PeerStoreError>> {
+        let (storage, key) = (self.storage.clone(), format!("{}/{key}", self.prefix));
+        Box::pin(async move {
+            let value = Bytes::from(value);
+            let update = move |_: Option<&KeyValue>| Ok(Update::SetWithTtl(value.clone(), ttl));
+            storage.guaranteed_update(&key, true, &update).await?;
+            Ok(())
+        })
+    }
+
+    fn delete(&self, key: &str) -> BoxFuture<'static, Result<(), controllers::PeerStoreError>> {
+        let (storage, key) = (self.storage.clone(), format!("{}/{key}", self.prefix));
+        Box::pin(async move {
+            match storage.delete(&key, &|_: &KeyValue| Ok(())).await {
+                Ok(_) | Err(storage::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
+}
+
+/// First SIGINT/SIGTERM cancels `cancel`; a second one exits at once (SetupSignalContext).
+async fn watch_signals(cancel: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+        tracing::error!("cannot install signal handlers");
+        return;
+    };
+    let mut received = 0;
+    loop {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        received += 1;
+        if received > 1 {
+            tracing::warn!(signal = name, "second signal received, exiting immediately");
+            std::process::exit(1);
+        }
+        tracing::info!(signal = name, "signal received, shutting down gracefully");
+        cancel.cancel();
+    }
+}
