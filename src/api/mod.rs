@@ -4,6 +4,7 @@
 
 pub mod gvk;
 pub mod request_info;
+pub mod selectors;
 pub mod status;
 
 pub use gvk::{GroupVersionKind, GroupVersionResource};

@@ -2,3 +2,15 @@
 
 mod generated;
 mod layering;
+mod support;
+
+mod auth;
+mod health;
+mod hooks;
+mod shutdown;
+
+mod badinput;
+mod clients;
+mod crud;
+mod discovery;
+mod watch;
