@@ -169,3 +169,37 @@ async fn namespace_lifecycle_admission() {
     assert_eq!(st["details"]["causes"][0]["reason"], "NamespaceTerminating");
     assert_eq!(st["message"], "configmaps \"y\" is forbidden: unable to create new content in namespace held because it is being terminated");
 }
+
+#[tokio::test]
+async fn server_side_apply_and_managed_fields() {
+    let server = TestServer::start().await;
+    wait_default(&server).await;
+    let c = server.admin_http();
+    use reqwest::Method as M;
+    let url = server.url("/api/v1/namespaces/default/configmaps/ssa");
+    let apply = |mgr: &str, force: bool, data: Value| {
+        let body = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data})).unwrap();
+        (format!("{url}?fieldManager={mgr}&force={force}"), Some(("application/apply-patch+yaml", body)))
+    };
+    let (u, b) = apply("alice", false, json!({"a": "1"}));
+    let (code, created, _) = call(&c, M::PATCH, &u, b).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["managedFields"][0]["manager"], "alice");
+    assert_eq!(created["metadata"]["managedFields"][0]["operation"], "Apply");
+    let (u, b) = apply("bob", false, json!({"a": "2"}));
+    let (code, conflict, _) = call(&c, M::PATCH, &u, b).await;
+    assert_eq!(code, 409, "{conflict}");
+    assert_eq!(conflict["details"]["causes"][0]["reason"], "FieldManagerConflict");
+    let (u, b) = apply("bob", true, json!({"a": "2"}));
+    let (code, forced, _) = call(&c, M::PATCH, &u, b).await;
+    assert_eq!((code, forced["data"]["a"].as_str()), (200, Some("2")), "{forced}");
+    // A plain update records an Update entry for its manager.
+    let mut cm = forced.clone();
+    cm["data"]["b"] = json!("3");
+    let (code, updated, _) = call(&c, M::PUT, &format!("{url}?fieldManager=carol"), js(cm)).await;
+    assert_eq!(code, 200, "{updated}");
+    let managers: Vec<&str> = updated["metadata"]["managedFields"].as_array().unwrap().iter().map(|m| m["manager"].as_str().unwrap()).collect();
+    assert!(managers.contains(&"carol"), "{managers:?}");
+    let (code, st, _) = call(&c, M::PATCH, &url, Some(("application/apply-patch+yaml", b"data: {}".to_vec()))).await;
+    assert_eq!(code, 422, "fieldManager is required: {st}");
+}
