@@ -203,3 +203,44 @@ async fn server_side_apply_and_managed_fields() {
     let (code, st, _) = call(&c, M::PATCH, &url, Some(("application/apply-patch+yaml", b"data: {}".to_vec()))).await;
     assert_eq!(code, 422, "fieldManager is required: {st}");
 }
+
+#[tokio::test]
+async fn kubectl_apply_and_patch() {
+    let server = TestServer::start().await;
+    wait_default(&server).await;
+    let file = server.dir.path().join("cm.yaml");
+    let write = |v: &str| {
+        std::fs::write(&file, format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  namespace: default\ndata:\n  k: {v}\n")).unwrap()
+    };
+    let f = file.display().to_string();
+    let run = |args: Vec<&'static str>| {
+        let f = f.clone();
+        let server = &server;
+        async move {
+            let mut full: Vec<&str> = args;
+            full.push("-f");
+            full.push(&f);
+            let o = server.kubectl(&full).await;
+            assert!(o.status.success(), "{full:?}: {}", out(&o));
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        }
+    };
+    write("v");
+    assert_eq!(run(vec!["apply"]).await, "configmap/applied created");
+    assert_eq!(run(vec!["apply"]).await, "configmap/applied unchanged");
+    write("w");
+    assert_eq!(run(vec!["apply"]).await, "configmap/applied configured");
+    write("x");
+    assert_eq!(run(vec!["apply", "--server-side", "--force-conflicts"]).await, "configmap/applied serverside-applied");
+    for (kind, patch) in [
+        ("merge", r#"{"data":{"m":"1"}}"#),
+        ("json", r#"[{"op":"add","path":"/data/j","value":"2"}]"#),
+        ("strategic", r#"{"data":{"s":"3"}}"#),
+    ] {
+        let o = server.kubectl(&["patch", "configmap", "applied", "-n", "default", "--type", kind, "-p", patch]).await;
+        assert!(o.status.success(), "{kind}: {}", out(&o));
+    }
+    let o = server.kubectl(&["get", "configmap", "applied", "-n", "default", "-o", "jsonpath={.data}"]).await;
+    let data: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(data, json!({"j": "2", "k": "x", "m": "1", "s": "3"}));
+}
