@@ -244,3 +244,65 @@ async fn kubectl_apply_and_patch() {
     let data: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(data, json!({"j": "2", "k": "x", "m": "1", "s": "3"}));
 }
+
+/// A real etcd on loopback ports in a temp dir, killed on drop.
+struct Etcd {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start_etcd() -> Option<Etcd> {
+    let dir = tempfile::tempdir().unwrap();
+    let (client, peer) = (free_port(), free_port());
+    let url = format!("http://127.0.0.1:{client}");
+    let child = std::process::Command::new("etcd")
+        .args(["--data-dir", &dir.path().display().to_string()])
+        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+        .args(["--initial-advertise-peer-urls", &format!("http://127.0.0.1:{peer}")])
+        .args(["--initial-cluster", &format!("default=http://127.0.0.1:{peer}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    Some(Etcd { child, _dir: dir, url })
+}
+
+#[tokio::test]
+async fn crud_and_watch_list_on_real_etcd() {
+    let Some(etcd) = start_etcd() else {
+        eprintln!("skipping: etcd is not on PATH");
+        return;
+    };
+    let server = TestServer::start_with(crate::support::Options::default().args(["--etcd-servers".to_string(), etcd.url.clone()])).await;
+    wait_default(&server).await;
+    let o = server.kubectl(&["create", "configmap", "on-etcd", "-n", "default", "--from-literal=a=1"]).await;
+    assert!(o.status.success(), "{}", out(&o));
+    let c = server.admin_http();
+    use reqwest::Method as M;
+    let base = server.url("/apis/coordination.k8s.io/v1/namespaces/default/leases");
+    let (code, l, _) = call(&c, M::POST, &base, js(json!({"metadata": {"name": "e1"}, "spec": {"holderIdentity": "a"}}))).await;
+    assert_eq!(code, 201, "{l}");
+    let mut stale = l.clone();
+    stale["spec"]["holderIdentity"] = json!("b");
+    assert_eq!(call(&c, M::PUT, &format!("{base}/e1"), js(stale.clone())).await.0, 200);
+    assert_eq!(call(&c, M::PUT, &format!("{base}/e1"), js(stale)).await.0, 409);
+    let o = server.kubectl(&["get", "leases", "-n", "default", "e1", "-o", "jsonpath={.spec.holderIdentity}"]).await;
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "b", "{}", out(&o));
+    let o = server.kubectl(&["delete", "configmap", "on-etcd", "-n", "default"]).await;
+    assert!(o.status.success(), "{}", out(&o));
+    let o = server.kubectl(&["wait", "--for=delete", "configmap/on-etcd", "-n", "default", "--timeout=30s"]).await;
+    assert!(o.status.success(), "{}", out(&o));
+}
