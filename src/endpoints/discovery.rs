@@ -13,8 +13,11 @@ use sha2::Digest;
 /// Precomputed discovery documents.
 pub(crate) struct Discovery {
     /// (group, versions in preference order, resources per version).
-    groups: Vec<(String, Vec<(String, Vec<&'static ResourceInfo>)>)>,
+    groups: Vec<(String, Versions)>,
 }
+
+/// Versions of a group in preference order, each with its resources.
+type Versions = Vec<(String, Vec<&'static ResourceInfo>)>;
 
 /// discovery.StorageVersionHash.
 fn storage_version_hash(i: &ResourceInfo) -> String {
@@ -88,7 +91,7 @@ fn group_version(group: &str, version: &str) -> String {
 impl Discovery {
     /// Builds the documents from the registry's resources.
     pub(crate) fn new(registry: &Registry) -> Self {
-        let mut groups: Vec<(String, Vec<(String, Vec<&'static ResourceInfo>)>)> = Vec::new();
+        let mut groups: Vec<(String, Versions)> = Vec::new();
         for r in registry.resources() {
             let i = r.info();
             let gi = match groups.iter().position(|(g, _)| g == i.group) {
@@ -107,7 +110,7 @@ impl Discovery {
         Discovery { groups }
     }
 
-    fn group_json(&self, group: &str, versions: &[(String, Vec<&'static ResourceInfo>)]) -> Value {
+    fn group_json(&self, group: &str, versions: &Versions) -> Value {
         let vs: Vec<Value> = versions
             .iter()
             .map(|(v, _)| json!({ "groupVersion": group_version(group, v), "version": v }))

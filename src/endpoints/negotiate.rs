@@ -2,6 +2,8 @@
 //! accepts (JSON, YAML, Table, PartialObjectMetadata, aggregated discovery), request body
 //! decoding (JSON, YAML, protobuf; anything else 415), and JSON responses with `Warning`
 //! headers. May use: registry, api.
+// Status (the error type here) is large by design: it is the response body itself.
+#![allow(clippy::result_large_err)]
 
 use crate::api::{full_body, Body, GroupVersionKind, Status};
 use bytes::Bytes;

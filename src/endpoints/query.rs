@@ -2,6 +2,8 @@
 //! UpdateOptions / PatchOptions / DeleteOptions as query strings), parsed the way
 //! kube-apiserver's parameter codec does (Go ParseBool, integers, selectors).
 //! May use: registry, api.
+// Status (the error type here) is large by design: it is the response body itself.
+#![allow(clippy::result_large_err)]
 
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::Status;

@@ -125,7 +125,7 @@ impl GenericStore {
         if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::from(kv.mod_revision.to_string()));
         }
-        Ok(self.strategy.from_storage(obj))
+        Ok(self.strategy.to_served(obj))
     }
 
     fn encode(&self, obj: &Value) -> Result<Bytes> {

@@ -165,7 +165,7 @@ pub trait Strategy: Send + Sync + 'static {
     }
 
     /// Converts a stored object to the served form.
-    fn from_storage(&self, obj: Value) -> Value {
+    fn to_served(&self, obj: Value) -> Value {
         obj
     }
 

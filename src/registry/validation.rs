@@ -4,7 +4,7 @@
 
 use super::error::FieldError;
 use crate::api::selectors::{
-    is_dns1123_label, is_dns1123_subdomain, label_value_errors, qualified_name_errors,
+    is_dns1123_label, label_value_errors, qualified_name_errors,
     DNS1123_LABEL_MSG, DNS1123_SUBDOMAIN_MSG,
 };
 use serde_json::Value;
@@ -29,7 +29,7 @@ pub(crate) fn name_errors(name: &str, rule: NameRule) -> Vec<String> {
             if name.len() > 253 {
                 errs.push("must be no more than 253 characters".to_string());
             }
-            if !is_dns1123_subdomain(name) && !(name.len() > 253 && name.split('.').all(is_dns1123_label)) {
+            if !name.split('.').all(is_dns1123_label) {
                 errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
             }
         }

@@ -14,7 +14,8 @@ async fn bad_requests_are_precise_and_store_nothing() {
     let raw = |ct: &'static str, b: &[u8]| Some((ct, b.to_vec()));
     let big = "x".repeat(1_100_000);
     let huge_message = "y".repeat(1_700_000);
-    let cases: Vec<(&str, M, String, Option<(&str, Vec<u8>)>, u16, &str)> = vec![
+    type Case<'a> = (&'a str, M, String, Option<(&'a str, Vec<u8>)>, u16, &'a str);
+    let cases: Vec<Case> = vec![
         ("malformed json", M::POST, cms.clone(), raw("application/json", b"{\"metadata\": "), 400, "json parse error"),
         ("malformed yaml", M::POST, cms.clone(), raw("application/yaml", b"metadata: [unclosed"), 400, "error converting YAML to JSON"),
         ("malformed protobuf", M::POST, cms.clone(), raw("application/vnd.kubernetes.protobuf", b"not protobuf"), 400, ""),

@@ -194,7 +194,7 @@ impl Strategy for Events {
     fn to_storage(&self, obj: Value) -> Value {
         rename(obj, "v1", true)
     }
-    fn from_storage(&self, obj: Value) -> Value {
+    fn to_served(&self, obj: Value) -> Value {
         rename(obj, "events.k8s.io/v1", false)
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {

@@ -27,7 +27,7 @@ fn parse_version(s: &str) -> Result<(u64, u64, u64), String> {
     let core = t.split(['-', '+']).next().unwrap_or("");
     let parts: Vec<&str> = core.split('.').collect();
     if parts.is_empty() || parts.len() > 3 || parts.iter().any(|p| p.is_empty()) {
-        return Err(format!("No Major.Minor.Patch elements found"));
+        return Err("No Major.Minor.Patch elements found".into());
     }
     let mut nums = [0u64; 3];
     for (i, p) in parts.iter().enumerate() {
