@@ -13,4 +13,5 @@ mod badinput;
 mod clients;
 mod crud;
 mod discovery;
+mod patch;
 mod watch;
