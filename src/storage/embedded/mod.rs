@@ -41,7 +41,9 @@ const MAX_RETRIES: usize = 10_000;
 pub struct EmbeddedStore {
     db: Arc<Database>,
     hub: Arc<Hub>,
-    ops: Sender<Op>,
+    /// Always Some until drop.
+    ops: Option<Sender<Op>>,
+    writer: Option<std::thread::JoinHandle<()>>,
     alive: Arc<AtomicBool>,
     path: std::path::PathBuf,
 }
@@ -63,12 +65,12 @@ impl EmbeddedStore {
             compaction_interval,
             alive: alive.clone(),
         };
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("kapi-store-writer".into())
             .spawn(move || w.run(rx))
             .map_err(|e| Error::Io(format!("cannot start the store writer thread: {e}")))?;
         tracing::info!(path = %opened.path.display(), revision = opened.revision, "embedded store opened");
-        Ok(EmbeddedStore { db, hub, ops: tx, alive, path: opened.path })
+        Ok(EmbeddedStore { db, hub, ops: Some(tx), writer: Some(writer), alive, path: opened.path })
     }
 
     fn read(&self) -> Result<redb::ReadTransaction> {
@@ -80,6 +82,8 @@ impl EmbeddedStore {
     async fn submit<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Op) -> Result<T> {
         let (tx, rx) = oneshot::channel();
         self.ops
+            .as_ref()
+            .ok_or_else(|| Error::Unavailable("the store is closed".into()))?
             .send(make(tx))
             .map_err(|_| Error::Unavailable("the store writer has stopped".into()))?;
         rx.await
@@ -92,6 +96,17 @@ impl EmbeddedStore {
             None => 0,
         };
         self.submit(|reply| Op::Put { key: key.to_string(), value, expect, expires_at_ms, reply }).await
+    }
+}
+
+impl Drop for EmbeddedStore {
+    /// Stops the writer after the writes already queued and releases the file, so the store
+    /// can be reopened as soon as this returns.
+    fn drop(&mut self) {
+        self.ops.take();
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
     }
 }
 
