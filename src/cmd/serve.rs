@@ -29,9 +29,14 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
 async fn serve(options: ServerOptions) -> anyhow::Result<()> {
     let debug_hooks = options.controllers.debug_failing_hooks.clone();
-    let config = Config::load(options).await.context("while loading the server configuration")?;
+    let config = Config::load(options)
+        .await
+        .context("while loading the server configuration")?;
     eprintln!("export KUBECONFIG={}", config.kubeconfig_path().display());
-    let mut server = config.complete().context("while completing the server configuration")?.new_server();
+    let mut server = config
+        .complete()
+        .context("while completing the server configuration")?
+        .new_server();
     register_hooks(&mut server, &debug_hooks)?;
     let prepared = server.prepare_run();
 
@@ -56,7 +61,10 @@ fn register_hooks(server: &mut GenericServer, debug_hooks: &[(String, u32)]) -> 
 /// First SIGINT/SIGTERM cancels `cancel`; a second one exits at once (SetupSignalContext).
 async fn watch_signals(cancel: CancellationToken) {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         tracing::error!("cannot install signal handlers");
         return;
     };

@@ -33,7 +33,10 @@ pub struct Chain {
 }
 
 /// Serves one request through every filter, in order.
-pub async fn handle(chain: Arc<Chain>, req: http::Request<hyper::body::Incoming>) -> http::Response<Body> {
+pub async fn handle(
+    chain: Arc<Chain>,
+    req: http::Request<hyper::body::Incoming>,
+) -> http::Response<Body> {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let started = tokio::time::Instant::now();
     let resp = panic::recover(&method, &path, async move {
@@ -58,18 +61,30 @@ pub async fn handle(chain: Arc<Chain>, req: http::Request<hyper::body::Incoming>
 
         let _permit = match chain.in_flight.try_acquire(&info, &user) {
             Ok(permit) => permit,
-            Err(status) => return status.into_response(),
+            Err(busy) => return busy.to_status().into_response(),
         };
 
         let limit = (!info.is_long_running()).then_some(chain.request_timeout);
         timeout::with_timeout(limit, async move {
             let (parts, body) = req.into_parts();
-            let body = match body_limit::collect(body, &parts.headers, body_limit::MAX_REQUEST_BODY_BYTES).await {
-                Ok(body) => body,
-                Err(status) => return status.into_response(),
-            };
+            let body =
+                match body_limit::collect(body, &parts.headers, body_limit::MAX_REQUEST_BODY_BYTES)
+                    .await
+                {
+                    Ok(body) => body,
+                    Err(status) => return status.into_response(),
+                };
             let req = http::Request::from_parts(parts, body);
-            route(&chain, req, RequestContext { info, user, shutdown: chain.shutdown.clone() }).await
+            route(
+                &chain,
+                req,
+                RequestContext {
+                    info,
+                    user,
+                    shutdown: chain.shutdown.clone(),
+                },
+            )
+            .await
         })
         .await
     })
@@ -78,7 +93,11 @@ pub async fn handle(chain: Arc<Chain>, req: http::Request<hyper::body::Incoming>
     resp
 }
 
-async fn route(chain: &Chain, req: http::Request<Bytes>, ctx: RequestContext) -> http::Response<Body> {
+async fn route(
+    chain: &Chain,
+    req: http::Request<Bytes>,
+    ctx: RequestContext,
+) -> http::Response<Body> {
     let path = req.uri().path();
     if Health::owns(path) {
         if let Some(resp) = chain.health.serve(path, req.uri().query()).await {
