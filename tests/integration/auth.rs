@@ -103,3 +103,30 @@ async fn foreign_and_expired_client_certs_are_401() {
     let (code, _) = get_text(&server.http_with(Some(&fresh)), &server.url("/api")).await;
     assert_ne!(code, 401);
 }
+
+#[tokio::test]
+async fn operator_serving_cert_and_loopback_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params.distinguished_name.push(DnType::CommonName, "operator-cert");
+    let cert = params.self_signed(&key).unwrap();
+    let (crt, keyf) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&crt, cert.pem()).unwrap();
+    std::fs::write(&keyf, key.serialize_pem()).unwrap();
+    // The probe hook succeeds only once the loopback client (SNI apiserver-loopback-client,
+    // in-memory certificate) can read /version, so /readyz 200 proves the loopback path.
+    let server = TestServer::start_with(Options::default().args([
+        "--tls-cert-file".to_string(),
+        crt.display().to_string(),
+        "--tls-private-key-file".to_string(),
+        keyf.display().to_string(),
+        "--debug-failing-hook".to_string(),
+        "loopback-probe=0".to_string(),
+    ]))
+    .await;
+    assert_eq!(server.ca_pem, cert.pem());
+    let out = server.kubectl(&["get", "--raw", "/readyz/poststarthook/loopback-probe"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, b"ok");
+}

@@ -122,3 +122,16 @@ async fn oversized_body_is_413() {
         200
     );
 }
+
+#[tokio::test]
+async fn alpn_offers_h2_unless_disabled() {
+    let server = TestServer::start().await;
+    let resp = server.anonymous_http().get(server.url("/livez")).send().await.unwrap();
+    assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+    let http1 = TestServer::start_with(
+        crate::support::Options::default().args(["--disable-http2-serving"]),
+    )
+    .await;
+    let resp = http1.anonymous_http().get(http1.url("/livez")).send().await.unwrap();
+    assert_eq!(resp.version(), reqwest::Version::HTTP_11);
+}
