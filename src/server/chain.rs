@@ -11,6 +11,7 @@ use crate::filters::authz::{Authorizer, Decision};
 use crate::filters::{body_limit, in_flight::MaxInFlight, panic, timeout};
 use bytes::Bytes;
 use std::sync::Arc;
+use tracing::Instrument;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -65,7 +66,15 @@ pub async fn handle(
         };
 
         let limit = (!info.is_long_running()).then_some(chain.request_timeout);
-        timeout::with_timeout(limit, async move {
+        let span = tracing::debug_span!(
+            "request",
+            verb = %info.verb,
+            resource = %info.resource,
+            ns = %info.namespace,
+            name = %info.name,
+            user = %user.name,
+        );
+        let handler = async move {
             let (parts, body) = req.into_parts();
             let body =
                 match body_limit::collect(body, &parts.headers, body_limit::MAX_REQUEST_BODY_BYTES)
@@ -85,8 +94,8 @@ pub async fn handle(
                 },
             )
             .await
-        })
-        .await
+        };
+        timeout::with_timeout(limit, handler.instrument(span)).await
     })
     .await;
     tracing::debug!(%method, %path, code = resp.status().as_u16(), latency = ?started.elapsed(), "request");
