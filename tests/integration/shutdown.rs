@@ -7,7 +7,7 @@ use std::time::Duration;
 #[tokio::test]
 async fn sigterm_fails_readyz_during_delay_then_exits_zero() {
     let mut server =
-        TestServer::start_with(Options::default().args(["--shutdown-delay-duration", "3s"])).await;
+        TestServer::start_with(Options::default().args(["--shutdown-delay-duration", "5s"])).await;
     let anon = server.anonymous_http();
     server.signal(libc::SIGTERM);
     let body = within(Duration::from_secs(5), "readyz to fail", async {
