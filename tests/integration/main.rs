@@ -3,8 +3,13 @@
 mod support;
 
 mod auth;
+mod badinput;
+mod clients;
+mod crud;
+mod discovery;
 mod generated;
 mod health;
 mod hooks;
 mod layering;
 mod shutdown;
+mod watch;
