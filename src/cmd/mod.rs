@@ -2,14 +2,15 @@
 
 mod generate;
 mod inspect;
+mod serve;
 
 use crate::cli::{Cli, Command};
-use crate::exit::{CodedError, ExitCode};
+use crate::exit::ExitCode;
 
 /// Runs the parsed command line and returns the exit code.
 pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
-        Command::Serve(_) => Err(CodedError::new(ExitCode::Problem, "serve: not built yet").into()),
+        Command::Serve(args) => serve::run(*args),
         Command::Leases(args) => inspect::run(inspect::leases(args)),
         Command::Candidates(args) => inspect::run(inspect::candidates(args)),
         Command::Hooks(args) => inspect::run(inspect::hooks(args)),

@@ -44,3 +44,235 @@ pub enum Error {
     #[error("unable to add {0:?} because it was already registered")]
     Duplicate(String),
 }
+
+use super::error_chain;
+use super::health::{CheckFn, HealthCheck};
+use futures::FutureExt;
+use std::panic::AssertUnwindSafe;
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// First retry delay of a failed post-start hook.
+const BACKOFF_START: Duration = Duration::from_millis(100);
+/// Cap of the retry delay.
+const BACKOFF_MAX: Duration = Duration::from_secs(30);
+
+/// What a post-start hook's readyz check reports.
+#[derive(Debug, Default)]
+struct HookState {
+    done: bool,
+    last_error: Option<String>,
+}
+
+struct PostStartEntry {
+    name: String,
+    hook: PostStartHookFn,
+    state: Arc<Mutex<HookState>>,
+}
+
+/// The registry of a server's hooks (postStartHooks / preShutdownHooks in k8s).
+#[derive(Default)]
+pub struct Hooks {
+    post_start: Vec<PostStartEntry>,
+    pre_shutdown: Vec<(String, PreShutdownHookFn)>,
+    started: bool,
+    shut_down: bool,
+}
+
+impl Hooks {
+    /// Registers a post-start hook (AddPostStartHook in k8s).
+    pub fn add_post_start_hook(&mut self, name: &str, hook: PostStartHookFn) -> Result<(), Error> {
+        if name.is_empty() {
+            return Err(Error::MissingName);
+        }
+        if self.started {
+            return Err(Error::AlreadyStarted(name.into()));
+        }
+        if self.post_start.iter().any(|e| e.name == name) {
+            return Err(Error::Duplicate(name.into()));
+        }
+        self.post_start.push(PostStartEntry { name: name.into(), hook, state: Arc::default() });
+        Ok(())
+    }
+
+    /// Registers a pre-shutdown hook (AddPreShutdownHook in k8s).
+    pub fn add_pre_shutdown_hook(&mut self, name: &str, hook: PreShutdownHookFn) -> Result<(), Error> {
+        if name.is_empty() {
+            return Err(Error::MissingName);
+        }
+        if self.shut_down {
+            return Err(Error::AlreadyShutDown(name.into()));
+        }
+        if self.pre_shutdown.iter().any(|(n, _)| n == name) {
+            return Err(Error::Duplicate(name.into()));
+        }
+        self.pre_shutdown.push((name.into(), hook));
+        Ok(())
+    }
+
+    /// One `poststarthook/<name>` check per hook, in registration order: `not finished` (or
+    /// the hook's last error) until the hook returned `Ok`.
+    pub(crate) fn health_checks(&self) -> Vec<HealthCheck> {
+        self.post_start
+            .iter()
+            .map(|e| {
+                let state = e.state.clone();
+                let check: CheckFn = Arc::new(move || {
+                    let result = match state.lock() {
+                        Ok(s) if s.done => Ok(()),
+                        Ok(s) => Err(s.last_error.clone().unwrap_or_else(|| "not finished".into())),
+                        Err(_) => Err("hook state poisoned".into()),
+                    };
+                    Box::pin(async move { result })
+                });
+                HealthCheck::new(format!("poststarthook/{}", e.name), check)
+            })
+            .collect()
+    }
+
+    /// Starts every post-start hook under supervision; their tasks go to `ctx.tasks`.
+    pub(crate) fn start(&mut self, ctx: &HookContext) {
+        self.started = true;
+        for entry in &self.post_start {
+            let (name, hook, state) = (entry.name.clone(), entry.hook.clone(), entry.state.clone());
+            ctx.tasks.spawn(supervise(name, hook, state, ctx.clone()));
+        }
+    }
+
+    /// Runs the pre-shutdown hooks once, in order; errors and panics are logged.
+    pub(crate) async fn run_pre_shutdown(&mut self) {
+        self.shut_down = true;
+        for (name, hook) in &self.pre_shutdown {
+            tracing::info!(hook = %name, "pre-shutdown hook started");
+            let run = std::panic::catch_unwind(AssertUnwindSafe(|| hook()));
+            let result = match run {
+                Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+                Err(panic) => Err(panic),
+            };
+            match result {
+                Ok(Ok(())) => tracing::info!(hook = %name, "pre-shutdown hook finished"),
+                Ok(Err(err)) => tracing::error!(hook = %name, error = %error_chain(&*err), "pre-shutdown hook failed"),
+                Err(panic) => tracing::error!(hook = %name, panic = %panic_message(&*panic), "pre-shutdown hook panicked"),
+            }
+        }
+    }
+}
+
+/// Runs a post-start hook until it returns `Ok`, retrying errors and panics with capped
+/// exponential backoff. Ends early when the hook context is cancelled.
+async fn supervise(name: String, hook: PostStartHookFn, state: Arc<Mutex<HookState>>, ctx: HookContext) {
+    let mut backoff = BACKOFF_START;
+    let mut attempt: u32 = 1;
+    loop {
+        tracing::info!(hook = %name, attempt, "post-start hook started");
+        let run = std::panic::catch_unwind(AssertUnwindSafe(|| hook(ctx.clone())));
+        let result = match run {
+            Ok(fut) => tokio::select! {
+                r = AssertUnwindSafe(fut).catch_unwind() => r,
+                _ = ctx.cancel.cancelled() => {
+                    tracing::info!(hook = %name, "post-start hook stopped: server shutting down");
+                    return;
+                }
+            },
+            Err(panic) => Err(panic),
+        };
+        let reason = match result {
+            Ok(Ok(())) => {
+                if let Ok(mut s) = state.lock() {
+                    s.done = true;
+                    s.last_error = None;
+                }
+                tracing::info!(hook = %name, attempt, "post-start hook finished");
+                return;
+            }
+            Ok(Err(err)) => error_chain(&*err),
+            Err(panic) => format!("panic: {}", panic_message(&*panic)),
+        };
+        tracing::warn!(hook = %name, attempt, error = %reason, retry_in = ?backoff, "post-start hook failed");
+        if let Ok(mut s) = state.lock() {
+            s.last_error = Some(reason);
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(backoff) => {}
+            _ = ctx.cancel.cancelled() => return,
+        }
+        backoff = (backoff * 2).min(BACKOFF_MAX);
+        attempt = attempt.saturating_add(1);
+    }
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// A post-start hook that fails `failures` times, then succeeds (`--debug-failing-hook`).
+pub fn failing_hook(failures: u32) -> PostStartHookFn {
+    let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+    Arc::new(move |_ctx| {
+        let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        Box::pin(async move {
+            if n <= failures {
+                Err(format!("failing on purpose (attempt {n} of {failures})").into())
+            } else {
+                Ok(())
+            }
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn noop() -> PostStartHookFn {
+        Arc::new(|_| Box::pin(async { Ok(()) }))
+    }
+
+    #[test]
+    fn registration_errors_match_kube_apiserver() {
+        let mut hooks = Hooks::default();
+        assert_eq!(hooks.add_post_start_hook("", noop()), Err(Error::MissingName));
+        hooks.add_post_start_hook("a", noop()).unwrap();
+        let dup = hooks.add_post_start_hook("a", noop()).unwrap_err();
+        assert_eq!(dup.to_string(), "unable to add \"a\" because it was already registered");
+        hooks.started = true;
+        let late = hooks.add_post_start_hook("b", noop()).unwrap_err();
+        assert_eq!(late.to_string(), "unable to add \"b\" because PostStartHooks have already been called");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn failing_hook_is_retried_until_ok() {
+        let mut hooks = Hooks::default();
+        hooks.add_post_start_hook("flaky", failing_hook(2)).unwrap();
+        let panicky_calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let c = panicky_calls.clone();
+        let panicky: PostStartHookFn = Arc::new(move |_| {
+            let n = c.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async move {
+                if n == 0 {
+                    panic!("first call panics");
+                }
+                Ok(())
+            })
+        });
+        hooks.add_post_start_hook("panicky", panicky).unwrap();
+        let checks = hooks.health_checks();
+        assert_eq!(checks[0].name(), "poststarthook/flaky");
+        assert_eq!(checks[0].run().await, Err("not finished".into()));
+        let client = kube::Client::try_from(kube::Config::new("https://127.0.0.1:1".parse().unwrap())).unwrap();
+        let ctx = HookContext { client, cancel: CancellationToken::new(), tasks: TaskTracker::new() };
+        hooks.start(&ctx);
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        let err = checks[0].run().await.unwrap_err();
+        assert!(err.contains("failing on purpose (attempt 2 of 2)"), "{err}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert_eq!(checks[0].run().await, Ok(()));
+        assert_eq!(checks[1].run().await, Ok(()));
+        ctx.tasks.close();
+        ctx.tasks.wait().await;
+    }
+}

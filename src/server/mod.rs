@@ -1,5 +1,129 @@
 //! The generic API server (k8s.io/apiserver pkg/server): config, handler chain, TLS serving,
 //! health, supervised hooks, graceful shutdown.
+//!
+//! Pipeline (as the generic control-plane sample): [`Config::load`] → [`Config::complete`] →
+//! [`CompletedConfig::new_server`] → [`GenericServer`] (hooks are added here) →
+//! [`GenericServer::prepare_run`] (installs /healthz /livez /readyz, `shutdown` last) →
+//! [`PreparedServer::run`] until the cancellation token fires.
 //! May use: options, filters, endpoints, registry, storage, api.
 
+mod chain;
+pub mod config;
+pub mod health;
 pub mod hooks;
+mod lifecycle;
+pub mod listener;
+pub mod pki;
+
+pub use config::{CompletedConfig, Config};
+pub use lifecycle::PreparedServer;
+
+use crate::filters::authn::Authenticator;
+use crate::filters::authz::AllowAuthenticated;
+use crate::filters::in_flight::MaxInFlight;
+use health::{CheckFn, Health, HealthCheck};
+use hooks::{Hooks, PostStartHookFn, PreShutdownHookFn};
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
+
+/// A server with its configuration complete; hooks may still be added.
+pub struct GenericServer {
+    completed: CompletedConfig,
+    hooks: Hooks,
+}
+
+impl GenericServer {
+    fn new(completed: CompletedConfig) -> Self {
+        GenericServer { completed, hooks: Hooks::default() }
+    }
+
+    /// Registers a post-start hook; it runs, supervised, once the listener accepts connections.
+    pub fn add_post_start_hook(&mut self, name: &str, hook: PostStartHookFn) -> Result<(), hooks::Error> {
+        self.hooks.add_post_start_hook(name, hook)
+    }
+
+    /// Registers a pre-shutdown hook; it runs once when shutdown begins.
+    pub fn add_pre_shutdown_hook(&mut self, name: &str, hook: PreShutdownHookFn) -> Result<(), hooks::Error> {
+        self.hooks.add_pre_shutdown_hook(name, hook)
+    }
+
+    /// The privileged loopback client hooks receive.
+    pub fn loopback_client(&self) -> kube::Client {
+        self.completed.loopback.clone()
+    }
+
+    /// Installs the health endpoints (checks frozen from here on, `shutdown` last in readyz)
+    /// and builds the handler chain.
+    pub fn prepare_run(self) -> PreparedServer {
+        let GenericServer { completed, hooks } = self;
+        let cfg = &completed.config;
+        let opts = &cfg.options;
+        let storage_check = |name: &str| {
+            let storage = cfg.storage.clone();
+            let limit = opts.storage.healthcheck_timeout;
+            let check: CheckFn = Arc::new(move || {
+                let storage = storage.clone();
+                Box::pin(async move {
+                    match tokio::time::timeout(limit, storage.check_health()).await {
+                        Ok(Ok(())) => Ok(()),
+                        Ok(Err(err)) => Err(error_chain(&err)),
+                        Err(_) => Err(format!("health check timed out after {limit:?}")),
+                    }
+                })
+            });
+            HealthCheck::new(name, check)
+        };
+        let log: CheckFn = Arc::new(|| Box::pin(async { Ok(()) }));
+        let base = vec![HealthCheck::ping(), HealthCheck::new("log", log), storage_check("etcd")];
+        let hook_checks = hooks.health_checks();
+        let grace_deadline = tokio::time::Instant::now() + opts.serving.livez_grace_period;
+
+        let shutdown_initiated = CancellationToken::new();
+        let initiated = shutdown_initiated.clone();
+        let shutdown_check: CheckFn = Arc::new(move || {
+            let down = initiated.is_cancelled();
+            Box::pin(async move { if down { Err("process is shutting down".into()) } else { Ok(()) } })
+        });
+
+        let mut healthz = base.clone();
+        healthz.extend(hook_checks.iter().cloned());
+        let mut livez = base.clone();
+        livez.extend(hook_checks.iter().cloned().map(|c| c.delayed_until(grace_deadline)));
+        let mut readyz = base;
+        readyz.push(storage_check("etcd-readiness"));
+        readyz.extend(hook_checks);
+        readyz.push(HealthCheck::new("shutdown", shutdown_check));
+        let health = Arc::new(Health::new(healthz, livez, readyz));
+
+        let watch_shutdown = CancellationToken::new();
+        let chain = Arc::new(chain::Chain {
+            authn: Authenticator::new(
+                cfg.tokens.clone(),
+                Some(completed.verifier.clone()),
+                opts.serving.anonymous_auth,
+            ),
+            authz: Box::new(AllowAuthenticated),
+            in_flight: MaxInFlight::new(
+                opts.serving.max_requests_inflight,
+                opts.serving.max_mutating_requests_inflight,
+            ),
+            request_timeout: opts.serving.request_timeout,
+            health,
+            api: cfg.api.clone(),
+            shutdown: watch_shutdown.clone(),
+        });
+        PreparedServer::new(completed, hooks, chain, shutdown_initiated, watch_shutdown)
+    }
+}
+
+/// A std error and its sources, joined with `: `.
+pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}

@@ -35,6 +35,15 @@ pub enum Error {
         /// Oldest revision still available.
         oldest: i64,
     },
+    /// The requested revision is newer than the store's current revision
+    /// ("Too large resource version" in k8s).
+    #[error("too large resource version: {requested}, current: {current}")]
+    TooLargeRevision {
+        /// Revision asked for.
+        requested: i64,
+        /// The store's current revision.
+        current: i64,
+    },
     /// The backend cannot be reached or is not ready.
     #[error("storage unavailable: {0}")]
     Unavailable(String),

@@ -4,9 +4,14 @@
 //! real etcd v3; a watch cache sits in front of either.
 //! May use: nothing internal.
 
+mod embedded;
 mod error;
+mod etcd;
+mod watch;
 
+pub use embedded::EmbeddedStore;
 pub use error::{Error, Result};
+pub use etcd::{EtcdStore, EtcdTls};
 
 use bytes::Bytes;
 use futures::stream::BoxStream;
@@ -202,6 +207,20 @@ pub enum BackendConfig {
 /// cannot be reached is not: the store is returned, its health check fails, and it reconnects
 /// with backoff by itself.
 pub async fn open(config: Config) -> Result<std::sync::Arc<dyn Storage>> {
-    let _ = config;
-    Err(Error::Unavailable("storage backends are not built yet".into()))
+    match &config.backend {
+        BackendConfig::Embedded { dir } => {
+            let dir = dir.clone();
+            let interval = config.compaction_interval;
+            // Opening may read and repair the file: keep it off the async workers.
+            let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&dir, interval))
+                .await
+                .map_err(|e| Error::Unavailable(format!("opening the embedded store failed: {e}")))??;
+            Ok(std::sync::Arc::new(store))
+        }
+        BackendConfig::Etcd { servers, ca_file, cert_file, key_file } => {
+            let tls = EtcdTls { ca_file: ca_file.clone(), cert_file: cert_file.clone(), key_file: key_file.clone() };
+            let store = EtcdStore::connect(servers, &tls, config.healthcheck_timeout).await?;
+            Ok(std::sync::Arc::new(store))
+        }
+    }
 }

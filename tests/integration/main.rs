@@ -1,2 +1,9 @@
 //! One integration-test binary driving the real `kapi` executable.
+
+mod support;
+
+mod auth;
 mod generated;
+mod health;
+mod hooks;
+mod shutdown;

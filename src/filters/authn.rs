@@ -1,0 +1,235 @@
+//! Authentication (WithAuthentication in k8s): x509 client certificates verified against the
+//! client CAs, static bearer tokens (`--token-auth-file`) and the loopback token; no
+//! credentials = `system:anonymous`; bad credentials = 401, never a fallback to anonymous.
+//! May use: api.
+
+use crate::api::UserInfo;
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::ClientCertVerifier;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The client certificate chain presented in the TLS handshake (leaf first); a request
+/// extension set by the listener for every request of the connection.
+#[derive(Debug, Clone, Default)]
+pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
+
+/// Why a request could not be authenticated (the client sees only 401 Unauthorized).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A bearer token nobody issued.
+    #[error("invalid bearer token")]
+    InvalidToken,
+    /// A client certificate that does not verify against the client CAs.
+    #[error("verifying certificate {subject} failed")]
+    InvalidCertificate {
+        /// Subject of the presented certificate.
+        subject: String,
+        /// Why webpki rejected it.
+        #[source]
+        source: rustls::Error,
+    },
+    /// A certificate that verifies but names no user.
+    #[error("client certificate has no common name")]
+    NoCommonName,
+    /// No credentials and anonymous requests are disabled.
+    #[error("anonymous requests are disabled")]
+    AnonymousDisabled,
+}
+
+/// Why a token file could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenFileError {
+    /// The file is not valid CSV.
+    #[error("token file line {line}: invalid CSV")]
+    Csv {
+        /// 1-based line number.
+        line: u64,
+        /// CSV error.
+        #[source]
+        source: csv::Error,
+    },
+    /// A record with fewer than three columns.
+    #[error("token file line {line}: must have at least 3 columns (token, user name, user uid), found {found}")]
+    TooFewColumns {
+        /// 1-based line number.
+        line: u64,
+        /// Number of columns found.
+        found: usize,
+    },
+}
+
+/// Static bearer tokens (k8s tokenfile authenticator): token → user.
+#[derive(Debug, Default, Clone)]
+pub struct TokenAuthenticator {
+    tokens: HashMap<String, UserInfo>,
+}
+
+impl TokenAuthenticator {
+    /// Parses kube-apiserver's token CSV: `token,user,uid,"group1,group2"` (groups optional).
+    pub fn from_csv(data: &[u8]) -> Result<Self, TokenFileError> {
+        let mut reader = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .trim(csv::Trim::All)
+            .from_reader(data);
+        let mut tokens = HashMap::new();
+        for record in reader.records() {
+            let record = record.map_err(|source| TokenFileError::Csv {
+                line: source.position().map(|p| p.line()).unwrap_or(0),
+                source,
+            })?;
+            let line = record.position().map(|p| p.line()).unwrap_or(0);
+            if record.len() == 1 && record[0].is_empty() {
+                continue;
+            }
+            if record.len() < 3 {
+                return Err(TokenFileError::TooFewColumns { line, found: record.len() });
+            }
+            let groups = record
+                .get(3)
+                .map(|g| g.split(',').map(str::trim).filter(|g| !g.is_empty()).map(String::from).collect())
+                .unwrap_or_default();
+            let user = UserInfo {
+                name: record[1].to_string(),
+                uid: record[2].to_string(),
+                groups,
+                ..UserInfo::default()
+            };
+            if tokens.insert(record[0].to_string(), user).is_some() {
+                tracing::warn!(line, "duplicate token in token file, the last one wins");
+            }
+        }
+        Ok(TokenAuthenticator { tokens })
+    }
+
+    /// Adds one token (e.g. the loopback client's).
+    pub fn insert(&mut self, token: String, user: UserInfo) {
+        self.tokens.insert(token, user);
+    }
+
+    fn lookup(&self, token: &str) -> Option<&UserInfo> {
+        self.tokens.get(token)
+    }
+}
+
+/// The union of every authenticator, as kube-apiserver's union authenticator.
+pub struct Authenticator {
+    tokens: TokenAuthenticator,
+    x509: Option<Arc<dyn ClientCertVerifier>>,
+    anonymous: bool,
+}
+
+impl Authenticator {
+    /// Builds the authenticator; `x509` verifies client chains against the client CAs.
+    pub fn new(
+        tokens: TokenAuthenticator,
+        x509: Option<Arc<dyn ClientCertVerifier>>,
+        anonymous: bool,
+    ) -> Self {
+        Authenticator { tokens, x509, anonymous }
+    }
+
+    /// Authenticates a request: any credential that verifies wins; presented credentials that
+    /// all fail are an error; none at all is the anonymous user (when allowed).
+    pub fn authenticate(
+        &self,
+        headers: &http::HeaderMap,
+        certs: Option<&PeerCertificates>,
+    ) -> Result<UserInfo, Error> {
+        let mut failure = None;
+        if let Some(PeerCertificates(chain)) = certs.filter(|c| !c.0.is_empty()) {
+            match self.verify_cert(chain) {
+                Ok(user) => return Ok(authenticated(user)),
+                Err(e) => failure = Some(e),
+            }
+        }
+        if let Some(token) = bearer_token(headers) {
+            match self.tokens.lookup(token) {
+                Some(user) => return Ok(authenticated(user.clone())),
+                None => failure = Some(Error::InvalidToken),
+            }
+        }
+        match failure {
+            Some(err) => Err(err),
+            None if self.anonymous => Ok(UserInfo::anonymous()),
+            None => Err(Error::AnonymousDisabled),
+        }
+    }
+
+    fn verify_cert(&self, chain: &[CertificateDer<'static>]) -> Result<UserInfo, Error> {
+        let subject = subject_of(&chain[0]);
+        let Some(verifier) = &self.x509 else {
+            return Err(Error::InvalidCertificate {
+                subject: subject.0,
+                source: rustls::Error::General("no client CA configured".into()),
+            });
+        };
+        verifier
+            .verify_client_cert(&chain[0], &chain[1..], UnixTime::now())
+            .map_err(|source| Error::InvalidCertificate { subject: subject.0.clone(), source })?;
+        let (_, cn, orgs) = subject;
+        let name = cn.ok_or(Error::NoCommonName)?;
+        Ok(UserInfo { name, groups: orgs, ..UserInfo::default() })
+    }
+}
+
+fn authenticated(mut user: UserInfo) -> UserInfo {
+    if !user.groups.iter().any(|g| g == "system:authenticated") {
+        user.groups.push("system:authenticated".into());
+    }
+    user
+}
+
+fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
+    let value = headers.get(http::header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.trim().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// (subject text, CN, O values) of a certificate.
+fn subject_of(cert: &CertificateDer<'_>) -> (String, Option<String>, Vec<String>) {
+    match x509_parser::parse_x509_certificate(cert) {
+        Ok((_, parsed)) => {
+            let subject = parsed.subject();
+            let cn = subject.iter_common_name().next().and_then(|a| a.as_str().ok()).map(String::from);
+            let orgs = subject
+                .iter_organization()
+                .filter_map(|a| a.as_str().ok())
+                .map(String::from)
+                .collect();
+            (subject.to_string(), cn, orgs)
+        }
+        Err(_) => ("<unparsable certificate>".into(), None, vec![]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_csv_and_outcomes() {
+        let csv = b"tok1,alice,uid-1,\"dev,ops\"\n\ntok2,bob,uid-2\n";
+        let tokens = TokenAuthenticator::from_csv(csv).unwrap();
+        let authn = Authenticator::new(tokens, None, true);
+        let mut headers = http::HeaderMap::new();
+        let anon = authn.authenticate(&headers, None).unwrap();
+        assert!(anon.is_anonymous());
+        headers.insert(http::header::AUTHORIZATION, "Bearer tok1".parse().unwrap());
+        let alice = authn.authenticate(&headers, None).unwrap();
+        assert_eq!(alice.name, "alice");
+        assert_eq!(alice.groups, vec!["dev", "ops", "system:authenticated"]);
+        headers.insert(http::header::AUTHORIZATION, "Bearer nope".parse().unwrap());
+        assert!(matches!(authn.authenticate(&headers, None), Err(Error::InvalidToken)));
+    }
+
+    #[test]
+    fn short_record_is_rejected() {
+        let err = TokenAuthenticator::from_csv(b"tok,alice\n").unwrap_err();
+        assert!(err.to_string().contains("at least 3 columns"), "{err}");
+    }
+}

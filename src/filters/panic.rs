@@ -1,0 +1,40 @@
+//! Panic recovery (WithPanicRecovery in k8s): a handler that panics answers 500 Status and the
+//! server keeps serving. May use: api.
+
+use crate::api::{Body, Status};
+use futures::FutureExt;
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+
+/// Runs `handler`; a panic is logged and turned into a 500 Status.
+pub async fn recover<F>(method: &http::Method, path: &str, handler: F) -> http::Response<Body>
+where
+    F: Future<Output = http::Response<Body>>,
+{
+    match AssertUnwindSafe(handler).catch_unwind().await {
+        Ok(resp) => resp,
+        Err(payload) => {
+            let msg = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            tracing::error!(%method, path, panic = %msg, "handler panicked");
+            Status::internal(format!(
+                "Internal error occurred: the server panicked while handling {method} {path:?}"
+            ))
+            .into_response()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn panic_becomes_500() {
+        let resp = recover(&http::Method::GET, "/x", async { panic!("boom") }).await;
+        assert_eq!(resp.status(), 500);
+    }
+}

@@ -1,0 +1,134 @@
+//! The handler chain, ordered in ONE function as DefaultBuildHandlerChain in k8s:
+//! panic recovery → request info → authentication → authorization → max-in-flight →
+//! request timeout (long-running exempt) → body limit → routing (health, /version, the API).
+//! May use: filters, endpoints, api.
+
+use super::health::Health;
+use crate::api::{full_body, Body, RequestContext, RequestInfo, Status};
+use crate::endpoints::ApiServer;
+use crate::filters::authn::{Authenticator, PeerCertificates};
+use crate::filters::authz::{Authorizer, Decision};
+use crate::filters::{body_limit, in_flight::MaxInFlight, panic, timeout};
+use bytes::Bytes;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// Everything the chain needs, built once by the server.
+pub struct Chain {
+    /// Authentication step.
+    pub authn: Authenticator,
+    /// Authorization step.
+    pub authz: Box<dyn Authorizer>,
+    /// Max-in-flight budgets.
+    pub in_flight: MaxInFlight,
+    /// Timeout of non-long-running requests.
+    pub request_timeout: Duration,
+    /// Health endpoints.
+    pub health: Arc<Health>,
+    /// The API (everything that is not health or /version).
+    pub api: Arc<ApiServer>,
+    /// Cancelled when the server stops serving: watches end their streams.
+    pub shutdown: CancellationToken,
+}
+
+/// Serves one request through every filter, in order.
+pub async fn handle(chain: Arc<Chain>, req: http::Request<hyper::body::Incoming>) -> http::Response<Body> {
+    let (method, path) = (req.method().clone(), req.uri().path().to_string());
+    let started = tokio::time::Instant::now();
+    let resp = panic::recover(&method, &path, async move {
+        let info = RequestInfo::parse(req.method(), req.uri().path(), req.uri().query());
+
+        let certs = req.extensions().get::<PeerCertificates>();
+        let user = match chain.authn.authenticate(req.headers(), certs) {
+            Ok(user) => user,
+            Err(err) => {
+                tracing::debug!(path = %info.path, error = %err, "authentication failed");
+                return Status::unauthorized().into_response();
+            }
+        };
+
+        if let Decision::Deny(reason) = chain.authz.authorize(&user, &info) {
+            tracing::debug!(user = %user.name, %reason, "authorization denied");
+            if user.is_anonymous() {
+                return Status::unauthorized().into_response();
+            }
+            return Status::forbidden_path(&user.name, &info.verb, &info.path).into_response();
+        }
+
+        let _permit = match chain.in_flight.try_acquire(&info, &user) {
+            Ok(permit) => permit,
+            Err(status) => return status.into_response(),
+        };
+
+        let limit = (!info.is_long_running()).then_some(chain.request_timeout);
+        timeout::with_timeout(limit, async move {
+            let (parts, body) = req.into_parts();
+            let body = match body_limit::collect(body, &parts.headers, body_limit::MAX_REQUEST_BODY_BYTES).await {
+                Ok(body) => body,
+                Err(status) => return status.into_response(),
+            };
+            let req = http::Request::from_parts(parts, body);
+            route(&chain, req, RequestContext { info, user, shutdown: chain.shutdown.clone() }).await
+        })
+        .await
+    })
+    .await;
+    tracing::debug!(%method, %path, code = resp.status().as_u16(), latency = ?started.elapsed(), "request");
+    resp
+}
+
+async fn route(chain: &Chain, req: http::Request<Bytes>, ctx: RequestContext) -> http::Response<Body> {
+    let path = req.uri().path();
+    if Health::owns(path) {
+        if let Some(resp) = chain.health.serve(path, req.uri().query()).await {
+            return resp;
+        }
+        return Status::not_found_path().into_response();
+    }
+    if path == "/version" || path == "/version/" {
+        return version();
+    }
+    chain.api.handle(req, ctx).await
+}
+
+/// The Kubernetes version kapi serves (the API shapes of k8s-openapi's `v1_35`).
+pub const KUBE_VERSION: (&str, &str) = ("1", "35");
+
+/// `/version`, shaped like kube-apiserver's version.Info.
+fn version() -> http::Response<Body> {
+    let (major, minor) = KUBE_VERSION;
+    let info = serde_json::json!({
+        "major": major,
+        "minor": minor,
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "minCompatibilityMajor": major,
+        "minCompatibilityMinor": (minor.parse::<u32>().unwrap_or(1) - 1).to_string(),
+        "gitVersion": format!("v{major}.{minor}.0+kapi-{}", env!("CARGO_PKG_VERSION")),
+        "gitCommit": option_env!("KAPI_GIT_COMMIT").unwrap_or(""),
+        "gitTreeState": "",
+        "buildDate": "1970-01-01T00:00:00Z",
+        "goVersion": "",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", go_os(), go_arch()),
+    });
+    let body = serde_json::to_vec_pretty(&info).unwrap_or_default();
+    http::Response::builder()
+        .status(200)
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(full_body(body))
+        .unwrap_or_else(|_| http::Response::new(crate::api::empty_body()))
+}
+
+fn go_os() -> &'static str {
+    std::env::consts::OS
+}
+
+fn go_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}

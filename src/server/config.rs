@@ -1,0 +1,257 @@
+//! Server configuration (pkg/server/config.go): [`Config::load`] does the I/O (certificates,
+//! listener, storage, admin kubeconfig), [`Config::complete`] derives the loopback client and
+//! TLS settings, and [`CompletedConfig::new_server`] builds the [`GenericServer`].
+//! May use: options, filters, endpoints, registry, storage, api.
+
+use super::pki::{self, Pki, ADMIN_USER, LOOPBACK_SERVER_NAME, MASTERS_GROUP};
+use super::{listener, GenericServer};
+use crate::api::UserInfo;
+use crate::endpoints::ApiServer;
+use crate::filters::authn::{TokenAuthenticator, TokenFileError};
+use crate::options::{Backend, ServerOptions};
+use crate::registry::Registry;
+use crate::storage::{self, Storage};
+use base64::Engine;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Why the server could not be configured.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Certificates could not be loaded or generated.
+    #[error("cannot set up certificates")]
+    Pki(#[from] pki::Error),
+    /// The listener could not bind.
+    #[error("cannot listen on {0}")]
+    Bind(SocketAddr, #[source] std::io::Error),
+    /// The token file could not be read.
+    #[error("cannot read --token-auth-file {0}")]
+    ReadTokenFile(PathBuf, #[source] std::io::Error),
+    /// The token file is invalid.
+    #[error("invalid --token-auth-file {0}")]
+    TokenFile(PathBuf, #[source] TokenFileError),
+    /// The admin kubeconfig could not be written.
+    #[error("cannot write the admin kubeconfig")]
+    Kubeconfig(#[source] pki::Error),
+    /// The storage backend could not be opened.
+    #[error("cannot open storage")]
+    Storage(#[source] storage::Error),
+    /// TLS could not be set up.
+    #[error("cannot set up TLS")]
+    Tls(#[from] listener::Error),
+    /// The loopback client could not be built.
+    #[error("cannot build the loopback client")]
+    Loopback(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The loaded configuration: certificates, bound listener, opened storage.
+pub struct Config {
+    pub(super) options: ServerOptions,
+    pub(super) pki: Pki,
+    pub(super) listener: tokio::net::TcpListener,
+    pub(super) local_addr: SocketAddr,
+    pub(super) storage: Arc<dyn Storage>,
+    pub(super) api: Arc<ApiServer>,
+    pub(super) tokens: TokenAuthenticator,
+    kubeconfig_path: PathBuf,
+}
+
+impl Config {
+    /// Loads certificates, binds the listener, writes the admin kubeconfig and opens storage.
+    pub async fn load(options: ServerOptions) -> Result<Config, Error> {
+        let s = &options.serving;
+        let hostname = options.controllers.hostname_override.clone().unwrap_or_else(|| {
+            hostname::get().ok().and_then(|h| h.into_string().ok()).unwrap_or_default()
+        });
+        pki::create_private_dir(&s.data_dir)?;
+        let pki = pki::load(s, &hostname)?;
+        let tokens = match &s.token_auth_file {
+            Some(path) => {
+                let data = std::fs::read(path).map_err(|e| Error::ReadTokenFile(path.clone(), e))?;
+                TokenAuthenticator::from_csv(&data).map_err(|e| Error::TokenFile(path.clone(), e))?
+            }
+            None => TokenAuthenticator::default(),
+        };
+        let addr = SocketAddr::new(s.bind_address, s.secure_port);
+        let listener = bind(addr).map_err(|e| Error::Bind(addr, e))?;
+        let local_addr = listener.local_addr().map_err(|e| Error::Bind(addr, e))?;
+        let kubeconfig_path = absolute(&s.data_dir.join("admin.kubeconfig"));
+        let kubeconfig = admin_kubeconfig(&client_url(local_addr), &pki);
+        pki::write_file(&kubeconfig_path, kubeconfig.as_bytes(), 0o600).map_err(Error::Kubeconfig)?;
+
+        let storage = storage::open(storage_config(&options)).await.map_err(Error::Storage)?;
+        let api = Arc::new(ApiServer::new(Arc::new(Registry::new(storage.clone()))));
+        Ok(Config { options, pki, listener, local_addr, storage, api, tokens, kubeconfig_path })
+    }
+
+    /// Absolute path of the written admin kubeconfig.
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig_path
+    }
+
+    /// The address actually bound (the real port when `--secure-port 0`).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Derives the loopback credentials and client, and the TLS settings.
+    pub fn complete(self) -> Result<CompletedConfig, Error> {
+        let token = uuid::Uuid::new_v4().to_string();
+        let loopback = loopback_client(&client_url(self.local_addr), &self.pki, &token)?;
+        let mut config = self;
+        config.tokens.insert(
+            token,
+            UserInfo {
+                name: "system:apiserver".into(),
+                uid: uuid::Uuid::new_v4().to_string(),
+                groups: vec![MASTERS_GROUP.into()],
+                ..UserInfo::default()
+            },
+        );
+        let verifier = listener::client_verifier(&config.pki)?;
+        let tls = listener::server_config(&config.pki, verifier.clone(), config.options.serving.disable_http2)?;
+        Ok(CompletedConfig { config, loopback, verifier, tls })
+    }
+}
+
+/// A configuration with every derived value filled in.
+pub struct CompletedConfig {
+    pub(super) config: Config,
+    pub(super) loopback: kube::Client,
+    pub(super) verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+    pub(super) tls: Arc<rustls::ServerConfig>,
+}
+
+impl CompletedConfig {
+    /// Builds the server (hooks may be added until it runs).
+    pub fn new_server(self) -> GenericServer {
+        GenericServer::new(self)
+    }
+}
+
+fn bind(addr: SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = socket2::Socket::new(
+        socket2::Domain::for_address(addr),
+        socket2::Type::STREAM,
+        Some(socket2::Protocol::TCP),
+    )?;
+    socket.set_reuse_address(true)?;
+    if addr.is_ipv6() && addr.ip().is_unspecified() {
+        socket.set_only_v6(false)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(1024)?;
+    tokio::net::TcpListener::from_std(socket.into())
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// The URL local clients use: loopback when bound to an unspecified or loopback address.
+pub(super) fn client_url(addr: SocketAddr) -> String {
+    let ip = match addr.ip() {
+        IpAddr::V4(ip) if ip.is_unspecified() || ip.is_loopback() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V6(ip) if ip.is_loopback() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+        ip => ip,
+    };
+    format!("https://{}", SocketAddr::new(ip, addr.port()))
+}
+
+fn admin_kubeconfig(server: &str, pki: &Pki) -> String {
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s.as_bytes());
+    let doc = serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "kapi", "cluster": {
+            "server": server,
+            "certificate-authority-data": b64(&pki.serving_ca_pem),
+        }}],
+        "users": [{"name": ADMIN_USER, "user": {
+            "client-certificate-data": b64(&pki.admin.cert_pem),
+            "client-key-data": b64(&pki.admin.key_pem),
+        }}],
+        "contexts": [{"name": "kapi", "context": {"cluster": "kapi", "user": ADMIN_USER}}],
+        "current-context": "kapi",
+        "preferences": {},
+    });
+    serde_yaml::to_string(&doc).unwrap_or_default()
+}
+
+/// A privileged kube::Client to this server: SNI `apiserver-loopback-client`, trusting the
+/// in-memory loopback certificate, authenticating with its own bearer token.
+fn loopback_client(url: &str, pki: &Pki, token: &str) -> Result<kube::Client, Error> {
+    use tower::ServiceBuilder;
+    let boxed = |e: &dyn std::fmt::Display| Error::Loopback(e.to_string().into());
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(pki.loopback.chain[0].clone()).map_err(|e| boxed(&e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| boxed(&e))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let name = rustls::pki_types::ServerName::try_from(LOOPBACK_SERVER_NAME).map_err(|e| boxed(&e))?;
+    let connector = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(tls)
+        .https_only()
+        .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
+        .enable_http1()
+        .build();
+    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+        .build(connector);
+    let mut auth = http::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| boxed(&e))?;
+    auth.set_sensitive(true);
+    let base: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| boxed(&e))?;
+    let service = ServiceBuilder::new()
+        .layer(kube::client::middleware::BaseUriLayer::new(base))
+        .map_request(move |mut req: http::Request<kube::client::Body>| {
+            req.headers_mut().insert(http::header::AUTHORIZATION, auth.clone());
+            req.headers_mut().insert(
+                http::header::USER_AGENT,
+                http::HeaderValue::from_static(concat!("kapi/", env!("CARGO_PKG_VERSION"), " (loopback)")),
+            );
+            req
+        })
+        .service(http);
+    Ok(kube::client::ClientBuilder::new(service, "default").build())
+}
+
+fn storage_config(options: &ServerOptions) -> storage::Config {
+    let s = &options.storage;
+    let backend = match &s.backend {
+        Backend::Embedded => storage::BackendConfig::Embedded { dir: s.data_dir.join("store") },
+        Backend::Etcd { servers, ca_file, cert_file, key_file } => storage::BackendConfig::Etcd {
+            servers: servers.clone(),
+            ca_file: ca_file.clone(),
+            cert_file: cert_file.clone(),
+            key_file: key_file.clone(),
+        },
+    };
+    storage::Config {
+        backend,
+        prefix: s.prefix.clone(),
+        compaction_interval: s.compaction_interval,
+        watch_cache: s.watch_cache,
+        healthcheck_timeout: s.healthcheck_timeout,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn client_url_prefers_loopback() {
+        let url = |s: &str| client_url(s.parse().unwrap());
+        assert_eq!(url("0.0.0.0:6443"), "https://127.0.0.1:6443");
+        assert_eq!(url("127.0.0.1:1"), "https://127.0.0.1:1");
+        assert_eq!(url("[::1]:2"), "https://[::1]:2");
+        assert_eq!(url("[::]:3"), "https://127.0.0.1:3");
+        assert_eq!(url("10.0.0.5:4"), "https://10.0.0.5:4");
+    }
+}

@@ -1,0 +1,159 @@
+//! Reads of the embedded store, each inside one redb read transaction (a consistent
+//! snapshot): a key, a page of a prefix at the latest or an older revision, and history for
+//! watch replay. An older revision is rebuilt from the latest state by undoing the changes
+//! recorded after it, so it is available exactly as far back as history is kept.
+
+use super::codec::{decode_event, Record};
+use super::tables::{self, HISTORY, LATEST, META};
+use crate::storage::watch::event_key;
+use crate::storage::{Error, KeyValue, ListResult, Result, Revision, WatchEvent};
+use redb::ReadTransaction;
+use std::collections::BTreeMap;
+
+fn db_err(e: impl Into<redb::Error>) -> Error {
+    Error::Unavailable(format!("embedded store read failed: {}", e.into()))
+}
+
+/// The (current, compacted) revisions in this snapshot.
+pub(crate) fn revisions(txn: &ReadTransaction) -> Result<(Revision, Revision)> {
+    let meta = txn.open_table(META).map_err(db_err)?;
+    let get = |name: &str| -> Result<Revision> {
+        let raw = meta.get(name).map_err(db_err)?;
+        let raw = raw.ok_or_else(|| Error::Corrupt(format!("store counter {name} is missing")))?;
+        let b: [u8; 8] = raw
+            .value()
+            .try_into()
+            .map_err(|_| Error::Corrupt(format!("store counter {name} is damaged")))?;
+        Ok(i64::from_le_bytes(b))
+    };
+    Ok((get(tables::META_REVISION)?, get(tables::META_COMPACTED)?))
+}
+
+/// The live (unexpired) value of `key`.
+pub(crate) fn get(txn: &ReadTransaction, key: &str, now_ms: u64) -> Result<Option<KeyValue>> {
+    let latest = txn.open_table(LATEST).map_err(db_err)?;
+    let Some(raw) = latest.get(key).map_err(db_err)? else {
+        return Ok(None);
+    };
+    let rec = Record::decode(key, raw.value())?;
+    Ok((!rec.expired(now_ms)).then(|| rec.into_kv(key)))
+}
+
+/// Events with revision in `(after, upto]` under `prefix`. `Err(Compacted)` when `after` is
+/// older than the kept history.
+pub(crate) fn history(txn: &ReadTransaction, prefix: &str, after: Revision, upto: Revision) -> Result<Vec<WatchEvent>> {
+    let (_, compacted) = revisions(txn)?;
+    if after < compacted {
+        return Err(Error::Compacted { requested: after, oldest: compacted });
+    }
+    let mut out = Vec::new();
+    if upto <= after {
+        return Ok(out);
+    }
+    let hist = txn.open_table(HISTORY).map_err(db_err)?;
+    for item in hist.range((after + 1) as u64..=upto as u64).map_err(db_err)? {
+        let (k, v) = item.map_err(db_err)?;
+        let ev = decode_event(k.value(), v.value())?;
+        if event_key(&ev).starts_with(prefix) {
+            out.push(ev);
+        }
+    }
+    Ok(out)
+}
+
+/// One page of keys under `prefix` at `at` (None = the snapshot's latest revision).
+pub(crate) fn list(
+    txn: &ReadTransaction,
+    prefix: &str,
+    at: Option<Revision>,
+    start_key: Option<&str>,
+    limit: usize,
+    now_ms: u64,
+) -> Result<ListResult> {
+    let (current, compacted) = revisions(txn)?;
+    let rev = at.unwrap_or(current);
+    if rev < compacted {
+        return Err(Error::Compacted { requested: rev, oldest: compacted });
+    }
+    if rev > current {
+        return Err(Error::TooLargeRevision { requested: rev, current });
+    }
+    // Keys changed after `rev`: their state at `rev` (None = absent then).
+    let mut overlay: BTreeMap<String, Option<KeyValue>> = BTreeMap::new();
+    if rev < current {
+        for ev in history(txn, prefix, rev, current)? {
+            let key = event_key(&ev).to_string();
+            overlay.entry(key).or_insert(match ev {
+                WatchEvent::Created(_) | WatchEvent::Progress(_) => None,
+                WatchEvent::Updated { prev, .. } | WatchEvent::Deleted { prev, .. } => Some(prev),
+            });
+        }
+    }
+    let from = match start_key {
+        Some(s) if s > prefix => s,
+        _ => prefix,
+    };
+    let latest = txn.open_table(LATEST).map_err(db_err)?;
+    let mut base = latest.range(from..).map_err(db_err)?;
+    let mut over = overlay.range::<str, _>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded)).peekable();
+    let mut items = Vec::new();
+    let mut next_key = None;
+    let mut remaining: i64 = 0;
+    let mut base_next: Option<(String, Vec<u8>)> = None;
+    let mut base_done = false;
+    loop {
+        if base_next.is_none() && !base_done {
+            match base.next() {
+                Some(item) => {
+                    let (k, v) = item.map_err(db_err)?;
+                    let key = k.value();
+                    if key.starts_with(prefix) {
+                        base_next = Some((key.to_string(), v.value().to_vec()));
+                    } else {
+                        base_done = true;
+                    }
+                }
+                None => base_done = true,
+            }
+        }
+        // Merge the two sorted sources; the overlay wins for keys changed after `rev`.
+        let take_over = match (&base_next, over.peek()) {
+            (None, None) => break,
+            (None, Some(_)) => true,
+            (Some(_), None) => false,
+            (Some((bk, _)), Some((ok, _))) => ok.as_str() <= bk.as_str(),
+        };
+        let kv = if take_over {
+            let Some((ok, ov)) = over.next() else { break };
+            if base_next.as_ref().is_some_and(|(bk, _)| bk == ok) {
+                base_next = None;
+            }
+            ov.clone()
+        } else {
+            let Some((bk, raw)) = base_next.take() else { break };
+            if overlay.contains_key(&bk) {
+                continue;
+            }
+            let rec = Record::decode(&bk, &raw)?;
+            if rev == current && rec.expired(now_ms) {
+                continue;
+            }
+            Some(rec.into_kv(&bk))
+        };
+        let Some(kv) = kv else { continue };
+        if limit > 0 && items.len() >= limit {
+            if next_key.is_none() {
+                next_key = Some(kv.key.clone());
+            }
+            remaining += 1;
+            continue;
+        }
+        items.push(kv);
+    }
+    Ok(ListResult {
+        items,
+        revision: rev,
+        remaining: next_key.as_ref().map(|_| remaining),
+        next_key,
+    })
+}

@@ -1,0 +1,180 @@
+//! The embedded store's redb tables and the opening of its file: a data file that is not a
+//! redb database, or a redb database without our format marker, is refused with an error
+//! naming the file before anything is written to it.
+
+use crate::storage::{Error, Result, Revision};
+use redb::{Database, DatabaseError, ReadableDatabase, TableDefinition, TableHandle};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+/// Store-wide values: format marker, current revision, compacted revision.
+pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("kapi_meta");
+/// Key → latest [`super::codec::Record`].
+pub(crate) const LATEST: TableDefinition<&str, &[u8]> = TableDefinition::new("kapi_latest");
+/// Revision → the change made at it (an encoded watch event).
+pub(crate) const HISTORY: TableDefinition<u64, &[u8]> = TableDefinition::new("kapi_history");
+/// (expiry in Unix ms, key) of keys with a time-to-live.
+pub(crate) const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("kapi_expiry");
+
+pub(crate) const META_FORMAT: &str = "format";
+pub(crate) const META_REVISION: &str = "revision";
+pub(crate) const META_COMPACTED: &str = "compacted";
+/// Format marker written into every store this code creates.
+pub(crate) const FORMAT: &[u8] = b"kapi-embedded-store/1";
+/// File name of the store inside the data directory.
+pub(crate) const FILE_NAME: &str = "kapi.redb";
+/// Revision of an empty store (like etcd, the first write gets revision 2).
+const INITIAL_REVISION: Revision = 1;
+
+const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0A];
+
+/// An opened store file and its persisted counters.
+pub(crate) struct Opened {
+    pub db: Database,
+    pub path: PathBuf,
+    pub revision: Revision,
+    pub compacted: Revision,
+}
+
+/// Opens (creating when absent) the store under `dir`.
+pub(crate) fn open(dir: &Path) -> Result<Opened> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(Error::Corrupt(format!("data directory {} is not a directory", dir.display())));
+    }
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::Io(format!("cannot create data directory {}: {e}", dir.display())))?;
+    let path = dir.join(FILE_NAME);
+    check_magic(&path)?;
+    check_read_only(&path)?;
+    let db = Database::create(&path).map_err(|e| open_error(&path, e))?;
+    let txn = db.begin_read().map_err(|e| corrupt(&path, e))?;
+    let (revision, compacted) = match check_tables(&txn, &path)? {
+        Some(revs) => revs,
+        None => {
+            drop(txn);
+            initialise(&db, &path)?
+        }
+    };
+    Ok(Opened { db, path, revision, compacted })
+}
+
+/// Refuses a non-empty file that does not start with redb's magic number.
+fn check_magic(path: &Path) -> Result<()> {
+    let mut f = match std::fs::File::open(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(Error::Io(format!("cannot read {}: {e}", path.display()))),
+    };
+    let mut head = Vec::with_capacity(REDB_MAGIC.len());
+    (&mut f)
+        .take(REDB_MAGIC.len() as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
+    if head.is_empty() || head == REDB_MAGIC {
+        return Ok(());
+    }
+    Err(Error::Corrupt(format!(
+        "{} is not a kapi data file (unknown format); move it away or choose another --data-dir",
+        path.display()
+    )))
+}
+
+fn open_error(path: &Path, e: DatabaseError) -> Error {
+    match e {
+        DatabaseError::DatabaseAlreadyOpen => Error::Unavailable(format!(
+            "{} is in use by another process (is another kapi serving this --data-dir?)",
+            path.display()
+        )),
+        DatabaseError::Storage(redb::StorageError::Io(io)) => {
+            Error::Io(format!("cannot open {}: {io}", path.display()))
+        }
+        other => Error::Corrupt(format!("{} cannot be opened: {other}", path.display())),
+    }
+}
+
+fn corrupt(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Corrupt(format!("{}: {e}", path.display()))
+}
+
+fn read_i64(raw: Option<redb::AccessGuard<'_, &[u8]>>, path: &Path, name: &str) -> Result<Revision> {
+    let raw = raw.ok_or_else(|| corrupt(path, format!("the {name} counter is missing")))?;
+    let bytes: [u8; 8] = raw
+        .value()
+        .try_into()
+        .map_err(|_| corrupt(path, format!("the {name} counter is damaged")))?;
+    Ok(i64::from_le_bytes(bytes))
+}
+
+/// Checks an existing file through a read-only handle first, so that a database of another
+/// program is refused before the writable open touches it. A file that needs crash recovery
+/// cannot be opened read-only; it is checked after the writable open has repaired it.
+fn check_read_only(path: &Path) -> Result<()> {
+    if std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true) {
+        return Ok(());
+    }
+    match redb::ReadOnlyDatabase::open(path) {
+        Ok(db) => {
+            let txn = db.begin_read().map_err(|e| corrupt(path, e))?;
+            check_tables(&txn, path).map(|_| ())
+        }
+        Err(DatabaseError::RepairAborted) => Ok(()),
+        Err(e) => Err(open_error(path, e)),
+    }
+}
+
+/// Checks our format marker; None for a brand-new (table-less) database.
+fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<(Revision, Revision)>> {
+    let names: Vec<String> = txn
+        .list_tables()
+        .map_err(|e| corrupt(path, e))?
+        .map(|t| t.name().to_string())
+        .collect();
+    if names.is_empty() {
+        return Ok(None);
+    }
+    if !names.iter().any(|n| n == META.name()) {
+        return Err(Error::Corrupt(format!(
+            "{} is a database of another program (tables: {}); move it away or choose another --data-dir",
+            path.display(),
+            names.join(", ")
+        )));
+    }
+    let meta = txn.open_table(META).map_err(|e| corrupt(path, e))?;
+    let format = meta.get(META_FORMAT).map_err(|e| corrupt(path, e))?;
+    match format {
+        Some(f) if f.value() == FORMAT => {}
+        Some(f) => {
+            return Err(Error::Corrupt(format!(
+                "{} has unsupported format {:?} (this kapi reads {:?})",
+                path.display(),
+                String::from_utf8_lossy(f.value()),
+                String::from_utf8_lossy(FORMAT)
+            )))
+        }
+        None => return Err(corrupt(path, "the format marker is missing")),
+    }
+    let revision = read_i64(meta.get(META_REVISION).map_err(|e| corrupt(path, e))?, path, "revision")?;
+    let compacted = read_i64(meta.get(META_COMPACTED).map_err(|e| corrupt(path, e))?, path, "compacted")?;
+    for t in [LATEST.name(), HISTORY.name(), EXPIRY.name()] {
+        if !names.iter().any(|n| n == t) {
+            return Err(corrupt(path, format!("table {t} is missing")));
+        }
+    }
+    Ok(Some((revision, compacted)))
+}
+
+fn initialise(db: &Database, path: &Path) -> Result<(Revision, Revision)> {
+    let io = |e: redb::Error| Error::Io(format!("cannot initialise {}: {e}", path.display()));
+    let txn = db.begin_write().map_err(|e| io(e.into()))?;
+    {
+        let mut meta = txn.open_table(META).map_err(|e| io(e.into()))?;
+        meta.insert(META_FORMAT, FORMAT).map_err(|e| io(e.into()))?;
+        meta.insert(META_REVISION, INITIAL_REVISION.to_le_bytes().as_slice()).map_err(|e| io(e.into()))?;
+        meta.insert(META_COMPACTED, 0i64.to_le_bytes().as_slice()).map_err(|e| io(e.into()))?;
+        txn.open_table(LATEST).map_err(|e| io(e.into()))?;
+        txn.open_table(HISTORY).map_err(|e| io(e.into()))?;
+        txn.open_table(EXPIRY).map_err(|e| io(e.into()))?;
+    }
+    txn.commit().map_err(|e| io(e.into()))?;
+    Ok((INITIAL_REVISION, 0))
+}

@@ -1,0 +1,385 @@
+//! The single writer thread of the embedded store, with group commit: callers queue
+//! operations, the thread takes everything pending, applies it in one redb write transaction
+//! and one fsync (`Durability::Immediate`), publishes the events to watchers and only then
+//! answers each caller. Preconditions (expected mod revision, absence) are checked here against
+//! the latest state, inside the transaction, so a lost race surfaces as [`Outcome::Stale`] and
+//! the caller re-reads and retries. The same thread reaps expired keys, compacts history
+//! periodically and sends progress notifications.
+
+use super::codec::{encode_event, Record};
+use super::tables::{self, EXPIRY, HISTORY, LATEST, META};
+use crate::storage::watch::Hub;
+use crate::storage::{Error, KeyValue, Result, Revision, WatchEvent};
+use bytes::Bytes;
+use redb::{Database, Durability, ReadableTable, Table};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::oneshot;
+
+/// Most operations folded into one transaction.
+const MAX_BATCH: usize = 4096;
+/// How often expired keys are looked for.
+const REAP_EVERY: Duration = Duration::from_millis(250);
+/// How often watchers that saw no event learn the current revision.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// What a write expects of the key's current state.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Expect {
+    /// The key must not exist (create).
+    Absent,
+    /// The key must exist with this mod revision.
+    ModRevision(Revision),
+}
+
+/// Result of a conditional write.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    /// Written; the new value (put) or the deleted value (delete).
+    Done(KeyValue),
+    /// The key changed since the caller read it: re-read and retry.
+    Stale,
+}
+
+/// One queued operation.
+pub(crate) enum Op {
+    Put { key: String, value: Bytes, expect: Expect, expires_at_ms: u64, reply: oneshot::Sender<Result<Outcome>> },
+    Delete { key: String, expect: Revision, reply: oneshot::Sender<Result<Outcome>> },
+    Compact { revision: Revision, reply: oneshot::Sender<Result<()>> },
+}
+
+/// The writer's state.
+pub(crate) struct Writer {
+    pub db: Arc<Database>,
+    pub hub: Arc<Hub>,
+    pub revision: Revision,
+    pub compacted: Revision,
+    pub compaction_interval: Duration,
+    /// Cleared when the thread ends.
+    pub alive: Arc<std::sync::atomic::AtomicBool>,
+}
+
+enum Reply {
+    Write(oneshot::Sender<Result<Outcome>>, Result<Outcome>),
+    Compact(oneshot::Sender<Result<()>>, Result<()>),
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+fn io(e: impl std::fmt::Display) -> Error {
+    Error::Io(e.to_string())
+}
+
+impl Writer {
+    /// Runs until every sender is dropped.
+    pub fn run(mut self, rx: Receiver<Op>) {
+        let mut next_reap = Instant::now();
+        let mut next_progress = Instant::now() + PROGRESS_EVERY;
+        let mut next_compaction = Instant::now() + self.compaction_interval;
+        let mut compact_to: Revision = self.revision;
+        loop {
+            let now = Instant::now();
+            let mut deadline = next_reap.min(next_progress);
+            if !self.compaction_interval.is_zero() {
+                deadline = deadline.min(next_compaction);
+            }
+            match rx.recv_timeout(deadline.saturating_duration_since(now)) {
+                Ok(op) => {
+                    let mut batch = vec![op];
+                    while batch.len() < MAX_BATCH {
+                        match rx.try_recv() {
+                            Ok(op) => batch.push(op),
+                            Err(_) => break,
+                        }
+                    }
+                    self.commit(batch);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+            }
+            let now = Instant::now();
+            if now >= next_reap {
+                self.reap();
+                next_reap = now + REAP_EVERY;
+            }
+            if now >= next_progress {
+                self.hub.progress();
+                next_progress = now + PROGRESS_EVERY;
+            }
+            if !self.compaction_interval.is_zero() && now >= next_compaction {
+                // Like kube-apiserver: compact to the revision seen one interval ago, so about
+                // one interval of history stays available.
+                if compact_to > self.compacted {
+                    let (tx, _rx) = oneshot::channel();
+                    self.commit(vec![Op::Compact { revision: compact_to, reply: tx }]);
+                }
+                compact_to = self.revision;
+                next_compaction = now + self.compaction_interval;
+            }
+        }
+        self.alive.store(false, std::sync::atomic::Ordering::Release);
+        self.hub.close_all();
+    }
+
+    /// Applies a batch in one durable transaction, publishes its events, answers its callers.
+    fn commit(&mut self, batch: Vec<Op>) {
+        let start = (self.revision, self.compacted);
+        let mut events = Vec::new();
+        let mut replies = Vec::with_capacity(batch.len());
+        let result = self.apply_batch(batch, &mut events, &mut replies);
+        match result {
+            Ok(()) => {
+                self.hub.publish(&events, self.revision);
+                for r in replies {
+                    r.send();
+                }
+            }
+            Err(e) => {
+                (self.revision, self.compacted) = start;
+                tracing::error!(error = %e, "embedded store: write transaction failed; its writes were not acknowledged");
+                for r in replies {
+                    r.fail(io(&e));
+                }
+            }
+        }
+    }
+
+    fn apply_batch(&mut self, batch: Vec<Op>, events: &mut Vec<WatchEvent>, replies: &mut Vec<Reply>) -> Result<(), redb::Error> {
+        let mut txn = self.db.begin_write()?;
+        txn.set_durability(Durability::Immediate).map_err(|e| redb::Error::Corrupted(e.to_string()))?;
+        let now = now_ms();
+        {
+            let mut t = Tables {
+                latest: txn.open_table(LATEST)?,
+                history: txn.open_table(HISTORY)?,
+                expiry: txn.open_table(EXPIRY)?,
+            };
+            for op in batch {
+                match op {
+                    Op::Put { key, value, expect, expires_at_ms, reply } => {
+                        let r = self.put(&mut t, events, now, key, value, expect, expires_at_ms)?;
+                        replies.push(Reply::Write(reply, r));
+                    }
+                    Op::Delete { key, expect, reply } => {
+                        let r = self.delete(&mut t, events, now, &key, Some(expect))?;
+                        replies.push(Reply::Write(reply, r));
+                    }
+                    Op::Compact { revision, reply } => {
+                        let r = self.compact(&mut t, revision)?;
+                        replies.push(Reply::Compact(reply, r));
+                    }
+                }
+            }
+            let mut meta = txn.open_table(META)?;
+            meta.insert(tables::META_REVISION, self.revision.to_le_bytes().as_slice())?;
+            meta.insert(tables::META_COMPACTED, self.compacted.to_le_bytes().as_slice())?;
+        }
+        txn.commit()?;
+        Ok(())
+    }
+
+    fn next_revision(&mut self) -> Revision {
+        self.revision += 1;
+        self.revision
+    }
+
+    /// Reads a key's record; an expired one is deleted first (announced as a delete).
+    fn current(&mut self, t: &mut Tables, events: &mut Vec<WatchEvent>, now: u64, key: &str) -> Result<Option<Record>, redb::Error> {
+        let rec = match t.latest.get(key)? {
+            Some(raw) => Record::decode(key, raw.value()).map_err(|e| redb::Error::Corrupted(e.to_string()))?,
+            None => return Ok(None),
+        };
+        if rec.expired(now) {
+            self.remove(t, events, key, rec)?;
+            return Ok(None);
+        }
+        Ok(Some(rec))
+    }
+
+    fn remove(&mut self, t: &mut Tables, events: &mut Vec<WatchEvent>, key: &str, rec: Record) -> Result<KeyValue, redb::Error> {
+        let rev = self.next_revision();
+        t.latest.remove(key)?;
+        if rec.expires_at_ms != 0 {
+            t.expiry.remove((rec.expires_at_ms, key))?;
+        }
+        let prev = rec.into_kv(key);
+        let ev = WatchEvent::Deleted { prev: prev.clone(), revision: rev };
+        t.history.insert(rev as u64, encode_event(&ev).as_slice())?;
+        events.push(ev);
+        Ok(prev)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn put(
+        &mut self,
+        t: &mut Tables,
+        events: &mut Vec<WatchEvent>,
+        now: u64,
+        key: String,
+        value: Bytes,
+        expect: Expect,
+        expires_at_ms: u64,
+    ) -> Result<Result<Outcome>, redb::Error> {
+        let cur = self.current(t, events, now, &key)?;
+        match (expect, &cur) {
+            (Expect::Absent, Some(_)) => return Ok(Err(Error::AlreadyExists { key })),
+            (Expect::ModRevision(_), None) => return Ok(Ok(Outcome::Stale)),
+            (Expect::ModRevision(m), Some(r)) if r.mod_revision != m => return Ok(Ok(Outcome::Stale)),
+            _ => {}
+        }
+        let rev = self.next_revision();
+        let rec = Record {
+            create_revision: cur.as_ref().map(|c| c.create_revision).unwrap_or(rev),
+            mod_revision: rev,
+            expires_at_ms,
+            value,
+        };
+        t.latest.insert(key.as_str(), rec.encode().as_slice())?;
+        if let Some(old) = &cur {
+            if old.expires_at_ms != 0 {
+                t.expiry.remove((old.expires_at_ms, key.as_str()))?;
+            }
+        }
+        if expires_at_ms != 0 {
+            t.expiry.insert((expires_at_ms, key.as_str()), ())?;
+        }
+        let kv = rec.into_kv(&key);
+        let ev = match cur {
+            None => WatchEvent::Created(kv.clone()),
+            Some(old) => WatchEvent::Updated { kv: kv.clone(), prev: old.into_kv(&key) },
+        };
+        t.history.insert(rev as u64, encode_event(&ev).as_slice())?;
+        events.push(ev);
+        Ok(Ok(Outcome::Done(kv)))
+    }
+
+    fn delete(
+        &mut self,
+        t: &mut Tables,
+        events: &mut Vec<WatchEvent>,
+        now: u64,
+        key: &str,
+        expect: Option<Revision>,
+    ) -> Result<Result<Outcome>, redb::Error> {
+        let Some(cur) = self.current(t, events, now, key)? else {
+            return Ok(Ok(Outcome::Stale));
+        };
+        if let Some(m) = expect {
+            if cur.mod_revision != m {
+                return Ok(Ok(Outcome::Stale));
+            }
+        }
+        let prev = self.remove(t, events, key, cur)?;
+        Ok(Ok(Outcome::Done(prev)))
+    }
+
+    fn compact(&mut self, t: &mut Tables, revision: Revision) -> Result<Result<()>, redb::Error> {
+        if revision > self.revision {
+            return Ok(Err(Error::Aborted(format!(
+                "cannot compact to revision {revision}: the current revision is {}",
+                self.revision
+            ))));
+        }
+        if revision <= self.compacted {
+            return Ok(Ok(()));
+        }
+        t.history.retain_in(..=(revision as u64), |_, _| false)?;
+        self.compacted = revision;
+        Ok(Ok(()))
+    }
+
+    /// Deletes every expired key in one transaction (watchers see deletes).
+    fn reap(&mut self) {
+        let now = now_ms();
+        let due: Vec<String> = match self.expired_keys(now) {
+            Ok(keys) => keys,
+            Err(e) => {
+                tracing::warn!(error = %e, "embedded store: cannot look for expired keys");
+                return;
+            }
+        };
+        if due.is_empty() {
+            return;
+        }
+        let start = self.revision;
+        let mut events = Vec::new();
+        let res = (|| -> Result<(), redb::Error> {
+            let mut txn = self.db.begin_write()?;
+            txn.set_durability(Durability::Immediate).map_err(|e| redb::Error::Corrupted(e.to_string()))?;
+            {
+                let mut t = Tables {
+                    latest: txn.open_table(LATEST)?,
+                    history: txn.open_table(HISTORY)?,
+                    expiry: txn.open_table(EXPIRY)?,
+                };
+                for key in &due {
+                    // current() removes the key when it is expired.
+                    self.current(&mut t, &mut events, now, key)?;
+                }
+                let mut meta = txn.open_table(META)?;
+                meta.insert(tables::META_REVISION, self.revision.to_le_bytes().as_slice())?;
+            }
+            txn.commit()?;
+            Ok(())
+        })();
+        match res {
+            Ok(()) => self.hub.publish(&events, self.revision),
+            Err(e) => {
+                self.revision = start;
+                tracing::warn!(error = %e, "embedded store: cannot delete expired keys");
+            }
+        }
+    }
+
+    fn expired_keys(&self, now: u64) -> Result<Vec<String>, redb::Error> {
+        use redb::ReadableDatabase;
+        let txn = self.db.begin_read()?;
+        let expiry = txn.open_table(EXPIRY)?;
+        let mut keys = Vec::new();
+        for item in expiry.range((0u64, "")..(now + 1, ""))? {
+            let (k, _) = item?;
+            keys.push(k.value().1.to_string());
+            if keys.len() >= MAX_BATCH {
+                break;
+            }
+        }
+        Ok(keys)
+    }
+}
+
+struct Tables<'t> {
+    latest: Table<'t, &'static str, &'static [u8]>,
+    history: Table<'t, u64, &'static [u8]>,
+    expiry: Table<'t, (u64, &'static str), ()>,
+}
+
+impl Reply {
+    fn send(self) {
+        match self {
+            Reply::Write(tx, r) => {
+                let _ = tx.send(r);
+            }
+            Reply::Compact(tx, r) => {
+                let _ = tx.send(r);
+            }
+        }
+    }
+
+    fn fail(self, e: Error) {
+        match self {
+            Reply::Write(tx, _) => {
+                let _ = tx.send(Err(e));
+            }
+            Reply::Compact(tx, _) => {
+                let _ = tx.send(Err(e));
+            }
+        }
+    }
+}

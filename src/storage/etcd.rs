@@ -1,0 +1,383 @@
+//! The etcd v3 backend (the etcd3 store of k8s.io/apiserver) through the etcd-client crate.
+//! A key's mod_revision is its resourceVersion; creates, updates and deletes are transactions
+//! comparing the mod_revision the caller read (0 = absent), so a lost race is retried with
+//! fresh state; watches are native etcd watches with prev_kv and progress notifications; keys
+//! with a time-to-live are attached to an etcd lease. etcd's "required revision has been
+//! compacted" becomes [`Error::Compacted`].
+//!
+//! An etcd that cannot be reached is not fatal: connections are made lazily (gRPC reconnects
+//! with backoff on its own), every call fails with [`Error::Unavailable`] meanwhile, and a
+//! monitor task logs when etcd goes away and comes back.
+
+use super::{
+    DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage,
+    Update, UpdateFn, WatchEvent, WatchStream,
+};
+use bytes::Bytes;
+use etcd_client::{
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, TxnOp, WatchOptions,
+};
+use futures::StreamExt;
+use std::time::Duration;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+/// Backoff bounds of the reachability monitor.
+const MONITOR_MIN: Duration = Duration::from_secs(1);
+const MONITOR_MAX: Duration = Duration::from_secs(30);
+const MONITOR_STEADY: Duration = Duration::from_secs(10);
+/// Time limit of one unary call (watches are not limited).
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// TLS files of the etcd connection.
+#[derive(Debug, Clone, Default)]
+pub struct EtcdTls {
+    /// CA bundle for etcd's serving certificate.
+    pub ca_file: Option<std::path::PathBuf>,
+    /// Client certificate.
+    pub cert_file: Option<std::path::PathBuf>,
+    /// Client key.
+    pub key_file: Option<std::path::PathBuf>,
+}
+
+/// The etcd store.
+pub struct EtcdStore {
+    client: Client,
+    health_timeout: Duration,
+    _monitor: DropGuard,
+}
+
+impl EtcdStore {
+    /// Builds a client for `servers`. Fails only on bad settings (URLs, TLS files), never
+    /// because etcd is down.
+    pub async fn connect(servers: &[String], tls: &EtcdTls, health_timeout: Duration) -> Result<EtcdStore> {
+        let mut opts = ConnectOptions::new()
+            .with_connect_timeout(health_timeout.max(Duration::from_secs(1)))
+            .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
+            .with_keep_alive_while_idle(true);
+        if tls.ca_file.is_some() || tls.cert_file.is_some() {
+            opts = opts.with_tls(tls_options(tls)?);
+        }
+        let client = Client::connect(servers, Some(opts))
+            .await
+            .map_err(|e| Error::Unavailable(format!("--etcd-servers {}: {e}", servers.join(","))))?;
+        let token = CancellationToken::new();
+        tokio::spawn(monitor(client.clone(), servers.join(","), health_timeout, token.clone()));
+        Ok(EtcdStore { client, health_timeout, _monitor: token.drop_guard() })
+    }
+
+    async fn get_kv(&self, key: &str) -> Result<Option<KeyValue>> {
+        let mut kv = self.client.kv_client();
+        let resp = call(kv.get(key, None)).await?;
+        resp.kvs().first().map(convert).transpose()
+    }
+
+    /// Writes `value` if the key's mod revision is still `expected` (0 = absent).
+    async fn put_if(&self, key: &str, value: Bytes, expected: Revision, ttl: Option<Duration>) -> Result<Option<KeyValue>> {
+        let mut put_opts = PutOptions::new();
+        if let Some(ttl) = ttl {
+            let secs = ttl.as_secs_f64().ceil().max(1.0) as i64;
+            let mut lease = self.client.lease_client();
+            let granted = call(lease.grant(secs, None)).await?;
+            put_opts = put_opts.with_lease(granted.id());
+        }
+        let txn = etcd_client::Txn::new()
+            .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
+            .and_then([TxnOp::put(key, value.to_vec(), Some(put_opts))]);
+        let mut kv = self.client.kv_client();
+        let resp = call(kv.txn(txn)).await?;
+        if !resp.succeeded() {
+            return Ok(None);
+        }
+        let rev = resp.header().map(|h| h.revision()).unwrap_or_default();
+        Ok(Some(KeyValue { key: key.to_string(), value, create_revision: 0, mod_revision: rev }))
+    }
+}
+
+fn tls_options(tls: &EtcdTls) -> Result<etcd_client::TlsOptions> {
+    let read = |p: &std::path::Path| {
+        std::fs::read(p).map_err(|e| Error::Unavailable(format!("cannot read {}: {e}", p.display())))
+    };
+    let mut t = etcd_client::TlsOptions::new();
+    if let Some(ca) = &tls.ca_file {
+        t = t.ca_certificate(etcd_client::Certificate::from_pem(read(ca)?));
+    }
+    match (&tls.cert_file, &tls.key_file) {
+        (Some(c), Some(k)) => t = t.identity(etcd_client::Identity::from_pem(read(c)?, read(k)?)),
+        (None, None) => {}
+        _ => {
+            return Err(Error::Unavailable(
+                "--etcd-certfile and --etcd-keyfile must be given together".into(),
+            ))
+        }
+    }
+    Ok(t)
+}
+
+/// Runs a unary call with a time limit, mapping its error.
+async fn call<T>(f: impl std::future::Future<Output = Result<T, etcd_client::Error>>) -> Result<T> {
+    match tokio::time::timeout(CALL_TIMEOUT, f).await {
+        Ok(r) => r.map_err(map_err),
+        Err(_) => Err(Error::Unavailable("etcd did not answer in time".into())),
+    }
+}
+
+/// Maps an etcd-client error onto the storage errors.
+fn map_err(e: etcd_client::Error) -> Error {
+    let msg = e.to_string();
+    if msg.contains("required revision has been compacted") {
+        return Error::Compacted { requested: 0, oldest: 0 };
+    }
+    if msg.contains("required revision is a future revision") {
+        return Error::TooLargeRevision { requested: 0, current: 0 };
+    }
+    Error::Unavailable(format!("etcd: {msg}"))
+}
+
+fn convert(kv: &etcd_client::KeyValue) -> Result<KeyValue> {
+    let key = kv
+        .key_str()
+        .map_err(|_| Error::Corrupt(format!("etcd key {:?} is not UTF-8", String::from_utf8_lossy(kv.key()))))?;
+    Ok(KeyValue {
+        key: key.to_string(),
+        value: Bytes::copy_from_slice(kv.value()),
+        create_revision: kv.create_revision(),
+        mod_revision: kv.mod_revision(),
+    })
+}
+
+/// The first key after every key starting with `prefix` (etcd's range end).
+fn prefix_end(prefix: &str) -> Vec<u8> {
+    let mut end = prefix.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// Logs etcd going away and coming back, probing with backoff while it is away.
+async fn monitor(client: Client, servers: String, timeout: Duration, stop: CancellationToken) {
+    let mut healthy = true;
+    let mut delay = MONITOR_MIN;
+    loop {
+        let ok = probe(&client, timeout).await;
+        match (&ok, healthy) {
+            (Err(e), true) => {
+                tracing::error!(servers = %servers, error = %e, "etcd is unreachable; retrying with backoff");
+                healthy = false;
+                delay = MONITOR_MIN;
+            }
+            (Ok(()), false) => {
+                tracing::info!(servers = %servers, "etcd is reachable again");
+                healthy = true;
+            }
+            _ => {}
+        }
+        let wait = if healthy { MONITOR_STEADY } else { delay };
+        if !healthy {
+            delay = (delay * 2).min(MONITOR_MAX);
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+/// One health probe: a read of the key `health`, as kube-apiserver's etcd check does.
+async fn probe(client: &Client, timeout: Duration) -> Result<()> {
+    let mut kv = client.kv_client();
+    match tokio::time::timeout(timeout, kv.get("health", Some(GetOptions::new().with_serializable().with_count_only()))).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(Error::Unavailable(format!("etcd: {e}"))),
+        Err(_) => Err(Error::Unavailable(format!("etcd did not answer within {timeout:?}"))),
+    }
+}
+
+#[async_trait::async_trait]
+impl Storage for EtcdStore {
+    async fn get(&self, key: &str) -> Result<KeyValue> {
+        self.get_kv(key).await?.ok_or_else(|| Error::NotFound { key: key.to_string() })
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult> {
+        let start = match &opts.start_key {
+            Some(s) if s.as_str() > prefix => s.clone(),
+            _ => prefix.to_string(),
+        };
+        let mut get = GetOptions::new().with_range(prefix_end(prefix));
+        if opts.limit > 0 {
+            get = get.with_limit(opts.limit as i64);
+        }
+        let (requested, min) = match opts.revision {
+            ListRevision::Exact(r) => (Some(r), None),
+            ListRevision::NotOlderThan(r) => (None, Some(r)),
+            ListRevision::Latest | ListRevision::Any => (None, None),
+        };
+        if let Some(r) = requested {
+            get = get.with_revision(r);
+        }
+        let mut kv = self.client.kv_client();
+        let resp = call(kv.get(start, Some(get))).await.map_err(|e| match e {
+            Error::Compacted { .. } => Error::Compacted { requested: requested.unwrap_or(0), oldest: 0 },
+            Error::TooLargeRevision { .. } => Error::TooLargeRevision { requested: requested.unwrap_or(0), current: 0 },
+            e => e,
+        })?;
+        let current = resp.header().map(|h| h.revision()).unwrap_or_default();
+        if let Some(min) = min {
+            if current < min {
+                return Err(Error::TooLargeRevision { requested: min, current });
+            }
+        }
+        let items = resp.kvs().iter().map(convert).collect::<Result<Vec<_>>>()?;
+        let (next_key, remaining) = match (resp.more(), items.last()) {
+            (true, Some(last)) => (Some(format!("{}\0", last.key)), Some(resp.count() - items.len() as i64)),
+            _ => (None, None),
+        };
+        Ok(ListResult { items, revision: requested.unwrap_or(current), next_key, remaining })
+    }
+
+    async fn create(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue> {
+        match self.put_if(key, value, 0, ttl).await? {
+            Some(mut kv) => {
+                kv.create_revision = kv.mod_revision;
+                Ok(kv)
+            }
+            None => Err(Error::AlreadyExists { key: key.to_string() }),
+        }
+    }
+
+    async fn guaranteed_update(&self, key: &str, ignore_not_found: bool, update: UpdateFn<'_>) -> Result<KeyValue> {
+        loop {
+            let cur = self.get_kv(key).await?;
+            if cur.is_none() && !ignore_not_found {
+                return Err(Error::NotFound { key: key.to_string() });
+            }
+            let (value, ttl) = match update(cur.as_ref())? {
+                Update::Set(v) => (v, None),
+                Update::SetWithTtl(v, t) => (v, Some(t)),
+                Update::Unchanged => return cur.ok_or_else(|| Error::NotFound { key: key.to_string() }),
+            };
+            let expected = cur.as_ref().map(|c| c.mod_revision).unwrap_or(0);
+            if let Some(mut kv) = self.put_if(key, value, expected, ttl).await? {
+                kv.create_revision = cur.map(|c| c.create_revision).unwrap_or(kv.mod_revision);
+                return Ok(kv);
+            }
+        }
+    }
+
+    async fn delete(&self, key: &str, check: DeleteCheck<'_>) -> Result<KeyValue> {
+        loop {
+            let cur = self.get_kv(key).await?.ok_or_else(|| Error::NotFound { key: key.to_string() })?;
+            check(&cur)?;
+            let txn = etcd_client::Txn::new()
+                .when([Compare::mod_revision(key, CompareOp::Equal, cur.mod_revision)])
+                .and_then([TxnOp::delete(key, None)]);
+            let mut kv = self.client.kv_client();
+            if call(kv.txn(txn)).await?.succeeded() {
+                return Ok(cur);
+            }
+        }
+    }
+
+    async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream> {
+        let mut opts = WatchOptions::new().with_range(prefix_end(prefix)).with_prev_key().with_progress_notify();
+        if let Some(after) = after {
+            opts = opts.with_start_revision(after + 1);
+        }
+        let mut wc = self.client.watch_client();
+        let stream = call(wc.watch(prefix, Some(opts))).await?;
+        Ok(watch_stream(stream, after.unwrap_or(0)))
+    }
+
+    async fn current_revision(&self) -> Result<Revision> {
+        let mut kv = self.client.kv_client();
+        let resp = call(kv.get("health", Some(GetOptions::new().with_count_only()))).await?;
+        Ok(resp.header().map(|h| h.revision()).unwrap_or_default())
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        let mut kv = self.client.kv_client();
+        match call(kv.compact(revision, None)).await {
+            Ok(_) | Err(Error::Compacted { .. }) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn check_health(&self) -> Result<()> {
+        probe(&self.client, self.health_timeout).await
+    }
+}
+
+/// Turns etcd watch responses into storage events; the stream ends with `Err(Compacted)` when
+/// etcd cancels the watch for compaction, or `Err(Unavailable)` when the connection breaks.
+fn watch_stream(stream: etcd_client::WatchStream, after: Revision) -> WatchStream {
+    struct St {
+        stream: etcd_client::WatchStream,
+        pending: std::collections::VecDeque<Result<WatchEvent>>,
+        done: bool,
+        after: Revision,
+    }
+    let st = St { stream, pending: Default::default(), done: false, after };
+    futures::stream::unfold(st, |mut st| async move {
+        loop {
+            if let Some(item) = st.pending.pop_front() {
+                if item.is_err() {
+                    st.done = true;
+                    st.pending.clear();
+                }
+                return Some((item, st));
+            }
+            if st.done {
+                return None;
+            }
+            match st.stream.next().await {
+                None => return None,
+                Some(Err(e)) => st.pending.push_back(Err(map_err(e))),
+                Some(Ok(resp)) => {
+                    if resp.canceled() {
+                        let err = if resp.compact_revision() > 0 {
+                            Error::Compacted { requested: st.after, oldest: resp.compact_revision() }
+                        } else {
+                            Error::Unavailable(format!("etcd cancelled the watch: {}", resp.cancel_reason()))
+                        };
+                        st.pending.push_back(Err(err));
+                        continue;
+                    }
+                    if resp.created() {
+                        continue;
+                    }
+                    if resp.events().is_empty() {
+                        if let Some(h) = resp.header() {
+                            st.pending.push_back(Ok(WatchEvent::Progress(h.revision())));
+                        }
+                        continue;
+                    }
+                    for ev in resp.events() {
+                        st.pending.push_back(convert_event(ev));
+                    }
+                }
+            }
+        }
+    })
+    .boxed()
+}
+
+fn convert_event(ev: &etcd_client::Event) -> Result<WatchEvent> {
+    let kv = ev.kv().ok_or_else(|| Error::Corrupt("etcd watch event without a key".into()))?;
+    let kv = convert(kv)?;
+    let prev = ev.prev_kv().map(convert).transpose()?;
+    Ok(match ev.event_type() {
+        EventType::Put => match prev {
+            Some(prev) if kv.create_revision != kv.mod_revision => WatchEvent::Updated { kv, prev },
+            _ => WatchEvent::Created(kv),
+        },
+        EventType::Delete => {
+            let revision = kv.mod_revision;
+            let prev = prev.unwrap_or(KeyValue { mod_revision: revision, ..kv });
+            WatchEvent::Deleted { prev, revision }
+        }
+    })
+}

@@ -1,0 +1,215 @@
+//! Event hub: fans committed events out to watchers of key prefixes through bounded
+//! per-watcher queues. A watcher whose queue is full is cut off and its stream ends with
+//! `Err(Compacted)` (the client relists) instead of buffering without limit. Replay of older
+//! events is the caller's job: [`Hub::subscribe`] returns the revision up to which events were
+//! already published, so history up to it plus the live queue after it has no gap and no
+//! duplicate.
+
+use super::{Error, Result, Revision, WatchEvent, WatchStream};
+use futures::StreamExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::mpsc;
+
+/// Default bound of one watcher's queue.
+pub(crate) const DEFAULT_QUEUE: usize = 1024;
+
+/// Fans events out to subscribed watchers.
+pub(crate) struct Hub {
+    inner: Mutex<Inner>,
+    capacity: usize,
+}
+
+struct Inner {
+    revision: Revision,
+    slots: Vec<Slot>,
+}
+
+struct Slot {
+    prefix: String,
+    tx: mpsc::Sender<WatchEvent>,
+    overflow: Arc<AtomicBool>,
+    last_sent: Revision,
+}
+
+/// The receiving half of one watcher.
+pub(crate) struct Subscription {
+    rx: mpsc::Receiver<WatchEvent>,
+    overflow: Arc<AtomicBool>,
+}
+
+/// The key an event is about (empty for progress notifications).
+pub(crate) fn event_key(ev: &WatchEvent) -> &str {
+    match ev {
+        WatchEvent::Created(kv) | WatchEvent::Updated { kv, .. } => &kv.key,
+        WatchEvent::Deleted { prev, .. } => &prev.key,
+        WatchEvent::Progress(_) => "",
+    }
+}
+
+impl Hub {
+    /// A hub whose last published revision is `revision`.
+    pub fn new(revision: Revision, capacity: usize) -> Hub {
+        Hub { inner: Mutex::new(Inner { revision, slots: Vec::new() }), capacity: capacity.max(1) }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A panic while holding this lock leaves consistent data (plain pushes/retains).
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The last published revision.
+    pub fn revision(&self) -> Revision {
+        self.lock().revision
+    }
+
+    /// Number of live watchers.
+    #[cfg(test)]
+    pub fn watchers(&self) -> usize {
+        self.lock().slots.len()
+    }
+
+    /// Registers a watcher of `prefix`; returns the last published revision: every event after
+    /// it arrives through the subscription.
+    pub fn subscribe(&self, prefix: &str) -> (Revision, Subscription) {
+        let (tx, rx) = mpsc::channel(self.capacity);
+        let overflow = Arc::new(AtomicBool::new(false));
+        let mut inner = self.lock();
+        let rev = inner.revision;
+        inner.slots.push(Slot { prefix: prefix.to_string(), tx, overflow: overflow.clone(), last_sent: rev });
+        (rev, Subscription { rx, overflow })
+    }
+
+    /// Publishes committed events (in revision order) and the new store revision.
+    pub fn publish(&self, events: &[WatchEvent], revision: Revision) {
+        let mut inner = self.lock();
+        inner.slots.retain_mut(|slot| {
+            for ev in events {
+                if !event_key(ev).starts_with(slot.prefix.as_str()) {
+                    continue;
+                }
+                if !send(slot, ev.clone()) {
+                    return false;
+                }
+            }
+            true
+        });
+        inner.revision = inner.revision.max(revision);
+    }
+
+    /// Tells every watcher that missed later revisions (changes outside its prefix) that it is
+    /// up to date: a progress notification at the current revision.
+    pub fn progress(&self) {
+        let mut inner = self.lock();
+        let rev = inner.revision;
+        inner.slots.retain_mut(|slot| slot.last_sent >= rev || send(slot, WatchEvent::Progress(rev)));
+    }
+
+    /// Ends every watcher (their streams end without error).
+    pub fn close_all(&self) {
+        self.lock().slots.clear();
+    }
+}
+
+/// Sends one event; false when the watcher is gone or cut off.
+fn send(slot: &mut Slot, ev: WatchEvent) -> bool {
+    let rev = ev.revision();
+    match slot.tx.try_send(ev) {
+        Ok(()) => {
+            slot.last_sent = rev;
+            true
+        }
+        Err(mpsc::error::TrySendError::Full(_)) => {
+            slot.overflow.store(true, Ordering::Release);
+            false
+        }
+        Err(mpsc::error::TrySendError::Closed(_)) => false,
+    }
+}
+
+/// Builds a watch stream: `replay` first, then live events after `after` (events at or below
+/// it are skipped), ending with `Err(Compacted)` if the watcher was cut off for falling behind.
+pub(crate) fn stream(replay: Vec<WatchEvent>, sub: Subscription, after: Revision) -> WatchStream {
+    let last = replay.last().map(|e| e.revision()).unwrap_or(after).max(after);
+    let Subscription { rx, overflow } = sub;
+    struct State {
+        rx: mpsc::Receiver<WatchEvent>,
+        overflow: Arc<AtomicBool>,
+        last: Revision,
+        done: bool,
+    }
+    let live = futures::stream::unfold(State { rx, overflow, last, done: false }, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        loop {
+            match st.rx.recv().await {
+                Some(ev) => {
+                    let rev = ev.revision();
+                    let skip = match ev {
+                        WatchEvent::Progress(_) => rev < st.last,
+                        _ => rev <= st.last,
+                    };
+                    if skip {
+                        continue;
+                    }
+                    st.last = rev;
+                    return Some((Ok(ev), st));
+                }
+                None if st.overflow.load(Ordering::Acquire) => {
+                    st.done = true;
+                    let err: Result<WatchEvent> =
+                        Err(Error::Compacted { requested: st.last + 1, oldest: st.last + 2 });
+                    return Some((err, st));
+                }
+                None => return None,
+            }
+        }
+    });
+    futures::stream::iter(replay.into_iter().map(Ok)).chain(live).boxed()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::KeyValue;
+    use bytes::Bytes;
+
+    fn created(key: &str, rev: Revision) -> WatchEvent {
+        WatchEvent::Created(KeyValue {
+            key: key.into(),
+            value: Bytes::new(),
+            create_revision: rev,
+            mod_revision: rev,
+        })
+    }
+
+    #[tokio::test]
+    async fn filters_by_prefix_and_skips_replayed() {
+        let hub = Hub::new(1, 16);
+        let (rev, sub) = hub.subscribe("/a/");
+        assert_eq!(rev, 1);
+        hub.publish(&[created("/a/x", 2), created("/b/y", 3), created("/a/z", 4)], 4);
+        let mut s = stream(vec![created("/a/x", 2)], sub, 1);
+        let got: Vec<_> = (&mut s).take(2).map(|e| e.unwrap().revision()).collect().await;
+        assert_eq!(got, vec![2, 4]);
+        hub.progress();
+        hub.publish(&[created("/b/q", 5)], 5);
+        hub.progress();
+        let ev = s.next().await.unwrap().unwrap();
+        assert_eq!(ev, WatchEvent::Progress(5));
+    }
+
+    #[tokio::test]
+    async fn slow_watcher_is_cut_off_with_compacted() {
+        let hub = Hub::new(0, 2);
+        let (_, sub) = hub.subscribe("/");
+        for i in 1..=5 {
+            hub.publish(&[created("/k", i)], i);
+        }
+        assert_eq!(hub.watchers(), 0);
+        let items: Vec<_> = stream(vec![], sub, 0).collect().await;
+        assert_eq!(items.len(), 3);
+        assert!(matches!(items[2], Err(Error::Compacted { .. })));
+    }
+}
