@@ -1,9 +1,4 @@
 //! One integration-test binary driving the real `kapi` executable.
 
-mod support;
-
-mod auth;
 mod generated;
-mod health;
-mod hooks;
-mod shutdown;
+mod layering;
