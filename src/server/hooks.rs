@@ -209,17 +209,18 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         .unwrap_or_else(|| "unknown panic".into())
 }
 
-/// A post-start hook that fails `failures` times, then succeeds (`--debug-failing-hook`).
+/// A post-start hook that fails `failures` times, then succeeds once the loopback client
+/// can read `/version` (`--debug-failing-hook`; also proves the loopback client works).
 pub fn failing_hook(failures: u32) -> PostStartHookFn {
     let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
-    Arc::new(move |_ctx| {
+    Arc::new(move |ctx: HookContext| {
         let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
         Box::pin(async move {
             if n <= failures {
-                Err(format!("failing on purpose (attempt {n} of {failures})").into())
-            } else {
-                Ok(())
+                return Err(format!("failing on purpose (attempt {n} of {failures})").into());
             }
+            ctx.client.apiserver_version().await?;
+            Ok(())
         })
     })
 }
@@ -247,7 +248,17 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn failing_hook_is_retried_until_ok() {
         let mut hooks = Hooks::default();
-        hooks.add_post_start_hook("flaky", failing_hook(2)).unwrap();
+        let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let flaky: PostStartHookFn = Arc::new(move |_| {
+            let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            Box::pin(async move {
+                if n <= 2 {
+                    return Err(format!("failing on purpose (attempt {n} of 2)").into());
+                }
+                Ok(())
+            })
+        });
+        hooks.add_post_start_hook("flaky", flaky).unwrap();
         let panicky_calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
         let c = panicky_calls.clone();
         let panicky: PostStartHookFn = Arc::new(move |_| {

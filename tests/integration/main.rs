@@ -1,4 +1,10 @@
 //! One integration-test binary driving the real `kapi` executable.
 
+mod support;
+
+mod auth;
 mod generated;
+mod health;
+mod hooks;
 mod layering;
+mod shutdown;
