@@ -6,5 +6,6 @@ mod auth;
 mod generated;
 mod health;
 mod hooks;
+mod inspect;
 mod layering;
 mod shutdown;
