@@ -10,6 +10,7 @@ mod discovery;
 mod generated;
 mod health;
 mod hooks;
+mod inspect;
 mod layering;
 mod shutdown;
 mod watch;
