@@ -49,7 +49,8 @@ async fn anonymous_livez_is_plain_ok() {
     let (code, body) = get_text(&anon, &server.url("/version")).await;
     assert_eq!(code, 200);
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(v["minor"], "35");
+    assert_eq!(v["major"], "1");
+    assert_eq!(v["minor"], "37");
 }
 
 #[tokio::test]
@@ -58,10 +59,13 @@ async fn verbose_exclude_and_subpath_formats() {
     let anon = server.anonymous_http();
     let (code, body) = get_text(&anon, &server.url("/livez?verbose")).await;
     assert_eq!(code, 200);
-    assert_eq!(
-        body,
-        "[+]ping ok\n[+]log ok\n[+]etcd ok\nlivez check passed\n"
-    );
+    // kube-apiserver's order: ping, log, etcd, then one line per post-start hook; livez has
+    // no etcd-readiness and no shutdown check.
+    assert!(body.starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]poststarthook/"), "{body}");
+    assert!(body.ends_with("ok\nlivez check passed\n"), "{body}");
+    assert!(body.contains("[+]poststarthook/start-system-namespaces-controller ok\n"), "{body}");
+    assert!(!body.contains("shutdown") && !body.contains("etcd-readiness"), "{body}");
+    assert!(body.lines().all(|l| l.starts_with("[+]") || l == "livez check passed"), "{body}");
 
     let (code, body) = get_text(
         &anon,
