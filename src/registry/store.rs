@@ -539,23 +539,12 @@ pub(crate) fn metadata_mut(obj: &mut Value) -> &mut serde_json::Map<String, Valu
     if !obj.is_object() {
         *obj = json!({});
     }
-    let map = match obj {
-        Value::Object(m) => m,
-        _ => return leak_empty(),
-    };
-    if !map.get("metadata").is_some_and(Value::is_object) {
-        map.insert("metadata".into(), json!({}));
+    // IndexMut on an object inserts the key when missing and never panics.
+    let meta = &mut obj["metadata"];
+    if !meta.is_object() {
+        *meta = json!({});
     }
-    match map.get_mut("metadata") {
-        Some(Value::Object(m)) => m,
-        _ => leak_empty(),
-    }
-}
-
-/// Unreachable fallback of metadata_mut (both branches above guarantee a map); returns a
-/// throwaway map rather than panicking.
-fn leak_empty() -> &'static mut serde_json::Map<String, Value> {
-    Box::leak(Box::new(serde_json::Map::new()))
+    meta.as_object_mut().expect("metadata was just made an object")
 }
 
 fn spec_changed(new: &Value, old: &Value) -> bool {

@@ -169,3 +169,140 @@ async fn namespace_lifecycle_admission() {
     assert_eq!(st["details"]["causes"][0]["reason"], "NamespaceTerminating");
     assert_eq!(st["message"], "configmaps \"y\" is forbidden: unable to create new content in namespace held because it is being terminated");
 }
+
+#[tokio::test]
+async fn server_side_apply_and_managed_fields() {
+    let server = TestServer::start().await;
+    wait_default(&server).await;
+    let c = server.admin_http();
+    use reqwest::Method as M;
+    let url = server.url("/api/v1/namespaces/default/configmaps/ssa");
+    let apply = |mgr: &str, force: bool, data: Value| {
+        let body = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data})).unwrap();
+        (format!("{url}?fieldManager={mgr}&force={force}"), Some(("application/apply-patch+yaml", body)))
+    };
+    let (u, b) = apply("alice", false, json!({"a": "1"}));
+    let (code, created, _) = call(&c, M::PATCH, &u, b).await;
+    assert_eq!(code, 201, "{created}");
+    assert_eq!(created["metadata"]["managedFields"][0]["manager"], "alice");
+    assert_eq!(created["metadata"]["managedFields"][0]["operation"], "Apply");
+    let (u, b) = apply("bob", false, json!({"a": "2"}));
+    let (code, conflict, _) = call(&c, M::PATCH, &u, b).await;
+    assert_eq!(code, 409, "{conflict}");
+    assert_eq!(conflict["details"]["causes"][0]["reason"], "FieldManagerConflict");
+    let (u, b) = apply("bob", true, json!({"a": "2"}));
+    let (code, forced, _) = call(&c, M::PATCH, &u, b).await;
+    assert_eq!((code, forced["data"]["a"].as_str()), (200, Some("2")), "{forced}");
+    // A plain update records an Update entry for its manager.
+    let mut cm = forced.clone();
+    cm["data"]["b"] = json!("3");
+    let (code, updated, _) = call(&c, M::PUT, &format!("{url}?fieldManager=carol"), js(cm)).await;
+    assert_eq!(code, 200, "{updated}");
+    let managers: Vec<&str> = updated["metadata"]["managedFields"].as_array().unwrap().iter().map(|m| m["manager"].as_str().unwrap()).collect();
+    assert!(managers.contains(&"carol"), "{managers:?}");
+    let (code, st, _) = call(&c, M::PATCH, &url, Some(("application/apply-patch+yaml", b"data: {}".to_vec()))).await;
+    assert_eq!(code, 422, "fieldManager is required: {st}");
+}
+
+#[tokio::test]
+async fn kubectl_apply_and_patch() {
+    let server = TestServer::start().await;
+    wait_default(&server).await;
+    let file = server.dir.path().join("cm.yaml");
+    let write = |v: &str| {
+        std::fs::write(&file, format!("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: applied\n  namespace: default\ndata:\n  k: {v}\n")).unwrap()
+    };
+    let f = file.display().to_string();
+    let run = |args: Vec<&'static str>| {
+        let f = f.clone();
+        let server = &server;
+        async move {
+            let mut full: Vec<&str> = args;
+            full.push("-f");
+            full.push(&f);
+            let o = server.kubectl(&full).await;
+            assert!(o.status.success(), "{full:?}: {}", out(&o));
+            String::from_utf8_lossy(&o.stdout).trim().to_string()
+        }
+    };
+    write("v");
+    assert_eq!(run(vec!["apply"]).await, "configmap/applied created");
+    assert_eq!(run(vec!["apply"]).await, "configmap/applied unchanged");
+    write("w");
+    assert_eq!(run(vec!["apply"]).await, "configmap/applied configured");
+    write("x");
+    assert_eq!(run(vec!["apply", "--server-side", "--force-conflicts"]).await, "configmap/applied serverside-applied");
+    for (kind, patch) in [
+        ("merge", r#"{"data":{"m":"1"}}"#),
+        ("json", r#"[{"op":"add","path":"/data/j","value":"2"}]"#),
+        ("strategic", r#"{"data":{"s":"3"}}"#),
+    ] {
+        let o = server.kubectl(&["patch", "configmap", "applied", "-n", "default", "--type", kind, "-p", patch]).await;
+        assert!(o.status.success(), "{kind}: {}", out(&o));
+    }
+    let o = server.kubectl(&["get", "configmap", "applied", "-n", "default", "-o", "jsonpath={.data}"]).await;
+    let data: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(data, json!({"j": "2", "k": "x", "m": "1", "s": "3"}));
+}
+
+/// A real etcd on loopback ports in a temp dir, killed on drop.
+struct Etcd {
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+    url: String,
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn start_etcd() -> Option<Etcd> {
+    let dir = tempfile::tempdir().unwrap();
+    let (client, peer) = (free_port(), free_port());
+    let url = format!("http://127.0.0.1:{client}");
+    let child = std::process::Command::new("etcd")
+        .args(["--data-dir", &dir.path().display().to_string()])
+        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
+        .args(["--initial-advertise-peer-urls", &format!("http://127.0.0.1:{peer}")])
+        .args(["--initial-cluster", &format!("default=http://127.0.0.1:{peer}")])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .ok()?;
+    Some(Etcd { child, _dir: dir, url })
+}
+
+#[tokio::test]
+async fn crud_and_watch_list_on_real_etcd() {
+    let Some(etcd) = start_etcd() else {
+        eprintln!("skipping: etcd is not on PATH");
+        return;
+    };
+    let server = TestServer::start_with(crate::support::Options::default().args(["--etcd-servers".to_string(), etcd.url.clone()])).await;
+    wait_default(&server).await;
+    let o = server.kubectl(&["create", "configmap", "on-etcd", "-n", "default", "--from-literal=a=1"]).await;
+    assert!(o.status.success(), "{}", out(&o));
+    let c = server.admin_http();
+    use reqwest::Method as M;
+    let base = server.url("/apis/coordination.k8s.io/v1/namespaces/default/leases");
+    let (code, l, _) = call(&c, M::POST, &base, js(json!({"metadata": {"name": "e1"}, "spec": {"holderIdentity": "a"}}))).await;
+    assert_eq!(code, 201, "{l}");
+    let mut stale = l.clone();
+    stale["spec"]["holderIdentity"] = json!("b");
+    assert_eq!(call(&c, M::PUT, &format!("{base}/e1"), js(stale.clone())).await.0, 200);
+    assert_eq!(call(&c, M::PUT, &format!("{base}/e1"), js(stale)).await.0, 409);
+    let o = server.kubectl(&["get", "leases", "-n", "default", "e1", "-o", "jsonpath={.spec.holderIdentity}"]).await;
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "b", "{}", out(&o));
+    let o = server.kubectl(&["delete", "configmap", "on-etcd", "-n", "default"]).await;
+    assert!(o.status.success(), "{}", out(&o));
+    let o = server.kubectl(&["wait", "--for=delete", "configmap/on-etcd", "-n", "default", "--timeout=30s"]).await;
+    assert!(o.status.success(), "{}", out(&o));
+}

@@ -6,7 +6,8 @@
 
 use super::{gvk_of, respond, status_response, Req};
 use crate::api::{Body, Status};
-use crate::endpoints::negotiate::{content_type, decode_body};
+use crate::endpoints::apply::{server_side_apply, ApplyError};
+use crate::endpoints::negotiate::{decode_body, yaml_to_json};
 use crate::endpoints::patch::{apply_patch, PatchError, PatchType};
 use crate::endpoints::status::error_response;
 use crate::registry::{Error, GenericStore, Review};
@@ -36,9 +37,10 @@ fn check_field_manager(req: &Req<'_>) -> Result<(), Status> {
     Ok(())
 }
 
-/// The place managedFields are maintained on writes (Update operations). Wired to
-/// `endpoints::apply::update_managed_fields` once that exists; until then a no-op.
-fn track_managed_fields(_old: Option<&Value>, _new: &mut Value, _manager: &str, _subresource: &str) {}
+/// managedFields of a non-apply write (operation Update).
+fn track_managed_fields(old: Option<&Value>, new: &mut Value, manager: &str, subresource: &str) {
+    crate::endpoints::apply::update_managed_fields(old, new, manager, "Update", subresource);
+}
 
 /// Sets the URL's name when the body has none; a different name is a 400.
 fn ensure_name(obj: &mut Value, name: &str) -> Result<(), Status> {
@@ -129,20 +131,8 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
         let e = PatchError::unsupported_media_type();
         return Status::failure(e.code, e.reason, e.message).into_response();
     };
-    let _ = content_type(req.headers);
     if patch_type == PatchType::Apply {
-        // Server-side apply: wired to endpoints::apply::server_side_apply when it lands.
-        return Status::failure(
-            415,
-            "UnsupportedMediaType",
-            format!(
-                "the body of the request was in an unknown format - accepted media types include: {}, {}, {}",
-                PatchType::MEDIA_TYPES[0],
-                PatchType::MEDIA_TYPES[1],
-                PatchType::MEDIA_TYPES[2]
-            ),
-        )
-        .into_response();
+        return apply(store, req).await;
     }
     if req.query.get("force").is_some_and(|f| !f.is_empty()) {
         return Status::failure(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch").into_response();
@@ -151,7 +141,7 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
         Ok(c) => c,
         Err(s) => return status_response(s),
     };
-    let patch_failure: Mutex<Option<PatchError>> = Mutex::new(None);
+    let patch_failure: Mutex<Option<Status>> = Mutex::new(None);
     let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let sub = req.ctx.info.subresource.as_str();
     let mgr = manager(req);
@@ -160,7 +150,7 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
         let patched = apply_patch(patch_type, current, req.body, &gvk).map_err(|e| {
             let msg = e.message.clone();
             if let Ok(mut f) = patch_failure.lock() {
-                *f = Some(e);
+                *f = Some(Status::failure(e.code, e.reason, e.message));
             }
             Error::BadRequest(msg)
         })?;
@@ -178,7 +168,75 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
     match result {
         Ok(w) => respond(req, 200, &w.object, &warnings),
         Err(e) => match patch_failure.lock().ok().and_then(|mut f| f.take()) {
-            Some(p) => Status::failure(p.code, p.reason, p.message).into_response(),
+            Some(s) => s.into_response(),
+            None => error_response(&e),
+        },
+    }
+}
+
+/// Server-side apply (`application/apply-patch+yaml`): creates a missing object (201).
+async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
+    let info = store.strategy().info();
+    let gvk = gvk_of(info);
+    let Some(mgr) = req.query.get("fieldManager").filter(|m| !m.is_empty()).map(String::from) else {
+        return Status::failure(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch").into_response();
+    };
+    let prepared = (|| {
+        check_field_manager(req)?;
+        let force = req.query.bool("force")?.unwrap_or(false);
+        let ctx = req.query.context(req.namespace(), &req.ctx.user, "PatchOptions")?;
+        let mut applied = yaml_to_json(req.body)?;
+        if !applied.is_object() {
+            return Err(Status::failure(400, "BadRequest", "the applied configuration must be an object"));
+        }
+        ensure_name(&mut applied, req.name())?;
+        Ok::<_, Status>((force, ctx, applied))
+    })();
+    let (force, ctx, applied) = match prepared {
+        Ok(p) => p,
+        Err(s) => return status_response(s),
+    };
+    if let Err(e) = store.decode_request(&ctx, applied.clone()) {
+        return error_response(&e);
+    }
+    let failure: Mutex<Option<Status>> = Mutex::new(None);
+    let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
+    let transform = |current: Option<&Value>| -> crate::registry::Result<Value> {
+        let merged = server_side_apply(current, &applied, &mgr, force, &gvk).map_err(|e| {
+            let status = match &e {
+                ApplyError::Conflict { causes } => Status::failure(409, "Conflict", e.to_string()).with_details(crate::api::StatusDetails {
+                    causes: causes
+                        .iter()
+                        .map(|(field, manager)| crate::api::StatusCause {
+                            reason: "FieldManagerConflict".into(),
+                            message: format!("conflict with {manager}"),
+                            field: field.clone(),
+                        })
+                        .collect(),
+                    ..Default::default()
+                }),
+                ApplyError::BadRequest(m) => Status::failure(400, "BadRequest", m.clone()),
+                ApplyError::Invalid(m) => Status::failure(422, "Invalid", m.clone()),
+                #[allow(unreachable_patterns)]
+                other => Status::failure(500, "InternalError", other.to_string()),
+            };
+            if let Ok(mut f) = failure.lock() {
+                *f = Some(status);
+            }
+            Error::BadRequest(e.to_string())
+        })?;
+        let (next, warns) = store.decode_request(&ctx, merged)?;
+        if let Ok(mut w) = warnings.lock() {
+            *w = warns;
+        }
+        Ok(next)
+    };
+    let result = store.update(&ctx, req.name(), req.ctx.info.subresource.as_str(), true, &transform).await;
+    let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
+    match result {
+        Ok(w) => respond(req, if w.created_or_gone { 201 } else { 200 }, &w.object, &warnings),
+        Err(e) => match failure.lock().ok().and_then(|mut f| f.take()) {
+            Some(s) => s.into_response(),
             None => error_response(&e),
         },
     }
