@@ -21,7 +21,11 @@ pub fn init(verbosity: u8, format: LogFormat, quiet_default: bool) {
         (1..=3, _) => "debug",
         _ => "trace",
     };
-    let default = format!("{level},h2=warn,hyper=warn,rustls=warn,tower=warn,kube=warn");
+    let mut default = format!("{level},h2=warn,hyper=warn,rustls=warn,tower=warn,kube=warn");
+    if quiet_default && verbosity == 0 {
+        // The inspect commands report client failures themselves, as one line each.
+        default.push_str(",kube_client=off,kube_runtime=off");
+    }
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

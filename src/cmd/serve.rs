@@ -5,7 +5,13 @@ use crate::cli::serve::ServeArgs;
 use crate::exit::{CodedError, ExitCode};
 use crate::options::ServerOptions;
 use crate::server::{hooks, Config, GenericServer};
+use crate::controllers;
+use crate::storage::{self, KeyValue, Storage, Update};
 use anyhow::Context;
+use bytes::Bytes;
+use futures::future::BoxFuture;
+use std::sync::Arc;
+use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Runs the API server to completion.
@@ -29,15 +35,13 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 
 async fn serve(options: ServerOptions) -> anyhow::Result<()> {
     let debug_hooks = options.controllers.debug_failing_hooks.clone();
-    let config = Config::load(options)
-        .await
-        .context("while loading the server configuration")?;
+    let options_for_controllers = options.clone();
+    let config = Config::load(options).await.context("while loading the server configuration")?;
     eprintln!("export KUBECONFIG={}", config.kubeconfig_path().display());
-    let mut server = config
-        .complete()
-        .context("while completing the server configuration")?
-        .new_server();
+    let controllers = controllers_config(&options_for_controllers, &config)?;
+    let mut server = config.complete().context("while completing the server configuration")?.new_server();
     register_hooks(&mut server, &debug_hooks)?;
+    register_controllers(&mut server, &controllers)?;
     let prepared = server.prepare_run();
 
     let cancel = CancellationToken::new();
@@ -56,6 +60,73 @@ fn register_hooks(server: &mut GenericServer, debug_hooks: &[(String, u32)]) -> 
             .with_context(|| format!("while registering --debug-failing-hook {name}"))?;
     }
     Ok(())
+}
+
+/// The controllers' settings: options plus what the loaded server knows.
+fn controllers_config(options: &ServerOptions, config: &Config) -> anyhow::Result<controllers::Config> {
+    let local = config.local_addr();
+    let advertise = options.serving.advertise_address.unwrap_or_else(|| local.ip());
+    let mut cc = controllers::Config::new(&options.controllers, advertise, local.port())
+        .context("while configuring the controllers")?;
+    cc.auth = controllers::AuthInfo {
+        client_ca_pem: Some(controllers::pem_bundle(&config.client_ca_ders())),
+        client_ca_file: None,
+        request_header: None,
+    };
+    cc.peer_store = Some(Arc::new(StoragePeerStore {
+        storage: config.storage(),
+        prefix: options.storage.prefix.trim_end_matches('/').to_string(),
+    }));
+    Ok(cc)
+}
+
+/// Registers the control-plane controllers (pkg/controlplane/apiserver/server.go).
+fn register_controllers(server: &mut GenericServer, config: &controllers::Config) -> anyhow::Result<()> {
+    let hooks = controllers::hooks(config);
+    for (name, hook) in hooks.post_start {
+        server
+            .add_post_start_hook(&name, hook)
+            .with_context(|| format!("while registering post-start hook {name}"))?;
+    }
+    for (name, hook) in hooks.pre_shutdown {
+        server
+            .add_pre_shutdown_hook(&name, hook)
+            .with_context(|| format!("while registering pre-shutdown hook {name}"))?;
+    }
+    Ok(())
+}
+
+/// Peer endpoints written straight to storage with a TTL, as kube-apiserver does in etcd.
+struct StoragePeerStore {
+    storage: Arc<dyn Storage>,
+    prefix: String,
+}
+
+impl controllers::PeerEndpointStore for StoragePeerStore {
+    fn set(
+        &self,
+        key: &str,
+        value: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'static, Result<(), controllers::PeerStoreError>> {
+        let (storage, key) = (self.storage.clone(), format!("{}/{key}", self.prefix));
+        Box::pin(async move {
+            let value = Bytes::from(value);
+            let update = move |_: Option<&KeyValue>| Ok(Update::SetWithTtl(value.clone(), ttl));
+            storage.guaranteed_update(&key, true, &update).await?;
+            Ok(())
+        })
+    }
+
+    fn delete(&self, key: &str) -> BoxFuture<'static, Result<(), controllers::PeerStoreError>> {
+        let (storage, key) = (self.storage.clone(), format!("{}/{key}", self.prefix));
+        Box::pin(async move {
+            match storage.delete(&key, &|_: &KeyValue| Ok(())).await {
+                Ok(_) | Err(storage::Error::NotFound { .. }) => Ok(()),
+                Err(e) => Err(e.into()),
+            }
+        })
+    }
 }
 
 /// First SIGINT/SIGTERM cancels `cancel`; a second one exits at once (SetupSignalContext).

@@ -120,8 +120,8 @@ async fn route(
     chain.api.handle(req, ctx).await
 }
 
-/// The Kubernetes version kapi serves (the API shapes of k8s-openapi's `v1_35`).
-pub const KUBE_VERSION: (&str, &str) = ("1", "35");
+/// The Kubernetes version kapi serves (kubectl 1.37 is the client kapi is tested with).
+pub const KUBE_VERSION: (&str, &str) = ("1", "37");
 
 /// `/version`, shaped like kube-apiserver's version.Info.
 fn version() -> http::Response<Body> {

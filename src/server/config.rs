@@ -117,6 +117,16 @@ impl Config {
         self.local_addr
     }
 
+    /// The client CA certificates the server trusts (generated client CA + `--client-ca-file`).
+    pub fn client_ca_ders(&self) -> Vec<Vec<u8>> {
+        self.pki.client_cas.iter().map(|c| c.as_ref().to_vec()).collect()
+    }
+
+    /// The opened storage (for the few writers that bypass the API, like peer endpoints).
+    pub fn storage(&self) -> Arc<dyn Storage> {
+        self.storage.clone()
+    }
+
     /// Derives the loopback credentials and client, and the TLS settings.
     pub fn complete(self) -> Result<CompletedConfig, Error> {
         let token = uuid::Uuid::new_v4().to_string();

@@ -3,6 +3,14 @@
 mod support;
 
 mod auth;
+mod badinput;
+mod clients;
+mod crud;
+mod discovery;
+mod generated;
 mod health;
 mod hooks;
+mod inspect;
+mod layering;
 mod shutdown;
+mod watch;

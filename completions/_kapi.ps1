@@ -1,0 +1,237 @@
+
+using namespace System.Management.Automation
+using namespace System.Management.Automation.Language
+
+Register-ArgumentCompleter -Native -CommandName 'kapi' -ScriptBlock {
+    param($wordToComplete, $commandAst, $cursorPosition)
+
+    $commandElements = $commandAst.CommandElements
+    $command = @(
+        'kapi'
+        for ($i = 1; $i -lt $commandElements.Count; $i++) {
+            $element = $commandElements[$i]
+            if ($element -isnot [StringConstantExpressionAst] -or
+                $element.StringConstantType -ne [StringConstantType]::BareWord -or
+                $element.Value.StartsWith('-') -or
+                $element.Value -eq $wordToComplete) {
+                break
+        }
+        $element.Value
+    }) -join ';'
+
+    $completions = @(switch ($command) {
+        'kapi' {
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('--v', '--v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run a Kubernetes-compatible control-plane API server')
+            [CompletionResult]::new('leases', 'leases', [CompletionResultType]::ParameterValue, 'Show apiserver identity leases (who is alive) and, with --all, the other kube-system leases')
+            [CompletionResult]::new('candidates', 'candidates', [CompletionResultType]::ParameterValue, 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)')
+            [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Show the post-start hooks of an apiserver and why the failing ones fail')
+            [CompletionResult]::new('health', 'health', [CompletionResultType]::ParameterValue, 'Show the health checks of an apiserver; --wait polls until healthy')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write man pages (one per subcommand) into a directory')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'kapi;serve' {
+            [CompletionResult]::new('--bind-address', '--bind-address', [CompletionResultType]::ParameterName, 'IP address to listen on')
+            [CompletionResult]::new('--secure-port', '--secure-port', [CompletionResultType]::ParameterName, 'HTTPS port; 0 picks a free port (the admin kubeconfig records the real one)')
+            [CompletionResult]::new('--advertise-address', '--advertise-address', [CompletionResultType]::ParameterName, 'IP announced to the cluster (identity lease, serving certificate SAN)')
+            [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the embedded store, generated PKI and admin.kubeconfig')
+            [CompletionResult]::new('--cert-dir', '--cert-dir', [CompletionResultType]::ParameterName, 'Directory of the generated CA and serving certificate [default: <data-dir>/pki]')
+            [CompletionResult]::new('--tls-cert-file', '--tls-cert-file', [CompletionResultType]::ParameterName, 'Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir')
+            [CompletionResult]::new('--tls-private-key-file', '--tls-private-key-file', [CompletionResultType]::ParameterName, 'Private key of --tls-cert-file (PEM)')
+            [CompletionResult]::new('--http2-max-streams-per-connection', '--http2-max-streams-per-connection', [CompletionResultType]::ParameterName, 'HTTP/2 concurrent streams per connection (0 = 100)')
+            [CompletionResult]::new('--max-requests-inflight', '--max-requests-inflight', [CompletionResultType]::ParameterName, 'Limit of non-mutating requests in flight; over it requests get 429')
+            [CompletionResult]::new('--max-mutating-requests-inflight', '--max-mutating-requests-inflight', [CompletionResultType]::ParameterName, 'Limit of mutating requests in flight; over it requests get 429')
+            [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'Timeout of non-long-running requests; also bounds draining at shutdown')
+            [CompletionResult]::new('--min-request-timeout', '--min-request-timeout', [CompletionResultType]::ParameterName, 'Watch requests time out at a random point in [x, 2x) unless timeoutSeconds is given')
+            [CompletionResult]::new('--livez-grace-period', '--livez-grace-period', [CompletionResultType]::ParameterName, 'During this time after start, unfinished post-start hooks count as healthy in /livez')
+            [CompletionResult]::new('--client-ca-file', '--client-ca-file', [CompletionResultType]::ParameterName, 'CA bundle for client certificates (CN = user, O = groups), in addition to kapi''s own client CA')
+            [CompletionResult]::new('--token-auth-file', '--token-auth-file', [CompletionResultType]::ParameterName, 'Static bearer tokens, CSV lines: token,user,uid,"group1,group2"')
+            [CompletionResult]::new('--anonymous-auth', '--anonymous-auth', [CompletionResultType]::ParameterName, 'Let requests without credentials in as system:anonymous (health and version endpoints only)')
+            [CompletionResult]::new('--etcd-servers', '--etcd-servers', [CompletionResultType]::ParameterName, 'etcd v3 endpoints (http(s)://host:port, comma-separated); unset = embedded store')
+            [CompletionResult]::new('--etcd-prefix', '--etcd-prefix', [CompletionResultType]::ParameterName, 'Key prefix of every object in storage')
+            [CompletionResult]::new('--etcd-cafile', '--etcd-cafile', [CompletionResultType]::ParameterName, 'CA bundle to verify etcd''s serving certificate')
+            [CompletionResult]::new('--etcd-certfile', '--etcd-certfile', [CompletionResultType]::ParameterName, 'Client certificate for etcd')
+            [CompletionResult]::new('--etcd-keyfile', '--etcd-keyfile', [CompletionResultType]::ParameterName, 'Client key for etcd')
+            [CompletionResult]::new('--compaction-interval', '--compaction-interval', [CompletionResultType]::ParameterName, 'How often old revisions are compacted (0 disables)')
+            [CompletionResult]::new('--watch-cache', '--watch-cache', [CompletionResultType]::ParameterName, 'Serve lists and watches from an in-memory cache fed by one backend watch per resource')
+            [CompletionResult]::new('--etcd-healthcheck-timeout', '--etcd-healthcheck-timeout', [CompletionResultType]::ParameterName, 'Timeout of the etcd health check')
+            [CompletionResult]::new('--feature-gates', '--feature-gates', [CompletionResultType]::ParameterName, 'Feature gates, e.g. CoordinatedLeaderElection=true,APIServerIdentity=false')
+            [CompletionResult]::new('--hostname-override', '--hostname-override', [CompletionResultType]::ParameterName, 'Hostname used for the apiserver ID and the kubernetes.io/hostname label')
+            [CompletionResult]::new('--identity-lease-duration-seconds', '--identity-lease-duration-seconds', [CompletionResultType]::ParameterName, 'Duration of this server''s identity lease')
+            [CompletionResult]::new('--identity-lease-renew-interval', '--identity-lease-renew-interval', [CompletionResultType]::ParameterName, 'How often the identity lease is renewed')
+            [CompletionResult]::new('--identity-lease-gc-period', '--identity-lease-gc-period', [CompletionResultType]::ParameterName, 'How often expired identity leases are garbage-collected')
+            [CompletionResult]::new('--lease-candidate-gc-period', '--lease-candidate-gc-period', [CompletionResultType]::ParameterName, 'How often expired LeaseCandidates are garbage-collected')
+            [CompletionResult]::new('--coordinated-leadership-lease-duration', '--coordinated-leadership-lease-duration', [CompletionResultType]::ParameterName, 'Lease duration of the coordinated-leader-election controller''s own election')
+            [CompletionResult]::new('--coordinated-leadership-renew-deadline', '--coordinated-leadership-renew-deadline', [CompletionResultType]::ParameterName, 'Renew deadline of that election')
+            [CompletionResult]::new('--coordinated-leadership-retry-period', '--coordinated-leadership-retry-period', [CompletionResultType]::ParameterName, 'Retry period of that election (also the re-election period)')
+            [CompletionResult]::new('--peer-advertise-ip', '--peer-advertise-ip', [CompletionResultType]::ParameterName, 'IP peers use to reach this server; publishes a peer endpoint (UnknownVersionInteroperabilityProxy)')
+            [CompletionResult]::new('--peer-advertise-port', '--peer-advertise-port', [CompletionResultType]::ParameterName, 'Port for --peer-advertise-ip [default: the secure port]')
+            [CompletionResult]::new('--system-namespaces-period', '--system-namespaces-period', [CompletionResultType]::ParameterName, 'How often the system namespaces are checked and recreated')
+            [CompletionResult]::new('--debug-failing-hook', '--debug-failing-hook', [CompletionResultType]::ParameterName, 'Testing aid: make post-start hook NAME fail COUNT times before running (NAME=COUNT)')
+            [CompletionResult]::new('--shutdown-delay-duration', '--shutdown-delay-duration', [CompletionResultType]::ParameterName, 'After SIGTERM keep serving this long while /readyz fails, so load balancers drain')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
+            [CompletionResult]::new('--disable-http2-serving', '--disable-http2-serving', [CompletionResultType]::ParameterName, 'Serve HTTP/1.1 only (no h2 in ALPN)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('--v', '--v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kapi;leases' {
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'How long to wait for each request before giving up (e.g. 5s, 1m)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never')
+            [CompletionResult]::new('-l', '-l', [CompletionResultType]::ParameterName, 'Label selector to filter leases (e.g. kubernetes.io/hostname=node-1)')
+            [CompletionResult]::new('--selector', '--selector', [CompletionResultType]::ParameterName, 'Label selector to filter leases (e.g. kubernetes.io/hostname=node-1)')
+            [CompletionResult]::new('--component', '--component', [CompletionResultType]::ParameterName, 'Only identity leases of this component (value of label apiserver.kubernetes.io/identity)')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
+            [CompletionResult]::new('--no-headers', '--no-headers', [CompletionResultType]::ParameterName, 'Leave out the header line of tables')
+            [CompletionResult]::new('--all', '--all', [CompletionResultType]::ParameterName, 'Also list the other Leases of kube-system (leader-election locks), with a TYPE column')
+            [CompletionResult]::new('-w', '-w', [CompletionResultType]::ParameterName, 'After listing, keep watching and print a row whenever a lease changes')
+            [CompletionResult]::new('--watch', '--watch', [CompletionResultType]::ParameterName, 'After listing, keep watching and print a row whenever a lease changes')
+            [CompletionResult]::new('--fail-on-expired', '--fail-on-expired', [CompletionResultType]::ParameterName, 'Exit 1 when any listed lease is expired')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('--v', '--v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kapi;candidates' {
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'How long to wait for each request before giving up (e.g. 5s, 1m)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never')
+            [CompletionResult]::new('-n', '-n', [CompletionResultType]::ParameterName, 'Only candidates in this namespace')
+            [CompletionResult]::new('--namespace', '--namespace', [CompletionResultType]::ParameterName, 'Only candidates in this namespace')
+            [CompletionResult]::new('--lease', '--lease', [CompletionResultType]::ParameterName, 'Only candidates for this Lease name')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
+            [CompletionResult]::new('--no-headers', '--no-headers', [CompletionResultType]::ParameterName, 'Leave out the header line of tables')
+            [CompletionResult]::new('-A', '-A ', [CompletionResultType]::ParameterName, 'Candidates in all namespaces (the default)')
+            [CompletionResult]::new('--all-namespaces', '--all-namespaces', [CompletionResultType]::ParameterName, 'Candidates in all namespaces (the default)')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('--v', '--v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kapi;hooks' {
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'How long to wait for each request before giving up (e.g. 5s, 1m)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
+            [CompletionResult]::new('--no-headers', '--no-headers', [CompletionResultType]::ParameterName, 'Leave out the header line of tables')
+            [CompletionResult]::new('--failing', '--failing', [CompletionResultType]::ParameterName, 'Show only the hooks that are not ok')
+            [CompletionResult]::new('--all-apiservers', '--all-apiservers', [CompletionResultType]::ParameterName, 'Reach every apiserver through the peer addresses published in identity leases')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('--v', '--v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kapi;health' {
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'How long to wait for each request before giving up (e.g. 5s, 1m)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never')
+            [CompletionResult]::new('--exclude', '--exclude', [CompletionResultType]::ParameterName, 'Skip a check by its exact name (repeatable; sent as ?exclude=)')
+            [CompletionResult]::new('--timeout', '--timeout', [CompletionResultType]::ParameterName, 'How long --wait polls (e.g. 60s, 2m)')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
+            [CompletionResult]::new('--no-headers', '--no-headers', [CompletionResultType]::ParameterName, 'Leave out the header line of tables')
+            [CompletionResult]::new('--wait', '--wait', [CompletionResultType]::ParameterName, 'Poll until healthy (exit 0) or until --timeout passes (exit 1, or 3 if never reached)')
+            [CompletionResult]::new('-q', '-q', [CompletionResultType]::ParameterName, 'Print nothing; only set the exit code')
+            [CompletionResult]::new('--quiet', '--quiet', [CompletionResultType]::ParameterName, 'Print nothing; only set the exit code')
+            [CompletionResult]::new('--all-apiservers', '--all-apiservers', [CompletionResultType]::ParameterName, 'Reach every apiserver through the peer addresses published in identity leases')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('--v', '--v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kapi;completions' {
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('--v', '--v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kapi;man' {
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('--v', '--v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
+        'kapi;help' {
+            [CompletionResult]::new('serve', 'serve', [CompletionResultType]::ParameterValue, 'Run a Kubernetes-compatible control-plane API server')
+            [CompletionResult]::new('leases', 'leases', [CompletionResultType]::ParameterValue, 'Show apiserver identity leases (who is alive) and, with --all, the other kube-system leases')
+            [CompletionResult]::new('candidates', 'candidates', [CompletionResultType]::ParameterValue, 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)')
+            [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Show the post-start hooks of an apiserver and why the failing ones fail')
+            [CompletionResult]::new('health', 'health', [CompletionResultType]::ParameterValue, 'Show the health checks of an apiserver; --wait polls until healthy')
+            [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
+            [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write man pages (one per subcommand) into a directory')
+            [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
+            break
+        }
+        'kapi;help;serve' {
+            break
+        }
+        'kapi;help;leases' {
+            break
+        }
+        'kapi;help;candidates' {
+            break
+        }
+        'kapi;help;hooks' {
+            break
+        }
+        'kapi;help;health' {
+            break
+        }
+        'kapi;help;completions' {
+            break
+        }
+        'kapi;help;man' {
+            break
+        }
+        'kapi;help;help' {
+            break
+        }
+    })
+
+    $completions.Where{ $_.CompletionText -like "$wordToComplete*" } |
+        Sort-Object -Property ListItemText
+}

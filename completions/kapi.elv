@@ -1,0 +1,215 @@
+
+use builtin;
+use str;
+
+set edit:completion:arg-completer[kapi] = {|@words|
+    fn spaces {|n|
+        builtin:repeat $n ' ' | str:join ''
+    }
+    fn cand {|text desc|
+        edit:complex-candidate $text &display=$text' '(spaces (- 14 (wcswidth $text)))$desc
+    }
+    var command = 'kapi'
+    for word $words[1..-1] {
+        if (str:has-prefix $word '-') {
+            break
+        }
+        set command = $command';'$word
+    }
+    var completions = [
+        &'kapi'= {
+            cand --log-format 'Log line format on stderr'
+            cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand --v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+            cand serve 'Run a Kubernetes-compatible control-plane API server'
+            cand leases 'Show apiserver identity leases (who is alive) and, with --all, the other kube-system leases'
+            cand candidates 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)'
+            cand hooks 'Show the post-start hooks of an apiserver and why the failing ones fail'
+            cand health 'Show the health checks of an apiserver; --wait polls until healthy'
+            cand completions 'Print a shell completion script'
+            cand man 'Write man pages (one per subcommand) into a directory'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'kapi;serve'= {
+            cand --bind-address 'IP address to listen on'
+            cand --secure-port 'HTTPS port; 0 picks a free port (the admin kubeconfig records the real one)'
+            cand --advertise-address 'IP announced to the cluster (identity lease, serving certificate SAN)'
+            cand --data-dir 'Directory for the embedded store, generated PKI and admin.kubeconfig'
+            cand --cert-dir 'Directory of the generated CA and serving certificate [default: <data-dir>/pki]'
+            cand --tls-cert-file 'Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir'
+            cand --tls-private-key-file 'Private key of --tls-cert-file (PEM)'
+            cand --http2-max-streams-per-connection 'HTTP/2 concurrent streams per connection (0 = 100)'
+            cand --max-requests-inflight 'Limit of non-mutating requests in flight; over it requests get 429'
+            cand --max-mutating-requests-inflight 'Limit of mutating requests in flight; over it requests get 429'
+            cand --request-timeout 'Timeout of non-long-running requests; also bounds draining at shutdown'
+            cand --min-request-timeout 'Watch requests time out at a random point in [x, 2x) unless timeoutSeconds is given'
+            cand --livez-grace-period 'During this time after start, unfinished post-start hooks count as healthy in /livez'
+            cand --client-ca-file 'CA bundle for client certificates (CN = user, O = groups), in addition to kapi''s own client CA'
+            cand --token-auth-file 'Static bearer tokens, CSV lines: token,user,uid,"group1,group2"'
+            cand --anonymous-auth 'Let requests without credentials in as system:anonymous (health and version endpoints only)'
+            cand --etcd-servers 'etcd v3 endpoints (http(s)://host:port, comma-separated); unset = embedded store'
+            cand --etcd-prefix 'Key prefix of every object in storage'
+            cand --etcd-cafile 'CA bundle to verify etcd''s serving certificate'
+            cand --etcd-certfile 'Client certificate for etcd'
+            cand --etcd-keyfile 'Client key for etcd'
+            cand --compaction-interval 'How often old revisions are compacted (0 disables)'
+            cand --watch-cache 'Serve lists and watches from an in-memory cache fed by one backend watch per resource'
+            cand --etcd-healthcheck-timeout 'Timeout of the etcd health check'
+            cand --feature-gates 'Feature gates, e.g. CoordinatedLeaderElection=true,APIServerIdentity=false'
+            cand --hostname-override 'Hostname used for the apiserver ID and the kubernetes.io/hostname label'
+            cand --identity-lease-duration-seconds 'Duration of this server''s identity lease'
+            cand --identity-lease-renew-interval 'How often the identity lease is renewed'
+            cand --identity-lease-gc-period 'How often expired identity leases are garbage-collected'
+            cand --lease-candidate-gc-period 'How often expired LeaseCandidates are garbage-collected'
+            cand --coordinated-leadership-lease-duration 'Lease duration of the coordinated-leader-election controller''s own election'
+            cand --coordinated-leadership-renew-deadline 'Renew deadline of that election'
+            cand --coordinated-leadership-retry-period 'Retry period of that election (also the re-election period)'
+            cand --peer-advertise-ip 'IP peers use to reach this server; publishes a peer endpoint (UnknownVersionInteroperabilityProxy)'
+            cand --peer-advertise-port 'Port for --peer-advertise-ip [default: the secure port]'
+            cand --system-namespaces-period 'How often the system namespaces are checked and recreated'
+            cand --debug-failing-hook 'Testing aid: make post-start hook NAME fail COUNT times before running (NAME=COUNT)'
+            cand --shutdown-delay-duration 'After SIGTERM keep serving this long while /readyz fails, so load balancers drain'
+            cand --log-format 'Log line format on stderr'
+            cand --disable-http2-serving 'Serve HTTP/1.1 only (no h2 in ALPN)'
+            cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand --v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kapi;leases'= {
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use (default: the current context)'
+            cand --request-timeout 'How long to wait for each request before giving up (e.g. 5s, 1m)'
+            cand -o 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name'
+            cand --output 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name'
+            cand --color 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never'
+            cand -l 'Label selector to filter leases (e.g. kubernetes.io/hostname=node-1)'
+            cand --selector 'Label selector to filter leases (e.g. kubernetes.io/hostname=node-1)'
+            cand --component 'Only identity leases of this component (value of label apiserver.kubernetes.io/identity)'
+            cand --log-format 'Log line format on stderr'
+            cand --no-headers 'Leave out the header line of tables'
+            cand --all 'Also list the other Leases of kube-system (leader-election locks), with a TYPE column'
+            cand -w 'After listing, keep watching and print a row whenever a lease changes'
+            cand --watch 'After listing, keep watching and print a row whenever a lease changes'
+            cand --fail-on-expired 'Exit 1 when any listed lease is expired'
+            cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand --v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kapi;candidates'= {
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use (default: the current context)'
+            cand --request-timeout 'How long to wait for each request before giving up (e.g. 5s, 1m)'
+            cand -o 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name'
+            cand --output 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name'
+            cand --color 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never'
+            cand -n 'Only candidates in this namespace'
+            cand --namespace 'Only candidates in this namespace'
+            cand --lease 'Only candidates for this Lease name'
+            cand --log-format 'Log line format on stderr'
+            cand --no-headers 'Leave out the header line of tables'
+            cand -A 'Candidates in all namespaces (the default)'
+            cand --all-namespaces 'Candidates in all namespaces (the default)'
+            cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand --v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kapi;hooks'= {
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use (default: the current context)'
+            cand --request-timeout 'How long to wait for each request before giving up (e.g. 5s, 1m)'
+            cand -o 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name'
+            cand --output 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name'
+            cand --color 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never'
+            cand --log-format 'Log line format on stderr'
+            cand --no-headers 'Leave out the header line of tables'
+            cand --failing 'Show only the hooks that are not ok'
+            cand --all-apiservers 'Reach every apiserver through the peer addresses published in identity leases'
+            cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand --v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kapi;health'= {
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use (default: the current context)'
+            cand --request-timeout 'How long to wait for each request before giving up (e.g. 5s, 1m)'
+            cand -o 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name'
+            cand --output 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name'
+            cand --color 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never'
+            cand --exclude 'Skip a check by its exact name (repeatable; sent as ?exclude=)'
+            cand --timeout 'How long --wait polls (e.g. 60s, 2m)'
+            cand --log-format 'Log line format on stderr'
+            cand --no-headers 'Leave out the header line of tables'
+            cand --wait 'Poll until healthy (exit 0) or until --timeout passes (exit 1, or 3 if never reached)'
+            cand -q 'Print nothing; only set the exit code'
+            cand --quiet 'Print nothing; only set the exit code'
+            cand --all-apiservers 'Reach every apiserver through the peer addresses published in identity leases'
+            cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand --v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kapi;completions'= {
+            cand --log-format 'Log line format on stderr'
+            cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand --v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kapi;man'= {
+            cand --log-format 'Log line format on stderr'
+            cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand --v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
+        &'kapi;help'= {
+            cand serve 'Run a Kubernetes-compatible control-plane API server'
+            cand leases 'Show apiserver identity leases (who is alive) and, with --all, the other kube-system leases'
+            cand candidates 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)'
+            cand hooks 'Show the post-start hooks of an apiserver and why the failing ones fail'
+            cand health 'Show the health checks of an apiserver; --wait polls until healthy'
+            cand completions 'Print a shell completion script'
+            cand man 'Write man pages (one per subcommand) into a directory'
+            cand help 'Print this message or the help of the given subcommand(s)'
+        }
+        &'kapi;help;serve'= {
+        }
+        &'kapi;help;leases'= {
+        }
+        &'kapi;help;candidates'= {
+        }
+        &'kapi;help;hooks'= {
+        }
+        &'kapi;help;health'= {
+        }
+        &'kapi;help;completions'= {
+        }
+        &'kapi;help;man'= {
+        }
+        &'kapi;help;help'= {
+        }
+    ]
+    $completions[$command]
+}

@@ -1,0 +1,186 @@
+# Print an optspec for argparse to handle cmd's options that are independent of any subcommand.
+function __fish_kapi_global_optspecs
+    string join \n v/v log-format= h/help V/version
+end
+
+function __fish_kapi_needs_command
+    # Figure out if the current invocation already has a command.
+    set -l cmd (commandline -opc)
+    set -e cmd[1]
+    argparse -s (__fish_kapi_global_optspecs) -- $cmd 2>/dev/null
+    or return
+    if set -q argv[1]
+        # Also print the command, so this can be used to figure out what it is.
+        echo $argv[1]
+        return 1
+    end
+    return 0
+end
+
+function __fish_kapi_using_subcommand
+    set -l cmd (__fish_kapi_needs_command)
+    test -z "$cmd"
+    and return 1
+    contains -- $cmd[1] $argv
+end
+
+complete -c kapi -n "__fish_kapi_needs_command" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line'"
+complete -c kapi -n "__fish_kapi_needs_command" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+complete -c kapi -n "__fish_kapi_needs_command" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kapi -n "__fish_kapi_needs_command" -s V -l version -d 'Print version'
+complete -c kapi -n "__fish_kapi_needs_command" -f -a "serve" -d 'Run a Kubernetes-compatible control-plane API server'
+complete -c kapi -n "__fish_kapi_needs_command" -f -a "leases" -d 'Show apiserver identity leases (who is alive) and, with --all, the other kube-system leases'
+complete -c kapi -n "__fish_kapi_needs_command" -f -a "candidates" -d 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)'
+complete -c kapi -n "__fish_kapi_needs_command" -f -a "hooks" -d 'Show the post-start hooks of an apiserver and why the failing ones fail'
+complete -c kapi -n "__fish_kapi_needs_command" -f -a "health" -d 'Show the health checks of an apiserver; --wait polls until healthy'
+complete -c kapi -n "__fish_kapi_needs_command" -f -a "completions" -d 'Print a shell completion script'
+complete -c kapi -n "__fish_kapi_needs_command" -f -a "man" -d 'Write man pages (one per subcommand) into a directory'
+complete -c kapi -n "__fish_kapi_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l bind-address -d 'IP address to listen on' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l secure-port -d 'HTTPS port; 0 picks a free port (the admin kubeconfig records the real one)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l advertise-address -d 'IP announced to the cluster (identity lease, serving certificate SAN)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l data-dir -d 'Directory for the embedded store, generated PKI and admin.kubeconfig' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l cert-dir -d 'Directory of the generated CA and serving certificate [default: <data-dir>/pki]' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l tls-cert-file -d 'Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l tls-private-key-file -d 'Private key of --tls-cert-file (PEM)' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l http2-max-streams-per-connection -d 'HTTP/2 concurrent streams per connection (0 = 100)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l max-requests-inflight -d 'Limit of non-mutating requests in flight; over it requests get 429' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l max-mutating-requests-inflight -d 'Limit of mutating requests in flight; over it requests get 429' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l request-timeout -d 'Timeout of non-long-running requests; also bounds draining at shutdown' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l min-request-timeout -d 'Watch requests time out at a random point in [x, 2x) unless timeoutSeconds is given' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l livez-grace-period -d 'During this time after start, unfinished post-start hooks count as healthy in /livez' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l client-ca-file -d 'CA bundle for client certificates (CN = user, O = groups), in addition to kapi\'s own client CA' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l token-auth-file -d 'Static bearer tokens, CSV lines: token,user,uid,"group1,group2"' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l anonymous-auth -d 'Let requests without credentials in as system:anonymous (health and version endpoints only)' -r -f -a "true\t''
+false\t''"
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-servers -d 'etcd v3 endpoints (http(s)://host:port, comma-separated); unset = embedded store' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-prefix -d 'Key prefix of every object in storage' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-cafile -d 'CA bundle to verify etcd\'s serving certificate' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-certfile -d 'Client certificate for etcd' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-keyfile -d 'Client key for etcd' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l compaction-interval -d 'How often old revisions are compacted (0 disables)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l watch-cache -d 'Serve lists and watches from an in-memory cache fed by one backend watch per resource' -r -f -a "true\t''
+false\t''"
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-healthcheck-timeout -d 'Timeout of the etcd health check' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l feature-gates -d 'Feature gates, e.g. CoordinatedLeaderElection=true,APIServerIdentity=false' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l hostname-override -d 'Hostname used for the apiserver ID and the kubernetes.io/hostname label' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l identity-lease-duration-seconds -d 'Duration of this server\'s identity lease' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l identity-lease-renew-interval -d 'How often the identity lease is renewed' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l identity-lease-gc-period -d 'How often expired identity leases are garbage-collected' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l lease-candidate-gc-period -d 'How often expired LeaseCandidates are garbage-collected' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l coordinated-leadership-lease-duration -d 'Lease duration of the coordinated-leader-election controller\'s own election' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l coordinated-leadership-renew-deadline -d 'Renew deadline of that election' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l coordinated-leadership-retry-period -d 'Retry period of that election (also the re-election period)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l peer-advertise-ip -d 'IP peers use to reach this server; publishes a peer endpoint (UnknownVersionInteroperabilityProxy)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l peer-advertise-port -d 'Port for --peer-advertise-ip [default: the secure port]' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l system-namespaces-period -d 'How often the system namespaces are checked and recreated' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l debug-failing-hook -d 'Testing aid: make post-start hook NAME fail COUNT times before running (NAME=COUNT)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l shutdown-delay-duration -d 'After SIGTERM keep serving this long while /readyz fails, so load balancers drain' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l disable-http2-serving -d 'Serve HTTP/1.1 only (no h2 in ALPN)'
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -s V -l version -d 'Print version'
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -l request-timeout -d 'How long to wait for each request before giving up (e.g. 5s, 1m)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -s o -l output -d 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name' -r -f -a "table\t'A borderless table with the essential columns'
+wide\t'The table with extra columns appended'
+json\t'The view as pretty-printed JSON'
+yaml\t'The view as YAML'
+name\t'One `kind/name` per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -l color -d 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never' -r -f -a "auto\t'Colour when stdout is a terminal and NO_COLOR is not set'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -s l -l selector -d 'Label selector to filter leases (e.g. kubernetes.io/hostname=node-1)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -l component -d 'Only identity leases of this component (value of label apiserver.kubernetes.io/identity)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -l no-headers -d 'Leave out the header line of tables'
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -l all -d 'Also list the other Leases of kube-system (leader-election locks), with a TYPE column'
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -s w -l watch -d 'After listing, keep watching and print a row whenever a lease changes'
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -l fail-on-expired -d 'Exit 1 when any listed lease is expired'
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kapi -n "__fish_kapi_using_subcommand leases" -s V -l version -d 'Print version'
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -l request-timeout -d 'How long to wait for each request before giving up (e.g. 5s, 1m)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -s o -l output -d 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name' -r -f -a "table\t'A borderless table with the essential columns'
+wide\t'The table with extra columns appended'
+json\t'The view as pretty-printed JSON'
+yaml\t'The view as YAML'
+name\t'One `kind/name` per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -l color -d 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never' -r -f -a "auto\t'Colour when stdout is a terminal and NO_COLOR is not set'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -s n -l namespace -d 'Only candidates in this namespace' -r
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -l lease -d 'Only candidates for this Lease name' -r
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -l no-headers -d 'Leave out the header line of tables'
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -s A -l all-namespaces -d 'Candidates in all namespaces (the default)'
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kapi -n "__fish_kapi_using_subcommand candidates" -s V -l version -d 'Print version'
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -l request-timeout -d 'How long to wait for each request before giving up (e.g. 5s, 1m)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -s o -l output -d 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name' -r -f -a "table\t'A borderless table with the essential columns'
+wide\t'The table with extra columns appended'
+json\t'The view as pretty-printed JSON'
+yaml\t'The view as YAML'
+name\t'One `kind/name` per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -l color -d 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never' -r -f -a "auto\t'Colour when stdout is a terminal and NO_COLOR is not set'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -l no-headers -d 'Leave out the header line of tables'
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -l failing -d 'Show only the hooks that are not ok'
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -l all-apiservers -d 'Reach every apiserver through the peer addresses published in identity leases'
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kapi -n "__fish_kapi_using_subcommand hooks" -s V -l version -d 'Print version'
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l request-timeout -d 'How long to wait for each request before giving up (e.g. 5s, 1m)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand health" -s o -l output -d 'Output format: table, wide (more columns), json, yaml (stable documented shapes), name' -r -f -a "table\t'A borderless table with the essential columns'
+wide\t'The table with extra columns appended'
+json\t'The view as pretty-printed JSON'
+yaml\t'The view as YAML'
+name\t'One `kind/name` per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l color -d 'Colour status cells: auto (only on a terminal, and not when NO_COLOR is set), always, never' -r -f -a "auto\t'Colour when stdout is a terminal and NO_COLOR is not set'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l exclude -d 'Skip a check by its exact name (repeatable; sent as ?exclude=)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l timeout -d 'How long --wait polls (e.g. 60s, 2m)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l no-headers -d 'Leave out the header line of tables'
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l wait -d 'Poll until healthy (exit 0) or until --timeout passes (exit 1, or 3 if never reached)'
+complete -c kapi -n "__fish_kapi_using_subcommand health" -s q -l quiet -d 'Print nothing; only set the exit code'
+complete -c kapi -n "__fish_kapi_using_subcommand health" -l all-apiservers -d 'Reach every apiserver through the peer addresses published in identity leases'
+complete -c kapi -n "__fish_kapi_using_subcommand health" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+complete -c kapi -n "__fish_kapi_using_subcommand health" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kapi -n "__fish_kapi_using_subcommand health" -s V -l version -d 'Print version'
+complete -c kapi -n "__fish_kapi_using_subcommand completions" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand completions" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+complete -c kapi -n "__fish_kapi_using_subcommand completions" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kapi -n "__fish_kapi_using_subcommand completions" -s V -l version -d 'Print version'
+complete -c kapi -n "__fish_kapi_using_subcommand man" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand man" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+complete -c kapi -n "__fish_kapi_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kapi -n "__fish_kapi_using_subcommand man" -s V -l version -d 'Print version'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "serve" -d 'Run a Kubernetes-compatible control-plane API server'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "leases" -d 'Show apiserver identity leases (who is alive) and, with --all, the other kube-system leases'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "candidates" -d 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "hooks" -d 'Show the post-start hooks of an apiserver and why the failing ones fail'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "health" -d 'Show the health checks of an apiserver; --wait polls until healthy'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "completions" -d 'Print a shell completion script'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "man" -d 'Write man pages (one per subcommand) into a directory'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,0 +1,50 @@
+//! System namespaces controller (`pkg/controlplane/controller/systemnamespaces`, hook
+//! `start-system-namespaces-controller`): every period (first pass at once) creates each
+//! system namespace that does not exist. It never updates or deletes namespaces.
+
+use super::util;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{ListParams, PostParams};
+use kube::{Api, Client, ResourceExt};
+use std::collections::HashSet;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+/// kube-apiserver's system namespaces (generic list + `kube-node-lease`).
+pub const SYSTEM_NAMESPACES: &[&str] = &["kube-system", "kube-public", "default", "kube-node-lease"];
+
+/// Runs the controller every `period` until `cancel` fires.
+pub(crate) async fn run(client: Client, period: Duration, cancel: CancellationToken) {
+    let api: Api<Namespace> = Api::all(client);
+    loop {
+        if let Err(e) = sync(&api).await {
+            warn!(error = %e, "system namespaces sync failed, retrying next period");
+        }
+        if !util::sleep_or_cancel(period, &cancel).await {
+            return;
+        }
+    }
+}
+
+/// One pass: creates every missing system namespace (AlreadyExists counts as success).
+///
+/// # Errors
+/// Listing namespaces failed; per-namespace create errors are logged and retried next pass.
+pub(crate) async fn sync(api: &Api<Namespace>) -> Result<(), kube::Error> {
+    let existing: HashSet<String> =
+        api.list(&ListParams::default()).await?.items.iter().map(ResourceExt::name_any).collect();
+    for name in SYSTEM_NAMESPACES.iter().filter(|n| !existing.contains(**n)) {
+        let ns = Namespace {
+            metadata: ObjectMeta { name: Some((*name).to_string()), ..ObjectMeta::default() },
+            ..Namespace::default()
+        };
+        match api.create(&PostParams::default(), &ns).await {
+            Ok(_) => info!(namespace = name, "created system namespace"),
+            Err(e) if util::is_already_exists(&e) => {}
+            Err(e) => warn!(namespace = name, error = %e, "creating system namespace failed"),
+        }
+    }
+    Ok(())
+}
