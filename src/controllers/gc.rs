@@ -113,7 +113,9 @@ async fn delete_if_still<K>(
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let Some(fresh) = api.get_opt(name).await? else { return Ok(false) };
+    let Some(fresh) = api.get_opt(name).await? else {
+        return Ok(false);
+    };
     if !expired(&fresh, util::now()) {
         debug!(name, "object was renewed since listing; keeping it");
         return Ok(false);
@@ -154,10 +156,19 @@ mod tests {
             ..Lease::default()
         };
         let now = ts("2025-01-01T01:00:00Z");
-        assert!(identity_lease_expired(&lease(Some("2025-01-01T00:00:00Z"), Some(3599)), now));
-        assert!(!identity_lease_expired(&lease(Some("2025-01-01T00:00:00Z"), Some(3600)), now));
+        assert!(identity_lease_expired(
+            &lease(Some("2025-01-01T00:00:00Z"), Some(3599)),
+            now
+        ));
+        assert!(!identity_lease_expired(
+            &lease(Some("2025-01-01T00:00:00Z"), Some(3600)),
+            now
+        ));
         assert!(identity_lease_expired(&lease(None, Some(3600)), now));
-        assert!(identity_lease_expired(&lease(Some("2025-01-01T00:59:59Z"), None), now));
+        assert!(identity_lease_expired(
+            &lease(Some("2025-01-01T00:59:59Z"), None),
+            now
+        ));
         assert!(identity_lease_expired(&Lease::default(), now));
     }
 

@@ -13,7 +13,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 /// kube-apiserver's system namespaces (generic list + `kube-node-lease`).
-pub const SYSTEM_NAMESPACES: &[&str] = &["kube-system", "kube-public", "default", "kube-node-lease"];
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["kube-system", "kube-public", "default", "kube-node-lease"];
 
 /// Runs the controller every `period` until `cancel` fires.
 pub(crate) async fn run(client: Client, period: Duration, cancel: CancellationToken) {
@@ -33,11 +34,19 @@ pub(crate) async fn run(client: Client, period: Duration, cancel: CancellationTo
 /// # Errors
 /// Listing namespaces failed; per-namespace create errors are logged and retried next pass.
 pub(crate) async fn sync(api: &Api<Namespace>) -> Result<(), kube::Error> {
-    let existing: HashSet<String> =
-        api.list(&ListParams::default()).await?.items.iter().map(ResourceExt::name_any).collect();
+    let existing: HashSet<String> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
     for name in SYSTEM_NAMESPACES.iter().filter(|n| !existing.contains(**n)) {
         let ns = Namespace {
-            metadata: ObjectMeta { name: Some((*name).to_string()), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                name: Some((*name).to_string()),
+                ..ObjectMeta::default()
+            },
             ..Namespace::default()
         };
         match api.create(&PostParams::default(), &ns).await {

@@ -120,8 +120,13 @@ async fn sync(api: &Api<ConfigMap>, last_create: &mut Option<Instant>) -> Option
         }
         Action::Fix => {
             let mut cm = current?;
-            cm.data.get_or_insert_with(BTreeMap::new).insert(SINCE_KEY.to_string(), today(util::now()));
-            match api.replace(CONFIGMAP_NAME, &PostParams::default(), &cm).await {
+            cm.data
+                .get_or_insert_with(BTreeMap::new)
+                .insert(SINCE_KEY.to_string(), today(util::now()));
+            match api
+                .replace(CONFIGMAP_NAME, &PostParams::default(), &cm)
+                .await
+            {
                 Ok(_) => info!("repaired legacy token tracking configmap"),
                 Err(e) if util::is_not_found(&e) || util::is_conflict(&e) => {}
                 Err(e) => warn!(error = %e, "updating the token tracking configmap failed"),
