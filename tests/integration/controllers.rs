@@ -166,12 +166,16 @@ async fn identity_lease_gc_removes_only_expired_labelled_leases() {
 }
 
 /// A scripted LeaseCandidate client: acks pings and renews its candidate every ~2s while
-/// `ack` is on, renews the Lease while it is the holder and `hold` is on.
+/// `ack` is on, renews the Lease while it is the holder and `hold` is on, and releases it
+/// (client-go `release`: empty holder, 1 s duration) when another `preferredHolder` is named
+/// and `yield_` is on.
 pub(crate) struct Candidate {
     /// Acks pings / renews the candidate.
     pub ack: Arc<AtomicBool>,
     /// Renews the Lease when named holder.
     pub hold: Arc<AtomicBool>,
+    /// Gives the Lease up when another preferred holder is named.
+    pub yield_: Arc<AtomicBool>,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -193,7 +197,8 @@ impl Candidate {
     ) -> Self {
         let ack = Arc::new(AtomicBool::new(true));
         let hold = Arc::new(AtomicBool::new(true));
-        let (a, h) = (ack.clone(), hold.clone());
+        let yield_ = Arc::new(AtomicBool::new(true));
+        let (a, h, y) = (ack.clone(), hold.clone(), yield_.clone());
         let cands: Api<LeaseCandidate> = Api::namespaced(client.clone(), ns);
         let leases: Api<Lease> = Api::namespaced(client, ns);
         let (lease, name, emu, bin) = (
@@ -246,6 +251,15 @@ impl Candidate {
                         if let Ok(Some(mut l)) = leases.get_opt(&lease).await {
                             let s = l.spec.get_or_insert_with(Default::default);
                             if s.holder_identity.as_deref() == Some(name.as_str()) {
+                                let preferred = s.preferred_holder.clone();
+                                if y.load(Ordering::SeqCst)
+                                    && preferred.is_some_and(|p| !p.is_empty() && p != name)
+                                {
+                                    s.holder_identity = None;
+                                    s.preferred_holder = None;
+                                    s.lease_duration_seconds = Some(1);
+                                    s.acquire_time = Some(now());
+                                }
                                 s.renew_time = Some(now());
                                 let _ = leases.replace(&lease, &PostParams::default(), &l).await;
                             }
@@ -256,7 +270,12 @@ impl Candidate {
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
         });
-        Candidate { ack, hold, task }
+        Candidate {
+            ack,
+            hold,
+            yield_,
+            task,
+        }
     }
 }
 
@@ -299,8 +318,9 @@ async fn coordinated_leader_election_with_scripted_candidates() {
     let newer = Candidate::start(client.clone(), ns, lock, "newer", "1.34.0", "1.34.0");
     let older = Candidate::start(client.clone(), ns, lock, "older", "1.33.0", "1.34.0");
 
-    // The older emulation version wins.
-    wait_holder(&client, ns, lock, "older", None, Duration::from_secs(40)).await;
+    // The older emulation version wins (if "newer" was elected first because it acked
+    // first, it is told to yield and hands over).
+    wait_holder(&client, ns, lock, "older", None, Duration::from_secs(60)).await;
     let s = spec(&get_lease(&client, ns, lock).await.unwrap());
     assert_eq!(s.strategy.as_deref(), Some("OldestEmulationVersion"));
 
@@ -309,7 +329,10 @@ async fn coordinated_leader_election_with_scripted_candidates() {
     older.hold.store(false, Ordering::SeqCst);
     wait_holder(&client, ns, lock, "newer", None, Duration::from_secs(60)).await;
 
-    // The better candidate comes back while "newer" holds a live lease: preferredHolder only.
+    // The better candidate comes back while "newer" holds a live lease and does not yield:
+    // only preferredHolder is set, the live lease is never stolen, the holder never flaps.
+    newer.yield_.store(false, Ordering::SeqCst);
+    older.hold.store(true, Ordering::SeqCst);
     older.ack.store(true, Ordering::SeqCst);
     wait_holder(
         &client,
@@ -317,7 +340,7 @@ async fn coordinated_leader_election_with_scripted_candidates() {
         lock,
         "newer",
         Some("older"),
-        Duration::from_secs(40),
+        Duration::from_secs(60),
     )
     .await;
     for _ in 0..10 {
@@ -329,6 +352,10 @@ async fn coordinated_leader_election_with_scripted_candidates() {
             "a live lease is never stolen"
         );
     }
+
+    // Once the holder honours preferredHolder and releases, the preferred one is elected.
+    newer.yield_.store(true, Ordering::SeqCst);
+    wait_holder(&client, ns, lock, "older", None, Duration::from_secs(60)).await;
     drop(newer);
     drop(older);
 }

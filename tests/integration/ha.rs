@@ -215,8 +215,14 @@ async fn etcdctl(endpoint: &str, args: &[&str]) -> String {
         .args(args)
         .kill_on_drop(true)
         .output();
-    let out = within(Duration::from_secs(20), "etcdctl", out).await.expect("etcdctl on PATH");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = within(Duration::from_secs(20), "etcdctl", out)
+        .await
+        .expect("etcdctl on PATH");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -237,9 +243,15 @@ async fn peer_endpoint_lives_in_etcd_with_a_ttl_and_goes_away_on_shutdown() {
     let id = kapi_id("peer-host");
     let key = format!("/registry/peerserverleases/{id}");
 
-    let l = eventually(Duration::from_secs(20), "identity lease", || lease(&client, &id)).await;
+    let l = eventually(Duration::from_secs(20), "identity lease", || {
+        lease(&client, &id)
+    })
+    .await;
     let ann = l.metadata.annotations.unwrap_or_default();
-    assert_eq!(ann["kubernetes.io/peer-advertise-address"], "127.0.0.1:7443");
+    assert_eq!(
+        ann["kubernetes.io/peer-advertise-address"],
+        "127.0.0.1:7443"
+    );
 
     let value = eventually(Duration::from_secs(30), "peer endpoint in etcd", || async {
         let out = etcdctl(&etcd.url, &["get", &key, "--print-value-only"]).await;
@@ -253,13 +265,23 @@ async fn peer_endpoint_lives_in_etcd_with_a_ttl_and_goes_away_on_shutdown() {
     let kv = etcdctl(&etcd.url, &["get", &key, "-w", "json"]).await;
     let kv: serde_json::Value = serde_json::from_str(&kv).unwrap();
     let lease_id = kv["kvs"][0]["lease"].as_i64().unwrap_or(0);
-    assert_ne!(lease_id, 0, "the key is attached to an etcd lease (TTL): {kv}");
-    let ttl = etcdctl(&etcd.url, &["lease", "timetolive", &format!("{lease_id:x}")]).await;
+    assert_ne!(
+        lease_id, 0,
+        "the key is attached to an etcd lease (TTL): {kv}"
+    );
+    let ttl = etcdctl(
+        &etcd.url,
+        &["lease", "timetolive", &format!("{lease_id:x}")],
+    )
+    .await;
     assert!(ttl.contains("granted with TTL(15s)"), "{ttl}");
 
     server.signal(libc::SIGTERM);
     let status = server.wait_exit(Duration::from_secs(60)).await;
     assert!(status.success(), "{status}:\n{}", server.stderr());
     let after = etcdctl(&etcd.url, &["get", &key, "--print-value-only"]).await;
-    assert!(after.trim().is_empty(), "peer endpoint removed on shutdown: {after}");
+    assert!(
+        after.trim().is_empty(),
+        "peer endpoint removed on shutdown: {after}"
+    );
 }
