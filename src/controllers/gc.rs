@@ -15,6 +15,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+/// A failed pass is retried this soon instead of a whole (possibly hour-long) period later.
+const RETRY: Duration = Duration::from_secs(5);
+
 /// A LeaseCandidate not renewed for this long is expired (k8s `leaseCandidateValidDuration`).
 pub(crate) const CANDIDATE_VALID: Duration = Duration::from_secs(30 * 60);
 
@@ -46,12 +49,19 @@ pub(crate) async fn run_identity_lease_gc(
 ) {
     let api: Api<Lease> = Api::namespaced(client, super::identity::KUBE_SYSTEM);
     loop {
-        match gc_pass(&api, &selector, identity_lease_expired).await {
-            Ok(n) if n > 0 => info!(deleted = n, "garbage-collected expired identity leases"),
-            Ok(_) => {}
-            Err(e) => warn!(error = %e, "identity lease garbage collection failed"),
-        }
-        if !util::sleep_or_cancel(period, &cancel).await {
+        let wait = match gc_pass(&api, &selector, identity_lease_expired).await {
+            Ok(n) => {
+                if n > 0 {
+                    info!(deleted = n, "garbage-collected expired identity leases");
+                }
+                period
+            }
+            Err(e) => {
+                warn!(error = %e, "identity lease garbage collection failed");
+                period.min(RETRY)
+            }
+        };
+        if !util::sleep_or_cancel(wait, &cancel).await {
             return;
         }
     }
@@ -62,6 +72,11 @@ pub(crate) async fn run_candidate_gc(client: Client, period: Duration, cancel: C
     let api: Api<LeaseCandidate> = Api::all(client.clone());
     loop {
         let listed = api.list(&ListParams::default()).await;
+        let wait = if listed.is_ok() {
+            period
+        } else {
+            period.min(RETRY)
+        };
         match listed {
             Ok(list) => {
                 let now = util::now();
@@ -78,7 +93,7 @@ pub(crate) async fn run_candidate_gc(client: Client, period: Duration, cancel: C
             }
             Err(e) => warn!(error = %e, "listing lease candidates for garbage collection failed"),
         }
-        if !util::sleep_or_cancel(period, &cancel).await {
+        if !util::sleep_or_cancel(wait, &cancel).await {
             return;
         }
     }

@@ -12,6 +12,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+/// A failed pass is retried this soon (an informer would relist), not a whole period later.
+const RETRY: Duration = Duration::from_secs(2);
+
 /// kube-apiserver's system namespaces (generic list + `kube-node-lease`).
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["kube-system", "kube-public", "default", "kube-node-lease"];
@@ -20,10 +23,14 @@ pub const SYSTEM_NAMESPACES: &[&str] =
 pub(crate) async fn run(client: Client, period: Duration, cancel: CancellationToken) {
     let api: Api<Namespace> = Api::all(client);
     loop {
-        if let Err(e) = sync(&api).await {
-            warn!(error = %e, "system namespaces sync failed, retrying next period");
-        }
-        if !util::sleep_or_cancel(period, &cancel).await {
+        let wait = match sync(&api).await {
+            Ok(()) => period,
+            Err(e) => {
+                warn!(error = %e, "system namespaces sync failed, retrying");
+                period.min(RETRY)
+            }
+        };
+        if !util::sleep_or_cancel(wait, &cancel).await {
             return;
         }
     }
