@@ -1,4 +1,16 @@
 //! One integration-test binary driving the real `kapi` executable.
 
+mod support;
+
+mod auth;
+mod badinput;
+mod clients;
+mod crud;
+mod discovery;
 mod generated;
+mod health;
+mod hooks;
+mod inspect;
 mod layering;
+mod shutdown;
+mod watch;

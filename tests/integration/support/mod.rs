@@ -1,0 +1,317 @@
+//! Shared test harness: [`TestServer`] spawns the real `kapi serve` on 127.0.0.1 with port 0
+//! and a temp data dir, waits until it is ready, and exposes the admin kubeconfig, a
+//! kube::Client, HTTPS clients (admin, anonymous, custom identity) and a kubectl runner.
+//! The process is killed and reaped on drop.
+#![allow(dead_code)]
+
+use base64::Engine;
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Upper bound for a server to become ready.
+pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Runs a future under a timeout, failing the test with `what` when it expires.
+pub async fn within<F: std::future::Future>(limit: Duration, what: &str, fut: F) -> F::Output {
+    tokio::time::timeout(limit, fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {limit:?}: {what}"))
+}
+
+/// How to start a server.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Extra `kapi serve` arguments.
+    pub args: Vec<String>,
+    /// Path polled anonymously until it answers 200 (default `/readyz`).
+    pub wait_path: String,
+    /// Reuse this data dir instead of a fresh temp dir.
+    pub data_dir: Option<Arc<tempfile::TempDir>>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            args: vec![],
+            wait_path: "/readyz".into(),
+            data_dir: None,
+        }
+    }
+}
+
+impl Options {
+    /// Adds `kapi serve` arguments.
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Waits for `path` instead of /readyz.
+    pub fn wait_for(mut self, path: &str) -> Self {
+        self.wait_path = path.into();
+        self
+    }
+
+    /// Runs in an existing data dir.
+    pub fn data_dir(mut self, dir: Arc<tempfile::TempDir>) -> Self {
+        self.data_dir = Some(dir);
+        self
+    }
+}
+
+/// A running `kapi serve` process.
+pub struct TestServer {
+    child: Child,
+    /// The data dir (kept alive as long as the server).
+    pub dir: Arc<tempfile::TempDir>,
+    /// The actual port.
+    pub port: u16,
+    /// `https://127.0.0.1:<port>`.
+    pub url: String,
+    kubeconfig: PathBuf,
+    stderr: Arc<Mutex<Vec<String>>>,
+    /// PEM of the CA that signs the serving certificate.
+    pub ca_pem: String,
+    /// PEM of the admin client certificate + key.
+    pub admin_pem: String,
+    /// Time from spawn to the first 200 on the wait path.
+    pub ready_after: Duration,
+}
+
+impl TestServer {
+    /// Starts a server with default options and waits for /readyz.
+    pub async fn start() -> TestServer {
+        Self::start_with(Options::default()).await
+    }
+
+    /// Starts a server with `opts`.
+    pub async fn start_with(opts: Options) -> TestServer {
+        within(START_TIMEOUT, "kapi serve to start", Self::spawn(opts)).await
+    }
+
+    async fn spawn(opts: Options) -> TestServer {
+        let dir = opts
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| Arc::new(tempfile::tempdir().expect("tempdir")));
+        let started = Instant::now();
+        let mut args: Vec<String> = vec![
+            "serve".into(),
+            "--bind-address".into(),
+            "127.0.0.1".into(),
+            "--data-dir".into(),
+            dir.path().display().to_string(),
+        ];
+        if !opts.args.iter().any(|a| a.starts_with("--secure-port")) {
+            args.extend(["--secure-port".into(), "0".into()]);
+        }
+        args.extend(opts.args.iter().cloned());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kapi"))
+            .args(&args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn kapi serve");
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let (tx, rx) = std::sync::mpsc::channel::<PathBuf>();
+        let pipe = child.stderr.take().expect("piped stderr");
+        let lines = stderr.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
+                    let _ = tx.send(PathBuf::from(path));
+                }
+                lines.lock().unwrap().push(line);
+            }
+        });
+        let kubeconfig = loop {
+            if let Ok(path) = rx.try_recv() {
+                break path;
+            }
+            if let Some(status) = child.try_wait().unwrap() {
+                panic!(
+                    "kapi serve exited early with {status}:\n{}",
+                    stderr.lock().unwrap().join("\n")
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        };
+        let doc: serde_yaml::Value =
+            serde_yaml::from_str(&std::fs::read_to_string(&kubeconfig).unwrap()).unwrap();
+        let b64 = |v: &serde_yaml::Value| {
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(v.as_str().unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
+        };
+        let cluster = &doc["clusters"][0]["cluster"];
+        let url = cluster["server"].as_str().unwrap().to_string();
+        let port = url.rsplit(':').next().unwrap().parse().unwrap();
+        let ca_pem = b64(&cluster["certificate-authority-data"]);
+        let user = &doc["users"][0]["user"];
+        let admin_pem = format!(
+            "{}{}",
+            b64(&user["client-certificate-data"]),
+            b64(&user["client-key-data"])
+        );
+        let mut server = TestServer {
+            child,
+            dir,
+            port,
+            url,
+            kubeconfig,
+            stderr,
+            ca_pem,
+            admin_pem,
+            ready_after: Duration::ZERO,
+        };
+        let anon = server.anonymous_http();
+        loop {
+            if let Ok(resp) = anon.get(server.url(&opts.wait_path)).send().await {
+                if resp.status() == 200 {
+                    break;
+                }
+            }
+            if let Some(status) = server.child.try_wait().unwrap() {
+                panic!("kapi serve exited with {status}:\n{}", server.stderr());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        server.ready_after = started.elapsed();
+        server
+    }
+
+    /// Absolute URL of `path` (path may include a query).
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.url, path)
+    }
+
+    /// The admin kubeconfig written by the server.
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// The server's stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap().join("\n")
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends a signal (e.g. `libc::SIGTERM`).
+    pub fn signal(&self, sig: i32) {
+        let rc = send_signal(self.child.id(), sig);
+        assert!(rc, "kill failed");
+    }
+
+    /// Whether the process still runs.
+    pub fn is_running(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    /// Waits for the process to exit.
+    pub async fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+        let deadline = Instant::now() + limit;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit within {limit:?}:\n{}",
+                self.stderr()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// A kube::Client from the admin kubeconfig.
+    pub async fn client(&self) -> kube::Client {
+        let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
+        let config =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .expect("kube config");
+        kube::Client::try_from(config).expect("kube client")
+    }
+
+    /// An HTTPS client presenting `identity_pem` (cert + key PEM), or none.
+    pub fn http_with(&self, identity_pem: Option<&str>) -> reqwest::Client {
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(self.ca_pem.as_bytes()).unwrap())
+            .timeout(Duration::from_secs(30));
+        if let Some(pem) = identity_pem {
+            builder = builder.identity(reqwest::Identity::from_pem(pem.as_bytes()).unwrap());
+        }
+        builder.build().unwrap()
+    }
+
+    /// An HTTPS client with the admin certificate.
+    pub fn admin_http(&self) -> reqwest::Client {
+        self.http_with(Some(&self.admin_pem))
+    }
+
+    /// An HTTPS client without credentials.
+    pub fn anonymous_http(&self) -> reqwest::Client {
+        self.http_with(None)
+    }
+
+    /// Runs kubectl (from PATH) with the admin kubeconfig.
+    pub async fn kubectl(&self, args: &[&str]) -> std::process::Output {
+        kubectl_with(&self.kubeconfig, args).await
+    }
+}
+
+/// Runs kubectl (from PATH) with a given kubeconfig, under a timeout.
+pub async fn kubectl_with(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
+    let fut = tokio::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    within(Duration::from_secs(60), "kubectl", fut)
+        .await
+        .expect("run kubectl (is it on PATH?)")
+}
+
+fn send_signal(pid: u32, sig: i32) -> bool {
+    Command::new("kill")
+        .arg(format!("-{sig}"))
+        .arg(pid.to_string())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false)
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Text body and status of a GET.
+pub async fn get_text(client: &reqwest::Client, url: &str) -> (u16, String) {
+    let resp = within(Duration::from_secs(30), url, client.get(url).send())
+        .await
+        .expect("request");
+    let code = resp.status().as_u16();
+    (
+        code,
+        within(Duration::from_secs(30), url, resp.text())
+            .await
+            .unwrap(),
+    )
+}
