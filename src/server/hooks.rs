@@ -321,4 +321,31 @@ mod tests {
         ctx.tasks.close();
         ctx.tasks.wait().await;
     }
+
+    #[tokio::test]
+    async fn pre_shutdown_hooks_run_once_errors_and_panics_logged() {
+        let ran = Arc::new(std::sync::atomic::AtomicU32::new(0));
+        let mut hooks = Hooks::default();
+        let r = ran.clone();
+        let ok: PreShutdownHookFn = Arc::new(move || {
+            r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            Box::pin(async { Ok(()) })
+        });
+        let failing: PreShutdownHookFn = Arc::new(|| Box::pin(async { Err("nope".into()) }));
+        let panicking: PreShutdownHookFn = Arc::new(|| panic!("boom"));
+        hooks.add_pre_shutdown_hook("failing", failing).unwrap();
+        hooks.add_pre_shutdown_hook("panicking", panicking).unwrap();
+        hooks.add_pre_shutdown_hook("ok", ok.clone()).unwrap();
+        assert_eq!(
+            hooks.add_pre_shutdown_hook("ok", ok.clone()).unwrap_err(),
+            Error::Duplicate("ok".into())
+        );
+        hooks.run_pre_shutdown().await;
+        assert_eq!(ran.load(std::sync::atomic::Ordering::SeqCst), 1);
+        let late = hooks.add_pre_shutdown_hook("late", ok).unwrap_err();
+        assert_eq!(
+            late.to_string(),
+            "unable to add \"late\" because PreShutdownHooks have already been called"
+        );
+    }
 }

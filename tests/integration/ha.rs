@@ -29,7 +29,11 @@ impl Drop for Etcd {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 async fn start_etcd() -> Etcd {
@@ -40,8 +44,18 @@ async fn start_etcd() -> Etcd {
     let child = Command::new("etcd")
         .args(["--name", "default", "--data-dir"])
         .arg(dir.path().join("etcd"))
-        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
-        .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+        .args([
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+        ])
+        .args([
+            "--listen-peer-urls",
+            &peer,
+            "--initial-advertise-peer-urls",
+            &peer,
+        ])
         .args(["--initial-cluster", &format!("default={peer}")])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -54,7 +68,11 @@ async fn start_etcd() -> Etcd {
         }
     })
     .await;
-    Etcd { child, url, _dir: dir }
+    Etcd {
+        child,
+        url,
+        _dir: dir,
+    }
 }
 
 fn replica_options(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Options {
@@ -82,17 +100,26 @@ fn replica_options(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Option
 
 async fn lease(client: &Client, name: &str) -> Option<Lease> {
     let api: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
-    within(Duration::from_secs(10), "GET lease", api.get_opt(name)).await.ok().flatten()
+    within(Duration::from_secs(10), "GET lease", api.get_opt(name))
+        .await
+        .ok()
+        .flatten()
 }
 
 /// Index of the replica holding the CLE controller's own lease.
 async fn cle_leader(client: &Client, hosts: &[&str], exclude: Option<usize>) -> usize {
-    eventually(Duration::from_secs(30), "a CLE controller leader", || async {
-        let l = lease(client, "leader-election-controller").await?;
-        let holder = l.spec?.holder_identity?;
-        let i = hosts.iter().position(|h| holder.starts_with(&format!("{h}_")))?;
-        (Some(i) != exclude).then_some(i)
-    })
+    eventually(
+        Duration::from_secs(30),
+        "a CLE controller leader",
+        || async {
+            let l = lease(client, "leader-election-controller").await?;
+            let holder = l.spec?.holder_identity?;
+            let i = hosts
+                .iter()
+                .position(|h| holder.starts_with(&format!("{h}_")))?;
+            (Some(i) != exclude).then_some(i)
+        },
+    )
     .await
 }
 
@@ -112,15 +139,41 @@ async fn three_replicas_on_etcd_fail_over() {
     }
     for host in hosts {
         let id = kapi_id(host);
-        eventually(Duration::from_secs(20), &format!("identity lease of {host}"), || lease(&clients[2], &id))
-            .await;
+        eventually(
+            Duration::from_secs(20),
+            &format!("identity lease of {host}"),
+            || lease(&clients[2], &id),
+        )
+        .await;
     }
 
     let leader = cle_leader(&clients[0], &hosts, None).await;
     let ns = "kube-system";
-    let newer = Candidate::start(clients[0].clone(), ns, "ha-lock", "newer", "1.34.0", "1.34.0");
-    let older = Candidate::start(clients[1].clone(), ns, "ha-lock", "older", "1.33.0", "1.34.0");
-    wait_holder(&clients[2], ns, "ha-lock", "older", None, Duration::from_secs(40)).await;
+    let newer = Candidate::start(
+        clients[0].clone(),
+        ns,
+        "ha-lock",
+        "newer",
+        "1.34.0",
+        "1.34.0",
+    );
+    let older = Candidate::start(
+        clients[1].clone(),
+        ns,
+        "ha-lock",
+        "older",
+        "1.33.0",
+        "1.34.0",
+    );
+    wait_holder(
+        &clients[2],
+        ns,
+        "ha-lock",
+        "older",
+        None,
+        Duration::from_secs(40),
+    )
+    .await;
 
     // kill -9 the replica running the controller.
     replicas[leader].signal(libc::SIGKILL);
@@ -141,12 +194,94 @@ async fn three_replicas_on_etcd_fail_over() {
 
     // The killed replica's identity lease expires (5s) and a survivor collects it.
     let dead = kapi_id(hosts[leader]);
-    eventually(Duration::from_secs(30), "killed replica's identity lease to be collected", || async {
-        lease(&sc, &dead).await.is_none().then_some(())
-    })
+    eventually(
+        Duration::from_secs(30),
+        "killed replica's identity lease to be collected",
+        || async { lease(&sc, &dead).await.is_none().then_some(()) },
+    )
     .await;
     for (i, host) in hosts.iter().enumerate().filter(|(i, _)| *i != leader) {
-        assert!(lease(&sc, &kapi_id(host)).await.is_some(), "replica {i} keeps its lease");
+        assert!(
+            lease(&sc, &kapi_id(host)).await.is_some(),
+            "replica {i} keeps its lease"
+        );
     }
     drop(newer);
+}
+
+async fn etcdctl(endpoint: &str, args: &[&str]) -> String {
+    let out = tokio::process::Command::new("etcdctl")
+        .arg(format!("--endpoints={endpoint}"))
+        .args(args)
+        .kill_on_drop(true)
+        .output();
+    let out = within(Duration::from_secs(20), "etcdctl", out)
+        .await
+        .expect("etcdctl on PATH");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[tokio::test]
+async fn peer_endpoint_lives_in_etcd_with_a_ttl_and_goes_away_on_shutdown() {
+    let etcd = start_etcd().await;
+    let pki = tempfile::tempdir().unwrap();
+    let opts = replica_options(&etcd.url, pki.path(), "peer-host").args([
+        "--feature-gates",
+        "UnknownVersionInteroperabilityProxy=true",
+        "--peer-advertise-ip",
+        "127.0.0.1",
+        "--peer-advertise-port",
+        "7443",
+    ]);
+    let mut server = TestServer::start_with(opts).await;
+    let client = server.client().await;
+    let id = kapi_id("peer-host");
+    let key = format!("/registry/peerserverleases/{id}");
+
+    let l = eventually(Duration::from_secs(20), "identity lease", || {
+        lease(&client, &id)
+    })
+    .await;
+    let ann = l.metadata.annotations.unwrap_or_default();
+    assert_eq!(
+        ann["kubernetes.io/peer-advertise-address"],
+        "127.0.0.1:7443"
+    );
+
+    let value = eventually(Duration::from_secs(30), "peer endpoint in etcd", || async {
+        let out = etcdctl(&etcd.url, &["get", &key, "--print-value-only"]).await;
+        (!out.trim().is_empty()).then_some(out)
+    })
+    .await;
+    let ep: serde_json::Value = serde_json::from_str(value.trim()).expect("Endpoints JSON");
+    assert_eq!(ep["metadata"]["labels"]["apiserverIdentity"], id.as_str());
+    assert_eq!(ep["subsets"][0]["addresses"][0]["ip"], "127.0.0.1");
+    assert_eq!(ep["subsets"][0]["ports"][0]["port"], 7443);
+    let kv = etcdctl(&etcd.url, &["get", &key, "-w", "json"]).await;
+    let kv: serde_json::Value = serde_json::from_str(&kv).unwrap();
+    let lease_id = kv["kvs"][0]["lease"].as_i64().unwrap_or(0);
+    assert_ne!(
+        lease_id, 0,
+        "the key is attached to an etcd lease (TTL): {kv}"
+    );
+    let ttl = etcdctl(
+        &etcd.url,
+        &["lease", "timetolive", &format!("{lease_id:x}")],
+    )
+    .await;
+    assert!(ttl.contains("granted with TTL(15s)"), "{ttl}");
+
+    server.signal(libc::SIGTERM);
+    let status = server.wait_exit(Duration::from_secs(60)).await;
+    assert!(status.success(), "{status}:\n{}", server.stderr());
+    let after = etcdctl(&etcd.url, &["get", &key, "--print-value-only"]).await;
+    assert!(
+        after.trim().is_empty(),
+        "peer endpoint removed on shutdown: {after}"
+    );
 }

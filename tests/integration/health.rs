@@ -49,8 +49,9 @@ async fn anonymous_livez_is_plain_ok() {
     let (code, body) = get_text(&anon, &server.url("/version")).await;
     assert_eq!(code, 200);
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
-    assert_eq!(v["major"], "1");
-    assert_eq!(v["minor"], "37");
+    let minor = v["minor"].as_str().unwrap();
+    assert!(minor.parse::<u32>().is_ok(), "{body}");
+    assert!(v["gitVersion"].as_str().unwrap().starts_with(&format!("v1.{minor}.")), "{body}");
 }
 
 #[tokio::test]
@@ -59,13 +60,14 @@ async fn verbose_exclude_and_subpath_formats() {
     let anon = server.anonymous_http();
     let (code, body) = get_text(&anon, &server.url("/livez?verbose")).await;
     assert_eq!(code, 200);
-    // kube-apiserver's order: ping, log, etcd, then one line per post-start hook; livez has
-    // no etcd-readiness and no shutdown check.
-    assert!(body.starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]poststarthook/"), "{body}");
-    assert!(body.ends_with("ok\nlivez check passed\n"), "{body}");
-    assert!(body.contains("[+]poststarthook/start-system-namespaces-controller ok\n"), "{body}");
+    // ping, log, etcd, then one line per post-start hook; no readiness-only checks.
+    assert!(body.starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n"), "{body}");
+    assert!(body.ends_with("livez check passed\n"), "{body}");
+    let lines: Vec<&str> = body.lines().collect();
+    for line in &lines[3..lines.len() - 1] {
+        assert!(line.starts_with("[+]poststarthook/") && line.ends_with(" ok"), "{line}");
+    }
     assert!(!body.contains("shutdown") && !body.contains("etcd-readiness"), "{body}");
-    assert!(body.lines().all(|l| l.starts_with("[+]") || l == "livez check passed"), "{body}");
 
     let (code, body) = get_text(
         &anon,
@@ -73,10 +75,16 @@ async fn verbose_exclude_and_subpath_formats() {
     )
     .await;
     assert_eq!(code, 200);
-    assert_eq!(
-        body,
-        "[+]ping ok\n[+]log excluded: ok\n[+]etcd excluded: ok\n[+]etcd-readiness ok\n[+]shutdown ok\n\
-         warn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
+    assert!(
+        body.starts_with("[+]ping ok\n[+]log excluded: ok\n[+]etcd excluded: ok\n[+]etcd-readiness ok\n"),
+        "{body}"
+    );
+    assert!(
+        body.ends_with(
+            "[+]shutdown ok\n\
+             warn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
+        ),
+        "{body}"
     );
     // Not verbose: warnings are not shown.
     assert_eq!(
