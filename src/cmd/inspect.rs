@@ -241,9 +241,11 @@ async fn wait_healthy(
     let spin = !args.quiet && io::stderr().is_terminal();
     let frames = ['|', '/', '-', '\\'];
     let mut tick = 0usize;
+    // The last answer the server gave: after the deadline it decides over a cut-off attempt.
+    let mut last_answer = None;
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
-        let attempt = match tokio::time::timeout(remaining.max(Duration::from_millis(1)), health::collect(cluster, query)).await {
+        let attempt = match tokio::time::timeout(remaining, health::collect(cluster, query)).await {
             Ok(r) => r,
             Err(_) => Err(inspect::Error::Timeout {
                 server: cluster.server().to_string(),
@@ -252,11 +254,14 @@ async fn wait_healthy(
             }),
         };
         let healthy = matches!(&attempt, Ok((v, _)) if v.healthy);
-        if healthy || Instant::now() >= deadline {
+        if Instant::now() >= deadline || healthy {
             if spin {
                 eprint!("\r\x1b[2K");
             }
-            return attempt;
+            return match (attempt, last_answer) {
+                (Err(_), Some(answer)) => Ok(answer),
+                (attempt, _) => attempt,
+            };
         }
         if spin {
             let status = match &attempt {
@@ -267,6 +272,9 @@ async fn wait_healthy(
             eprint!("\r\x1b[2K{} waiting {waited}s: {status}", frames[tick % frames.len()]);
             let _ = io::stderr().flush();
             tick += 1;
+        }
+        if let Ok(answer) = attempt {
+            last_answer = Some(answer);
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         tokio::time::sleep(remaining.min(Duration::from_secs(1))).await;

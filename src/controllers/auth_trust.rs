@@ -82,7 +82,10 @@ const LIST_KEYS: [&str; 5] = [
 /// PEM certificates of `bundle` as DER, in order.
 fn parse_certs(bundle: &str, what: &'static str) -> Result<Vec<Vec<u8>>, Error> {
     rustls_pemfile::certs(&mut bundle.as_bytes())
-        .map(|c| c.map(|d| d.as_ref().to_vec()).map_err(|_| Error::BadPem(what)))
+        .map(|c| {
+            c.map(|d| d.as_ref().to_vec())
+                .map_err(|_| Error::BadPem(what))
+        })
         .collect()
 }
 
@@ -156,8 +159,14 @@ pub(crate) fn desired_data(
     if !ca.is_empty() {
         data.insert("client-ca-file".to_string(), ca);
     }
-    let old_rh_ca = existing.get("requestheader-client-ca-file").unwrap_or(&empty);
-    let rh_ca = merge_bundles(old_rh_ca, request_header.map_or("", |r| r.ca_pem.as_str()), now_secs)?;
+    let old_rh_ca = existing
+        .get("requestheader-client-ca-file")
+        .unwrap_or(&empty);
+    let rh_ca = merge_bundles(
+        old_rh_ca,
+        request_header.map_or("", |r| r.ca_pem.as_str()),
+        now_secs,
+    )?;
     if rh_ca.is_empty() {
         return Ok(data);
     }
@@ -206,7 +215,9 @@ fn client_ca(info: &AuthInfo) -> String {
     if let Some(path) = &info.client_ca_file {
         match std::fs::read_to_string(path) {
             Ok(pem) => return pem,
-            Err(e) => warn!(path = %path.display(), error = %e, "re-reading --client-ca-file failed"),
+            Err(e) => {
+                warn!(path = %path.display(), error = %e, "re-reading --client-ca-file failed")
+            }
         }
     }
     info.client_ca_pem.clone().unwrap_or_default()
@@ -214,16 +225,25 @@ fn client_ca(info: &AuthInfo) -> String {
 
 async fn sync(client: &Client, api: &Api<ConfigMap>, info: &AuthInfo) -> Result<(), Error> {
     let current = api.get_opt(CONFIGMAP_NAME).await.map_err(Error::Get)?;
-    let existing = current.as_ref().and_then(|c| c.data.clone()).unwrap_or_default();
+    let existing = current
+        .as_ref()
+        .and_then(|c| c.data.clone())
+        .unwrap_or_default();
     let now_secs = util::now().as_second();
-    let data = desired_data(&existing, &client_ca(info), info.request_header.as_ref(), now_secs)?;
+    let data = desired_data(
+        &existing,
+        &client_ca(info),
+        info.request_header.as_ref(),
+        now_secs,
+    )?;
     if current.is_some() && data == existing {
         return Ok(());
     }
     let write = match current {
         Some(mut cm) => {
             cm.data = Some(data);
-            api.replace(CONFIGMAP_NAME, &PostParams::default(), &cm).await
+            api.replace(CONFIGMAP_NAME, &PostParams::default(), &cm)
+                .await
         }
         None => {
             ensure_kube_system(client).await;
@@ -280,7 +300,9 @@ mod tests {
 
     fn ca(name: &str, not_after_year: i32) -> String {
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.distinguished_name.push(rcgen::DnType::CommonName, name);
+        params
+            .distinguished_name
+            .push(rcgen::DnType::CommonName, name);
         params.not_before = rcgen::date_time_ymd(2000, 1, 1);
         params.not_after = rcgen::date_time_ymd(not_after_year, 1, 1);
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
@@ -320,16 +342,20 @@ mod tests {
     #[test]
     fn request_header_lists_merge_and_never_shrink() {
         let a = ca("front-proxy", 2100);
-        let existing = BTreeMap::from([
-            ("requestheader-username-headers".to_string(), r#"["X-Other"]"#.to_string()),
-        ]);
+        let existing = BTreeMap::from([(
+            "requestheader-username-headers".to_string(),
+            r#"["X-Other"]"#.to_string(),
+        )]);
         let rh = RequestHeaderInfo {
             ca_pem: a,
             username_headers: vec!["X-Remote-User".into(), "X-Other".into()],
             ..RequestHeaderInfo::default()
         };
         let data = desired_data(&existing, "", Some(&rh), now()).unwrap();
-        assert_eq!(data["requestheader-username-headers"], r#"["X-Other","X-Remote-User"]"#);
+        assert_eq!(
+            data["requestheader-username-headers"],
+            r#"["X-Other","X-Remote-User"]"#
+        );
         assert_eq!(data["requestheader-allowed-names"], "[]");
         assert!(data.contains_key("requestheader-client-ca-file"));
         assert!(!data.contains_key("client-ca-file"));
@@ -339,8 +365,14 @@ mod tests {
     fn garbage_fails_the_sync() {
         let bad = BTreeMap::from([
             ("requestheader-client-ca-file".to_string(), ca("x", 2100)),
-            ("requestheader-group-headers".to_string(), "{not json".to_string()),
+            (
+                "requestheader-group-headers".to_string(),
+                "{not json".to_string(),
+            ),
         ]);
-        assert!(matches!(desired_data(&bad, "", None, now()), Err(Error::BadList(_))));
+        assert!(matches!(
+            desired_data(&bad, "", None, now()),
+            Err(Error::BadList(_))
+        ));
     }
 }

@@ -55,7 +55,10 @@ struct WorkQueue {
 impl WorkQueue {
     fn add_after(&mut self, key: String, delay: Duration) {
         let at = Instant::now() + delay;
-        self.due.entry(key).and_modify(|t| *t = (*t).min(at)).or_insert(at);
+        self.due
+            .entry(key)
+            .and_modify(|t| *t = (*t).min(at))
+            .or_insert(at);
     }
 
     fn add(&mut self, key: String) {
@@ -64,7 +67,13 @@ impl WorkQueue {
 
     fn pop_ready(&mut self) -> Option<String> {
         let now = Instant::now();
-        let key = self.due.iter().filter(|(_, t)| **t <= now).min_by_key(|(_, t)| **t)?.0.clone();
+        let key = self
+            .due
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .min_by_key(|(_, t)| **t)?
+            .0
+            .clone();
         self.due.remove(&key);
         Some(key)
     }
@@ -76,12 +85,18 @@ impl WorkQueue {
 
 fn candidate_key(c: &LeaseCandidate) -> Option<String> {
     let spec = c.spec.as_ref()?;
-    Some(format!("{}/{}", c.namespace().unwrap_or_default(), spec.lease_name))
+    Some(format!(
+        "{}/{}",
+        c.namespace().unwrap_or_default(),
+        spec.lease_name
+    ))
 }
 
 /// Our own ping writes (ack pending) do not enqueue; everything else does.
 fn ack_pending(c: &LeaseCandidate) -> bool {
-    let Some(spec) = c.spec.as_ref() else { return false };
+    let Some(spec) = c.spec.as_ref() else {
+        return false;
+    };
     match (&spec.ping_time, &spec.renew_time) {
         (Some(p), Some(r)) => r.0 < p.0,
         (Some(_), None) => true,
@@ -92,13 +107,18 @@ fn ack_pending(c: &LeaseCandidate) -> bool {
 /// Runs the controller until `cancel` fires.
 pub(crate) async fn run(client: Client, cancel: CancellationToken) {
     info!("starting coordinated leader election controller");
-    let leases = watcher(Api::<Lease>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .boxed();
-    let cands =
-        watcher(Api::<LeaseCandidate>::all(client.clone()), watcher::Config::default())
-            .default_backoff()
-            .boxed();
+    let leases = watcher(
+        Api::<Lease>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .boxed();
+    let cands = watcher(
+        Api::<LeaseCandidate>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .boxed();
     let mut leases = leases.fuse();
     let mut cands = cands.fuse();
     let mut queue = WorkQueue::default();
@@ -122,7 +142,9 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
                 }
             }
         }
-        let deadline = queue.next_deadline().unwrap_or_else(|| Instant::now() + SWEEP);
+        let deadline = queue
+            .next_deadline()
+            .unwrap_or_else(|| Instant::now() + SWEEP);
         tokio::select! {
             () = cancel.cancelled() => return,
             Some(ev) = leases.next() => match ev {
@@ -171,10 +193,15 @@ struct Reconciler {
 impl Reconciler {
     /// Reconciles one `namespace/leaseName`; Some(delay) requeues.
     async fn reconcile(&self, key: &str) -> Result<Option<Duration>, Error> {
-        let Some((ns, name)) = key.split_once('/') else { return Ok(None) };
+        let Some((ns, name)) = key.split_once('/') else {
+            return Ok(None);
+        };
         let cand_api: Api<LeaseCandidate> = Api::namespaced(self.client.clone(), ns);
         let lease_api: Api<Lease> = Api::namespaced(self.client.clone(), ns);
-        let all = cand_api.list(&ListParams::default()).await.map_err(Error::ListCandidates)?;
+        let all = cand_api
+            .list(&ListParams::default())
+            .await
+            .map_err(Error::ListCandidates)?;
         let now = util::now();
         let candidates = election::valid_candidates(all.items, name, now);
         if candidates.is_empty() {
@@ -235,7 +262,10 @@ impl Reconciler {
         else {
             return Ok(Some(REQUEUE));
         };
-        lease_api.replace(name, &PostParams::default(), &updated).await.map_err(Error::WriteLease)?;
+        lease_api
+            .replace(name, &PostParams::default(), &updated)
+            .await
+            .map_err(Error::WriteLease)?;
         let spec = updated.spec.unwrap_or_default();
         info!(lease = %key, holder = ?spec.holder_identity, preferred = ?spec.preferred_holder,
             "updated lease after election");
@@ -259,7 +289,10 @@ mod tests {
         assert_eq!(q.pop_ready(), None, "b is not due yet");
         q.add_after("b".into(), Duration::from_secs(60));
         let deadline = q.next_deadline().unwrap();
-        assert!(deadline <= Instant::now() + Duration::from_secs(5), "earlier deadline kept");
+        assert!(
+            deadline <= Instant::now() + Duration::from_secs(5),
+            "earlier deadline kept"
+        );
         q.add("b".into());
         assert_eq!(q.pop_ready().as_deref(), Some("b"));
         assert!(q.next_deadline().is_none());
@@ -269,7 +302,10 @@ mod tests {
     fn keys_and_ack_filter() {
         let t = |s: i64| MicroTime(k8s_openapi::jiff::Timestamp::from_second(s).unwrap());
         let mut c = LeaseCandidate {
-            metadata: ObjectMeta { namespace: Some("ns".into()), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                namespace: Some("ns".into()),
+                ..ObjectMeta::default()
+            },
             spec: Some(LeaseCandidateSpec {
                 lease_name: "lock".into(),
                 renew_time: Some(t(10)),

@@ -70,8 +70,12 @@ fn versions(c: &LeaseCandidate) -> Option<(semver::Version, semver::Version)> {
 
 /// `OldestEmulationVersion` order: lower emulation version, then lower binary version, then
 /// older creation; the name breaks a last tie so the choice is deterministic.
-fn compare(a: &LeaseCandidate, av: &(semver::Version, semver::Version), b: &LeaseCandidate,
-    bv: &(semver::Version, semver::Version)) -> Ordering {
+fn compare(
+    a: &LeaseCandidate,
+    av: &(semver::Version, semver::Version),
+    b: &LeaseCandidate,
+    bv: &(semver::Version, semver::Version),
+) -> Ordering {
     av.0.cmp(&bv.0)
         .then_with(|| av.1.cmp(&bv.1))
         .then_with(|| {
@@ -103,11 +107,17 @@ pub(crate) fn pick_strategy(candidates: &[LeaseCandidate]) -> Result<Option<Stri
     let zero = semver::Version::new(0, 0, 0);
     let mut best: Option<(&LeaseCandidate, semver::Version)> = None;
     for c in candidates {
-        let Some(spec) = c.spec.as_ref() else { continue };
+        let Some(spec) = c.spec.as_ref() else {
+            continue;
+        };
         let v = parse_version(&spec.binary_version).unwrap_or_else(|| zero.clone());
         match &best {
             Some((b, bv)) if *bv == v => {
-                let bs = b.spec.as_ref().map(|s| s.strategy.as_str()).unwrap_or_default();
+                let bs = b
+                    .spec
+                    .as_ref()
+                    .map(|s| s.strategy.as_str())
+                    .unwrap_or_default();
                 if bs != spec.strategy {
                     return Err(Error::DifferingStrategies {
                         a: b.name_any(),
@@ -146,7 +156,11 @@ fn lease_expired(lease: &Lease, now: Timestamp) -> bool {
 }
 
 fn holder(lease: &Lease) -> Option<&str> {
-    lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()).filter(|h| !h.is_empty())
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
+        .filter(|h| !h.is_empty())
 }
 
 /// Whether the key needs an election (step 2). Unlike upstream, a `preferredHolder` that
@@ -173,9 +187,14 @@ pub(crate) fn election_needed(
     if pick_strategy(candidates)?.as_deref() != Some(OLDEST_EMULATION_VERSION) {
         return Ok(false);
     }
-    let Some(best) = best_candidate(candidates) else { return Ok(false) };
+    let Some(best) = best_candidate(candidates) else {
+        return Ok(false);
+    };
     let best = best.name_any();
-    let preferred = lease.spec.as_ref().and_then(|s| s.preferred_holder.as_deref());
+    let preferred = lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.preferred_holder.as_deref());
     let best = Some(best.as_str());
     let holder_wrong = holder(lease) != best && preferred != best;
     let preference_wrong = preferred.is_some() && preferred != best;
@@ -226,7 +245,11 @@ pub(crate) fn pinged(mut c: LeaseCandidate, now: Timestamp) -> LeaseCandidate {
 
 /// Candidates that acked within the election window (step 5).
 pub(crate) fn acked(candidates: &[LeaseCandidate], now: Timestamp) -> Vec<LeaseCandidate> {
-    candidates.iter().filter(|c| ping_state(c, now) == Ping::Fresh).cloned().collect()
+    candidates
+        .iter()
+        .filter(|c| ping_state(c, now) == Ping::Fresh)
+        .cloned()
+        .collect()
 }
 
 /// The Lease an election creates (step 6): strategy, 5 s duration, renewTime now and, for

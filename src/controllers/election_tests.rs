@@ -29,7 +29,10 @@ fn cand(name: &str, emu: &str, bin: &str, created: i64) -> LeaseCandidate {
 
 fn lease(holder: Option<&str>, renew: i64, dur: i32) -> Lease {
     Lease {
-        metadata: ObjectMeta { name: Some("kube-scheduler".into()), ..ObjectMeta::default() },
+        metadata: ObjectMeta {
+            name: Some("kube-scheduler".into()),
+            ..ObjectMeta::default()
+        },
         spec: Some(LeaseSpec {
             holder_identity: holder.map(str::to_string),
             renew_time: Some(MicroTime(at(renew))),
@@ -43,7 +46,10 @@ fn lease(holder: Option<&str>, renew: i64, dur: i32) -> Lease {
 #[test]
 fn tolerant_versions() {
     assert_eq!(parse_version("v1.31"), Some(semver::Version::new(1, 31, 0)));
-    assert_eq!(parse_version(" 1.32.1 "), Some(semver::Version::new(1, 32, 1)));
+    assert_eq!(
+        parse_version(" 1.32.1 "),
+        Some(semver::Version::new(1, 32, 1))
+    );
     assert_eq!(parse_version("2"), Some(semver::Version::new(2, 0, 0)));
     assert!(parse_version("1.33.0-alpha.1").is_some());
     assert!(parse_version("1.33-rc.1").is_some());
@@ -59,10 +65,24 @@ fn oldest_emulation_version_wins() {
         cand("older-binary", "1.32.0", "1.32.5", 20),
     ];
     assert_eq!(best_candidate(&cs).unwrap().name_any(), "older-binary");
-    let cs = vec![cand("b", "1.32.0", "1.33.0", 5), cand("a", "1.32.0", "1.33.0", 1)];
-    assert_eq!(best_candidate(&cs).unwrap().name_any(), "a", "oldest creation wins a tie");
-    let cs = vec![cand("bad", "x.y", "1.30.0", 0), cand("good", "1.34.0", "1.34.0", 9)];
-    assert_eq!(best_candidate(&cs).unwrap().name_any(), "good", "unparsable skipped");
+    let cs = vec![
+        cand("b", "1.32.0", "1.33.0", 5),
+        cand("a", "1.32.0", "1.33.0", 1),
+    ];
+    assert_eq!(
+        best_candidate(&cs).unwrap().name_any(),
+        "a",
+        "oldest creation wins a tie"
+    );
+    let cs = vec![
+        cand("bad", "x.y", "1.30.0", 0),
+        cand("good", "1.34.0", "1.34.0", 9),
+    ];
+    assert_eq!(
+        best_candidate(&cs).unwrap().name_any(),
+        "good",
+        "unparsable skipped"
+    );
     let mut no_emu = cand("noemu", "1.0.0", "1.0.0", 0);
     no_emu.spec.as_mut().unwrap().emulation_version = None;
     assert!(best_candidate(&[no_emu]).is_none());
@@ -85,7 +105,10 @@ fn strategy_vote() {
         "candidates \"a\", \"b\" at same binary version but received differing strategies OldestEmulationVersion, Other"
     );
     a.spec.as_mut().unwrap().binary_version = "junk".into();
-    assert_eq!(pick_strategy(&[a]).unwrap().as_deref(), Some(OLDEST_EMULATION_VERSION));
+    assert_eq!(
+        pick_strategy(&[a]).unwrap().as_deref(),
+        Some(OLDEST_EMULATION_VERSION)
+    );
     assert_eq!(pick_strategy(&[]).unwrap(), None);
 }
 
@@ -98,27 +121,54 @@ fn validity_filter() {
     other.spec.as_mut().unwrap().lease_name = "kube-controller-manager".into();
     let ok = cand("ok", "1.0.0", "1.0.0", 0);
     let v = valid_candidates(vec![expired, other, ok], "kube-scheduler", now);
-    assert_eq!(v.iter().map(ResourceExt::name_any).collect::<Vec<_>>(), ["ok"]);
+    assert_eq!(
+        v.iter().map(ResourceExt::name_any).collect::<Vec<_>>(),
+        ["ok"]
+    );
 }
 
 #[test]
 fn when_an_election_is_needed() {
-    let cs = vec![cand("a", "1.32.0", "1.32.0", 0), cand("b", "1.33.0", "1.33.0", 0)];
+    let cs = vec![
+        cand("a", "1.32.0", "1.32.0", 0),
+        cand("b", "1.33.0", "1.33.0", 0),
+    ];
     let now = at(10);
     assert!(election_needed(None, &cs, now).unwrap(), "no lease");
-    assert!(election_needed(Some(&lease(Some("a"), 0, 5)), &cs, now).unwrap(), "expired");
-    assert!(election_needed(Some(&lease(None, 8, 5)), &cs, now).unwrap(), "free");
-    assert!(!election_needed(Some(&lease(Some("a"), 8, 5)), &cs, now).unwrap(), "best holds it");
-    assert!(election_needed(Some(&lease(Some("b"), 8, 5)), &cs, now).unwrap(), "worse holds it");
+    assert!(
+        election_needed(Some(&lease(Some("a"), 0, 5)), &cs, now).unwrap(),
+        "expired"
+    );
+    assert!(
+        election_needed(Some(&lease(None, 8, 5)), &cs, now).unwrap(),
+        "free"
+    );
+    assert!(
+        !election_needed(Some(&lease(Some("a"), 8, 5)), &cs, now).unwrap(),
+        "best holds it"
+    );
+    assert!(
+        election_needed(Some(&lease(Some("b"), 8, 5)), &cs, now).unwrap(),
+        "worse holds it"
+    );
     let mut told = lease(Some("b"), 8, 5);
     told.spec.as_mut().unwrap().preferred_holder = Some("a".into());
-    assert!(!election_needed(Some(&told), &cs, now).unwrap(), "already preferred");
+    assert!(
+        !election_needed(Some(&told), &cs, now).unwrap(),
+        "already preferred"
+    );
     let mut stale_pref = lease(Some("b"), 8, 5);
     stale_pref.spec.as_mut().unwrap().preferred_holder = Some("gone".into());
-    assert!(election_needed(Some(&stale_pref), &cs, now).unwrap(), "preferred holder vanished");
+    assert!(
+        election_needed(Some(&stale_pref), &cs, now).unwrap(),
+        "preferred holder vanished"
+    );
     let mut stale = cs.clone();
     stale[1].spec.as_mut().unwrap().renew_time = Some(MicroTime(at(-16 * 60)));
-    assert!(election_needed(Some(&lease(Some("a"), 8, 5)), &stale, now).unwrap(), "stale cand");
+    assert!(
+        election_needed(Some(&lease(Some("a"), 8, 5)), &stale, now).unwrap(),
+        "stale cand"
+    );
 }
 
 #[test]
@@ -130,10 +180,18 @@ fn ping_states() {
     c = pinged(c, at(6));
     assert_eq!(spec(&mut c).ping_time, Some(MicroTime(at(6))));
     assert_eq!(ping_state(&c, at(8)), Ping::Pending);
-    assert_eq!(ping_state(&c, at(12)), Ping::TimedOut, "window over, never acked");
+    assert_eq!(
+        ping_state(&c, at(12)),
+        Ping::TimedOut,
+        "window over, never acked"
+    );
     c.spec.as_mut().unwrap().renew_time = Some(MicroTime(at(7)));
     assert_eq!(ping_state(&c, at(8)), Ping::Fresh, "acked");
-    assert_eq!(ping_state(&c, at(20)), Ping::Send, "old acked ping: ping again");
+    assert_eq!(
+        ping_state(&c, at(20)),
+        Ping::Send,
+        "old acked ping: ping again"
+    );
     assert_eq!(acked(&[c.clone()], at(8)).len(), 1);
     assert!(acked(&[c], at(20)).is_empty());
 }
@@ -147,8 +205,17 @@ fn election_writes() {
     assert_eq!(spec.renew_time, Some(MicroTime(now)));
 
     // Free lease: take it.
-    let l = apply_election(&lease(None, 99, 5), OLDEST_EMULATION_VERSION, Some("a"), now).unwrap();
-    assert_eq!(l.spec.as_ref().unwrap().holder_identity.as_deref(), Some("a"));
+    let l = apply_election(
+        &lease(None, 99, 5),
+        OLDEST_EMULATION_VERSION,
+        Some("a"),
+        now,
+    )
+    .unwrap();
+    assert_eq!(
+        l.spec.as_ref().unwrap().holder_identity.as_deref(),
+        Some("a")
+    );
     // Expired lease held by someone else: replace the holder.
     let mut expired = lease(Some("b"), 0, 5);
     expired.spec.as_mut().unwrap().acquire_time = Some(MicroTime(at(0)));

@@ -15,6 +15,9 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+/// A failed pass is retried this soon instead of a whole (possibly hour-long) period later.
+const RETRY: Duration = Duration::from_secs(5);
+
 /// A LeaseCandidate not renewed for this long is expired (k8s `leaseCandidateValidDuration`).
 pub(crate) const CANDIDATE_VALID: Duration = Duration::from_secs(30 * 60);
 
@@ -46,12 +49,19 @@ pub(crate) async fn run_identity_lease_gc(
 ) {
     let api: Api<Lease> = Api::namespaced(client, super::identity::KUBE_SYSTEM);
     loop {
-        match gc_pass(&api, &selector, identity_lease_expired).await {
-            Ok(n) if n > 0 => info!(deleted = n, "garbage-collected expired identity leases"),
-            Ok(_) => {}
-            Err(e) => warn!(error = %e, "identity lease garbage collection failed"),
-        }
-        if !util::sleep_or_cancel(period, &cancel).await {
+        let wait = match gc_pass(&api, &selector, identity_lease_expired).await {
+            Ok(n) => {
+                if n > 0 {
+                    info!(deleted = n, "garbage-collected expired identity leases");
+                }
+                period
+            }
+            Err(e) => {
+                warn!(error = %e, "identity lease garbage collection failed");
+                period.min(RETRY)
+            }
+        };
+        if !util::sleep_or_cancel(wait, &cancel).await {
             return;
         }
     }
@@ -62,6 +72,11 @@ pub(crate) async fn run_candidate_gc(client: Client, period: Duration, cancel: C
     let api: Api<LeaseCandidate> = Api::all(client.clone());
     loop {
         let listed = api.list(&ListParams::default()).await;
+        let wait = if listed.is_ok() {
+            period
+        } else {
+            period.min(RETRY)
+        };
         match listed {
             Ok(list) => {
                 let now = util::now();
@@ -78,7 +93,7 @@ pub(crate) async fn run_candidate_gc(client: Client, period: Duration, cancel: C
             }
             Err(e) => warn!(error = %e, "listing lease candidates for garbage collection failed"),
         }
-        if !util::sleep_or_cancel(period, &cancel).await {
+        if !util::sleep_or_cancel(wait, &cancel).await {
             return;
         }
     }
@@ -113,7 +128,9 @@ async fn delete_if_still<K>(
 where
     K: Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
 {
-    let Some(fresh) = api.get_opt(name).await? else { return Ok(false) };
+    let Some(fresh) = api.get_opt(name).await? else {
+        return Ok(false);
+    };
     if !expired(&fresh, util::now()) {
         debug!(name, "object was renewed since listing; keeping it");
         return Ok(false);
@@ -154,10 +171,19 @@ mod tests {
             ..Lease::default()
         };
         let now = ts("2025-01-01T01:00:00Z");
-        assert!(identity_lease_expired(&lease(Some("2025-01-01T00:00:00Z"), Some(3599)), now));
-        assert!(!identity_lease_expired(&lease(Some("2025-01-01T00:00:00Z"), Some(3600)), now));
+        assert!(identity_lease_expired(
+            &lease(Some("2025-01-01T00:00:00Z"), Some(3599)),
+            now
+        ));
+        assert!(!identity_lease_expired(
+            &lease(Some("2025-01-01T00:00:00Z"), Some(3600)),
+            now
+        ));
         assert!(identity_lease_expired(&lease(None, Some(3600)), now));
-        assert!(identity_lease_expired(&lease(Some("2025-01-01T00:59:59Z"), None), now));
+        assert!(identity_lease_expired(
+            &lease(Some("2025-01-01T00:59:59Z"), None),
+            now
+        ));
         assert!(identity_lease_expired(&Lease::default(), now));
     }
 

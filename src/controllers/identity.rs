@@ -81,7 +81,10 @@ pub(crate) struct IdentityLease {
 impl IdentityLease {
     /// A controller for `settings`, not yet started.
     pub(crate) fn new(settings: IdentitySettings) -> Self {
-        Self { settings: Arc::new(settings), running: Arc::new(Mutex::new(None)) }
+        Self {
+            settings: Arc::new(settings),
+            running: Arc::new(Mutex::new(None)),
+        }
     }
 
     /// Starts the renew loop on `ctx.tasks` (post-start hook body).
@@ -98,7 +101,11 @@ impl IdentityLease {
             .running
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .replace(Running { client: ctx.client.clone(), stop, task });
+            .replace(Running {
+                client: ctx.client.clone(),
+                stop,
+                task,
+            });
         if let Some(old) = previous {
             old.stop.cancel();
         }
@@ -109,16 +116,27 @@ impl IdentityLease {
     /// # Errors
     /// The DELETE failed for another reason than NotFound.
     pub(crate) async fn stop_and_delete(&self) -> Result<(), kube::Error> {
-        let running =
-            self.running.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take();
-        let Some(running) = running else { return Ok(()) };
+        let running = self
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take();
+        let Some(running) = running else {
+            return Ok(());
+        };
         running.stop.cancel();
         // The loop may be mid-write; wait for it so it cannot recreate the lease afterwards.
-        if tokio::time::timeout(Duration::from_secs(5), running.task).await.is_err() {
+        if tokio::time::timeout(Duration::from_secs(5), running.task)
+            .await
+            .is_err()
+        {
             warn!("identity lease renew loop did not stop within 5s");
         }
         let api: Api<Lease> = Api::namespaced(running.client, KUBE_SYSTEM);
-        match api.delete(&self.settings.lease_name, &DeleteParams::default()).await {
+        match api
+            .delete(&self.settings.lease_name, &DeleteParams::default())
+            .await
+        {
             Ok(_) => {
                 info!(lease = %self.settings.lease_name, "deleted identity lease");
                 Ok(())
@@ -159,7 +177,9 @@ impl Heartbeat {
             }
             debug!("failed to update lease using latest lease, fallback to ensure lease");
         }
-        let Some((lease, created)) = self.backoff_ensure().await else { return };
+        let Some((lease, created)) = self.backoff_ensure().await else {
+            return;
+        };
         if created {
             self.cached = Some(lease);
         } else if !self.retry_update(lease).await {
@@ -202,7 +222,10 @@ impl Heartbeat {
                 return false;
             }
             let lease = new_lease(&self.settings, Some(base.clone()));
-            match self.api.replace(&self.settings.lease_name, &PostParams::default(), &lease).await
+            match self
+                .api
+                .replace(&self.settings.lease_name, &PostParams::default(), &lease)
+                .await
             {
                 Ok(updated) => {
                     self.cached = Some(updated);
@@ -236,7 +259,10 @@ pub(crate) fn new_lease(settings: &IdentitySettings, base: Option<Lease>) -> Lea
             namespace: Some(KUBE_SYSTEM.to_string()),
             ..ObjectMeta::default()
         },
-        spec: Some(LeaseSpec { holder_identity: Some(settings.holder.clone()), ..LeaseSpec::default() }),
+        spec: Some(LeaseSpec {
+            holder_identity: Some(settings.holder.clone()),
+            ..LeaseSpec::default()
+        }),
     });
     let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
     spec.lease_duration_seconds = Some(settings.duration_seconds);
@@ -260,9 +286,18 @@ mod tests {
 
     #[test]
     fn id_matches_reference_vectors() {
-        assert_eq!(apiserver_id("node-1"), "apiserver-lgabes5ywnaqeagh5dny4zlzs4");
-        assert_eq!(apiserver_id("localhost"), "apiserver-l2yubf4cvcl5c7a3wrubrwqdve");
-        assert_eq!(apiserver_id("kind-control-plane"), "apiserver-c7uylvfxlbqccnk6myfkwetzze");
+        assert_eq!(
+            apiserver_id("node-1"),
+            "apiserver-lgabes5ywnaqeagh5dny4zlzs4"
+        );
+        assert_eq!(
+            apiserver_id("localhost"),
+            "apiserver-l2yubf4cvcl5c7a3wrubrwqdve"
+        );
+        assert_eq!(
+            apiserver_id("kind-control-plane"),
+            "apiserver-c7uylvfxlbqccnk6myfkwetzze"
+        );
         assert_eq!(apiserver_id("x").len(), 36);
     }
 
@@ -281,12 +316,18 @@ mod tests {
     fn new_lease_shape() {
         let lease = new_lease(&settings(None), None);
         let json = serde_json::to_value(&lease).unwrap();
-        assert_eq!(json["metadata"]["name"], "apiserver-lgabes5ywnaqeagh5dny4zlzs4");
+        assert_eq!(
+            json["metadata"]["name"],
+            "apiserver-lgabes5ywnaqeagh5dny4zlzs4"
+        );
         assert_eq!(json["metadata"]["namespace"], "kube-system");
         assert_eq!(json["metadata"]["labels"][IDENTITY_LABEL], "kube-apiserver");
         assert_eq!(json["metadata"]["labels"][HOSTNAME_LABEL], "node-1");
         assert!(json["metadata"].get("annotations").is_none());
-        assert_eq!(json["spec"]["holderIdentity"], "apiserver-lgabes5ywnaqeagh5dny4zlzs4_1234");
+        assert_eq!(
+            json["spec"]["holderIdentity"],
+            "apiserver-lgabes5ywnaqeagh5dny4zlzs4_1234"
+        );
         assert_eq!(json["spec"]["leaseDurationSeconds"], 3600);
         let renew = json["spec"]["renewTime"].as_str().unwrap();
         assert_eq!(renew.len(), "2025-01-02T03:04:05.123456Z".len(), "{renew}");

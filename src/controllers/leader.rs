@@ -45,11 +45,18 @@ impl Elector {
     /// A participant using `client`.
     pub(crate) fn new(client: Client, config: ElectionConfig) -> Self {
         let api = Api::namespaced(client, &config.namespace);
-        Self { api, config, observed: None }
+        Self {
+            api,
+            config,
+            observed: None,
+        }
     }
 
     fn observe(&mut self, lease: Lease) {
-        let changed = self.observed.as_ref().is_none_or(|(old, _)| old.spec != lease.spec);
+        let changed = self
+            .observed
+            .as_ref()
+            .is_none_or(|(old, _)| old.spec != lease.spec);
         if changed {
             self.observed = Some((lease, Instant::now()));
         } else if let Some((old, _)) = self.observed.as_mut() {
@@ -60,7 +67,9 @@ impl Elector {
 
     /// Whether the last observed record names this participant.
     pub(crate) fn is_leader(&self) -> bool {
-        self.observed.as_ref().is_some_and(|(l, _)| holder(l) == Some(&self.config.identity))
+        self.observed
+            .as_ref()
+            .is_some_and(|(l, _)| holder(l) == Some(&self.config.identity))
     }
 
     /// One acquire-or-renew step; Ok(true) when this participant holds the lease now.
@@ -69,7 +78,9 @@ impl Elector {
     /// The GET, CREATE or UPDATE failed (a Conflict means someone else wrote first).
     pub(crate) async fn try_acquire_or_renew(&mut self) -> Result<bool, kube::Error> {
         let now = util::micro_now();
-        let secs = i32::try_from(self.config.lease_duration.as_secs()).unwrap_or(i32::MAX).max(1);
+        let secs = i32::try_from(self.config.lease_duration.as_secs())
+            .unwrap_or(i32::MAX)
+            .max(1);
         let Some(old) = self.api.get_opt(&self.config.name).await? else {
             let lease = Lease {
                 metadata: ObjectMeta {
@@ -98,7 +109,10 @@ impl Elector {
             let valid_for = record_secs
                 .and_then(|s| u64::try_from(s).ok())
                 .map_or(self.config.lease_duration, Duration::from_secs);
-            let seen_at = self.observed.as_ref().map_or_else(Instant::now, |(_, t)| *t);
+            let seen_at = self
+                .observed
+                .as_ref()
+                .map_or_else(Instant::now, |(_, t)| *t);
             if seen_at + valid_for > Instant::now() {
                 return Ok(false);
             }
@@ -113,7 +127,10 @@ impl Elector {
         spec.holder_identity = Some(self.config.identity.clone());
         spec.lease_duration_seconds = Some(secs);
         spec.renew_time = Some(now);
-        let updated = self.api.replace(&self.config.name, &PostParams::default(), &lease).await?;
+        let updated = self
+            .api
+            .replace(&self.config.name, &PostParams::default(), &lease)
+            .await?;
         self.observe(updated);
         Ok(true)
     }
@@ -123,7 +140,9 @@ impl Elector {
         if !self.is_leader() {
             return;
         }
-        let Some((mut lease, _)) = self.observed.take() else { return };
+        let Some((mut lease, _)) = self.observed.take() else {
+            return;
+        };
         let now = util::micro_now();
         let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
         spec.holder_identity = None;
@@ -141,7 +160,11 @@ impl Elector {
 }
 
 fn holder(lease: &Lease) -> Option<&str> {
-    lease.spec.as_ref().and_then(|s| s.holder_identity.as_deref()).filter(|h| !h.is_empty())
+    lease
+        .spec
+        .as_ref()
+        .and_then(|s| s.holder_identity.as_deref())
+        .filter(|h| !h.is_empty())
 }
 
 /// Runs `lead` whenever this participant holds the lock, until `cancel` fires; re-enters the
@@ -190,7 +213,11 @@ pub(crate) async fn run<F, Fut>(
 
 /// Renews every retry period; returns when a renewal has not succeeded within the renew
 /// deadline, when someone else holds the lease, or on cancellation.
-async fn renew_until_lost(elector: &mut Elector, config: &ElectionConfig, cancel: &CancellationToken) {
+async fn renew_until_lost(
+    elector: &mut Elector,
+    config: &ElectionConfig,
+    cancel: &CancellationToken,
+) {
     let mut last_renew = Instant::now();
     loop {
         if !util::sleep_or_cancel(config.retry_period, cancel).await {

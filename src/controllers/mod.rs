@@ -94,7 +94,11 @@ impl Config {
         advertise_address: IpAddr,
         secure_port: u16,
     ) -> Result<Self, Error> {
-        let hostname = match options.hostname_override.as_deref().filter(|h| !h.is_empty()) {
+        let hostname = match options
+            .hostname_override
+            .as_deref()
+            .filter(|h| !h.is_empty())
+        {
             Some(h) => h.to_string(),
             None => hostname::get()
                 .map_err(Error::Hostname)?
@@ -166,7 +170,10 @@ where
 
 /// Builds every hook `config` enables.
 pub fn hooks(config: &Config) -> Hooks {
-    let mut h = Hooks { post_start: Vec::new(), pre_shutdown: Vec::new() };
+    let mut h = Hooks {
+        post_start: Vec::new(),
+        pre_shutdown: Vec::new(),
+    };
     let o = &config.options;
 
     let period = o.system_namespaces_period;
@@ -189,7 +196,13 @@ pub fn hooks(config: &Config) -> Hooks {
         h.post_start.push((
             "peer-endpoint-reconciler-controller".into(),
             spawning(move |ctx| {
-                peer::run(ctx.client, run_store.clone(), id.clone(), addr.clone(), ctx.cancel)
+                peer::run(
+                    ctx.client,
+                    run_store.clone(),
+                    id.clone(),
+                    addr.clone(),
+                    ctx.cancel,
+                )
             }),
         ));
         let (store, id) = (store.clone(), config.apiserver_id.clone());
@@ -238,7 +251,8 @@ pub fn hooks(config: &Config) -> Hooks {
 
 fn identity_hooks(config: &Config, h: &mut Hooks) {
     let o = &config.options;
-    let peer_address = (o.gate("UnknownVersionInteroperabilityProxy")).then(|| config.peer_address());
+    let peer_address =
+        (o.gate("UnknownVersionInteroperabilityProxy")).then(|| config.peer_address());
     let lease = identity::IdentityLease::new(identity::IdentitySettings {
         lease_name: config.apiserver_id.clone(),
         holder: format!("{}_{}", config.apiserver_id, uuid::Uuid::new_v4()),
@@ -259,7 +273,12 @@ fn identity_hooks(config: &Config, h: &mut Hooks) {
         "stop-kube-apiserver-identity-lease-controller".into(),
         pre_shutdown(move || {
             let lease = lease.clone();
-            async move { lease.stop_and_delete().await.map_err(|e| Box::new(e) as HookError) }
+            async move {
+                lease
+                    .stop_and_delete()
+                    .await
+                    .map_err(|e| Box::new(e) as HookError)
+            }
         }),
     ));
     let selector = format!("{IDENTITY_LABEL}={KUBE_APISERVER}");
@@ -326,11 +345,18 @@ mod tests {
 
     struct NoStore;
     impl PeerEndpointStore for NoStore {
-        fn set(&self, _: &str, _: Vec<u8>, _: Duration)
-            -> futures::future::BoxFuture<'static, Result<(), PeerStoreError>> {
+        fn set(
+            &self,
+            _: &str,
+            _: Vec<u8>,
+            _: Duration,
+        ) -> futures::future::BoxFuture<'static, Result<(), PeerStoreError>> {
             Box::pin(async { Ok(()) })
         }
-        fn delete(&self, _: &str) -> futures::future::BoxFuture<'static, Result<(), PeerStoreError>> {
+        fn delete(
+            &self,
+            _: &str,
+        ) -> futures::future::BoxFuture<'static, Result<(), PeerStoreError>> {
             Box::pin(async { Ok(()) })
         }
     }
@@ -353,15 +379,20 @@ mod tests {
                 "start-namespace-finalizer-controller",
             ]
         );
-        assert_eq!(names(&h.pre_shutdown), ["stop-kube-apiserver-identity-lease-controller"]);
+        assert_eq!(
+            names(&h.pre_shutdown),
+            ["stop-kube-apiserver-identity-lease-controller"]
+        );
     }
 
     #[test]
     fn gates_switch_hooks() {
         let mut o = options();
-        o.feature_gates.insert("CoordinatedLeaderElection".into(), false);
+        o.feature_gates
+            .insert("CoordinatedLeaderElection".into(), false);
         o.feature_gates.insert("APIServerIdentity".into(), false);
-        o.feature_gates.insert("UnknownVersionInteroperabilityProxy".into(), true);
+        o.feature_gates
+            .insert("UnknownVersionInteroperabilityProxy".into(), true);
         o.peer_advertise_ip = Some("192.168.1.5".parse().unwrap());
         let mut cfg = Config::new(&o, "10.0.0.1".parse().unwrap(), 6443).unwrap();
         assert_eq!(cfg.peer_address(), "192.168.1.5:6443");
@@ -370,8 +401,13 @@ mod tests {
         let h = hooks(&cfg);
         let post = names(&h.post_start);
         assert!(post.contains(&"peer-endpoint-reconciler-controller"));
-        assert!(!post.iter().any(|n| n.contains("identity") || n.contains("coordinated")));
-        assert_eq!(names(&h.pre_shutdown), ["peer-endpoint-reconciler-controller"]);
+        assert!(!post
+            .iter()
+            .any(|n| n.contains("identity") || n.contains("coordinated")));
+        assert_eq!(
+            names(&h.pre_shutdown),
+            ["peer-endpoint-reconciler-controller"]
+        );
     }
 
     #[test]

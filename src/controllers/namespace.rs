@@ -54,14 +54,19 @@ fn terminating_with_finalizer(ns: &Namespace) -> bool {
 /// Runs the controller until `cancel` fires.
 pub(crate) async fn run(client: Client, cancel: CancellationToken) {
     let api: Api<Namespace> = Api::all(client.clone());
-    let mut events =
-        watcher(api.clone(), watcher::Config::default()).default_backoff().boxed().fuse();
+    let mut events = watcher(api.clone(), watcher::Config::default())
+        .default_backoff()
+        .boxed()
+        .fuse();
     let mut due: HashMap<String, Instant> = HashMap::new();
     let mut sweep = tokio::time::interval(SWEEP);
     loop {
         let now = Instant::now();
-        let ready: Vec<String> =
-            due.iter().filter(|(_, t)| **t <= now).map(|(k, _)| k.clone()).collect();
+        let ready: Vec<String> = due
+            .iter()
+            .filter(|(_, t)| **t <= now)
+            .map(|(k, _)| k.clone())
+            .collect();
         for name in ready {
             due.remove(&name);
             if cancel.is_cancelled() {
@@ -79,7 +84,11 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
                 }
             }
         }
-        let deadline = due.values().min().copied().unwrap_or_else(|| Instant::now() + SWEEP);
+        let deadline = due
+            .values()
+            .min()
+            .copied()
+            .unwrap_or_else(|| Instant::now() + SWEEP);
         tokio::select! {
             () = cancel.cancelled() => return,
             Some(ev) = events.next() => match ev {
@@ -105,22 +114,33 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
 /// when objects remain and it must be retried.
 async fn finalize(client: &Client, name: &str) -> Result<bool, Error> {
     let api: Api<Namespace> = Api::all(client.clone());
-    let Some(ns) = api.get_opt(name).await.map_err(Error::Get)? else { return Ok(true) };
+    let Some(ns) = api.get_opt(name).await.map_err(Error::Get)? else {
+        return Ok(true);
+    };
     if !terminating_with_finalizer(&ns) {
         return Ok(true);
     }
     let remaining = delete_content(client, name).await?;
     if remaining > 0 {
-        debug!(namespace = name, remaining, "waiting for namespace content to be deleted");
+        debug!(
+            namespace = name,
+            remaining, "waiting for namespace content to be deleted"
+        );
         return Ok(false);
     }
     let mut finalized = ns;
     if let Some(f) = finalized.spec.as_mut().and_then(|s| s.finalizers.as_mut()) {
         f.retain(|x| x != FINALIZER);
     }
-    match api.replace_subresource("finalize", name, &PostParams::default(), &finalized).await {
+    match api
+        .replace_subresource("finalize", name, &PostParams::default(), &finalized)
+        .await
+    {
         Ok(_) => {
-            info!(namespace = name, "namespace content deleted, finalizer removed");
+            info!(
+                namespace = name,
+                "namespace content deleted, finalizer removed"
+            );
             Ok(true)
         }
         Err(e) if util::is_not_found(&e) => Ok(true),
@@ -131,7 +151,10 @@ async fn finalize(client: &Client, name: &str) -> Result<bool, Error> {
 
 /// Deletes everything in namespace `ns`; returns how many objects are still listed.
 async fn delete_content(client: &Client, ns: &str) -> Result<usize, Error> {
-    let discovery = Discovery::new(client.clone()).run().await.map_err(Error::Discovery)?;
+    let discovery = Discovery::new(client.clone())
+        .run()
+        .await
+        .map_err(Error::Discovery)?;
     let mut remaining = 0;
     for group in discovery.groups() {
         for (ar, caps) in group.recommended_resources() {
@@ -184,13 +207,17 @@ mod tests {
     #[test]
     fn only_terminating_namespaces_with_our_finalizer() {
         let mut ns = Namespace {
-            spec: Some(NamespaceSpec { finalizers: Some(vec![FINALIZER.into()]) }),
+            spec: Some(NamespaceSpec {
+                finalizers: Some(vec![FINALIZER.into()]),
+            }),
             ..Namespace::default()
         };
         assert!(!terminating_with_finalizer(&ns));
         ns.metadata.deletion_timestamp = Some(Time(util::now()));
         assert!(terminating_with_finalizer(&ns));
-        ns.spec = Some(NamespaceSpec { finalizers: Some(vec!["other".into()]) });
+        ns.spec = Some(NamespaceSpec {
+            finalizers: Some(vec!["other".into()]),
+        });
         assert!(!terminating_with_finalizer(&ns));
     }
 }

@@ -28,8 +28,12 @@ pub type PeerStoreError = Box<dyn std::error::Error + Send + Sync>;
 /// composition root implements it over the server's storage.
 pub trait PeerEndpointStore: Send + Sync {
     /// Writes `value` under `key` (relative to the storage prefix), expiring after `ttl`.
-    fn set(&self, key: &str, value: Vec<u8>, ttl: Duration)
-        -> BoxFuture<'static, Result<(), PeerStoreError>>;
+    fn set(
+        &self,
+        key: &str,
+        value: Vec<u8>,
+        ttl: Duration,
+    ) -> BoxFuture<'static, Result<(), PeerStoreError>>;
     /// Removes `key`; a missing key is success.
     fn delete(&self, key: &str) -> BoxFuture<'static, Result<(), PeerStoreError>>;
 }
@@ -41,12 +45,18 @@ pub(crate) fn endpoints(id: &str, address: &str, generation: i64) -> Option<Endp
     Some(Endpoints {
         metadata: ObjectMeta {
             name: Some(id.to_string()),
-            labels: Some(BTreeMap::from([("apiserverIdentity".to_string(), id.to_string())])),
+            labels: Some(BTreeMap::from([(
+                "apiserverIdentity".to_string(),
+                id.to_string(),
+            )])),
             generation: Some(generation),
             ..ObjectMeta::default()
         },
         subsets: Some(vec![EndpointSubset {
-            addresses: Some(vec![EndpointAddress { ip: addr.ip().to_string(), ..Default::default() }]),
+            addresses: Some(vec![EndpointAddress {
+                ip: addr.ip().to_string(),
+                ..Default::default()
+            }]),
             ports: Some(vec![EndpointPort {
                 name: Some("https".to_string()),
                 port: i32::from(addr.port()),

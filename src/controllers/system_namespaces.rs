@@ -12,17 +12,25 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+/// A failed pass is retried this soon (an informer would relist), not a whole period later.
+const RETRY: Duration = Duration::from_secs(2);
+
 /// kube-apiserver's system namespaces (generic list + `kube-node-lease`).
-pub const SYSTEM_NAMESPACES: &[&str] = &["kube-system", "kube-public", "default", "kube-node-lease"];
+pub const SYSTEM_NAMESPACES: &[&str] =
+    &["kube-system", "kube-public", "default", "kube-node-lease"];
 
 /// Runs the controller every `period` until `cancel` fires.
 pub(crate) async fn run(client: Client, period: Duration, cancel: CancellationToken) {
     let api: Api<Namespace> = Api::all(client);
     loop {
-        if let Err(e) = sync(&api).await {
-            warn!(error = %e, "system namespaces sync failed, retrying next period");
-        }
-        if !util::sleep_or_cancel(period, &cancel).await {
+        let wait = match sync(&api).await {
+            Ok(()) => period,
+            Err(e) => {
+                warn!(error = %e, "system namespaces sync failed, retrying");
+                period.min(RETRY)
+            }
+        };
+        if !util::sleep_or_cancel(wait, &cancel).await {
             return;
         }
     }
@@ -33,11 +41,19 @@ pub(crate) async fn run(client: Client, period: Duration, cancel: CancellationTo
 /// # Errors
 /// Listing namespaces failed; per-namespace create errors are logged and retried next pass.
 pub(crate) async fn sync(api: &Api<Namespace>) -> Result<(), kube::Error> {
-    let existing: HashSet<String> =
-        api.list(&ListParams::default()).await?.items.iter().map(ResourceExt::name_any).collect();
+    let existing: HashSet<String> = api
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(ResourceExt::name_any)
+        .collect();
     for name in SYSTEM_NAMESPACES.iter().filter(|n| !existing.contains(**n)) {
         let ns = Namespace {
-            metadata: ObjectMeta { name: Some((*name).to_string()), ..ObjectMeta::default() },
+            metadata: ObjectMeta {
+                name: Some((*name).to_string()),
+                ..ObjectMeta::default()
+            },
             ..Namespace::default()
         };
         match api.create(&PostParams::default(), &ns).await {

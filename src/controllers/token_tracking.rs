@@ -1,8 +1,9 @@
 //! Legacy service-account token tracking (`pkg/controlplane/controller/legacytokentracking`,
 //! hook `start-legacy-token-tracking-controller`): ConfigMap
 //! `kube-system/kube-apiserver-legacy-service-account-token-tracking` with `since` = the UTC
-//! date tracking was first enabled. Creation is rate-limited to one attempt per 30 minutes
-//! per process (first attempt immediate); an unparsable `since` is rewritten.
+//! date tracking was first enabled. Creation is rate-limited to one successful create per 30
+//! minutes per process (first attempt immediate; failed attempts retry after 2 s); an
+//! unparsable `since` is rewritten.
 
 use super::util;
 use futures::StreamExt;
@@ -24,6 +25,7 @@ pub const CONFIGMAP_NAME: &str = "kube-apiserver-legacy-service-account-token-tr
 pub const SINCE_KEY: &str = "since";
 const CREATE_INTERVAL: Duration = Duration::from_secs(30 * 60);
 const RESYNC: Duration = Duration::from_secs(60);
+const CREATE_RETRY: Duration = Duration::from_secs(2);
 
 /// Today's UTC date in Go's `2006-01-02` layout.
 pub(crate) fn today(now: Timestamp) -> String {
@@ -82,13 +84,13 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
     }
 }
 
-/// One sync; Some(delay) when creation is throttled and must be retried after `delay`.
+/// One sync; Some(delay) when it must run again after `delay` (throttled or failed).
 async fn sync(api: &Api<ConfigMap>, last_create: &mut Option<Instant>) -> Option<Duration> {
     let current = match api.get_opt(CONFIGMAP_NAME).await {
         Ok(c) => c,
         Err(e) => {
             warn!(error = %e, "reading the token tracking configmap failed");
-            return None;
+            return Some(CREATE_RETRY);
         }
     };
     let data = || BTreeMap::from([(SINCE_KEY.to_string(), today(util::now()))]);
@@ -101,7 +103,6 @@ async fn sync(api: &Api<ConfigMap>, last_create: &mut Option<Instant>) -> Option
                     return Some(CREATE_INTERVAL - elapsed);
                 }
             }
-            *last_create = Some(Instant::now());
             let cm = ConfigMap {
                 metadata: ObjectMeta {
                     name: Some(CONFIGMAP_NAME.to_string()),
@@ -111,17 +112,30 @@ async fn sync(api: &Api<ConfigMap>, last_create: &mut Option<Instant>) -> Option
                 data: Some(data()),
                 ..ConfigMap::default()
             };
+            // Only writes that happened count against the limit: a create that failed (e.g.
+            // kube-system not there yet at start-up) is retried soon, not in 30 minutes.
             match api.create(&PostParams::default(), &cm).await {
-                Ok(_) => info!("created legacy token tracking configmap"),
-                Err(e) if util::is_already_exists(&e) => {}
-                Err(e) => warn!(error = %e, "creating the token tracking configmap failed"),
+                Ok(_) => {
+                    *last_create = Some(Instant::now());
+                    info!("created legacy token tracking configmap");
+                    None
+                }
+                Err(e) if util::is_already_exists(&e) => None,
+                Err(e) => {
+                    warn!(error = %e, "creating the token tracking configmap failed");
+                    Some(CREATE_RETRY)
+                }
             }
-            None
         }
         Action::Fix => {
             let mut cm = current?;
-            cm.data.get_or_insert_with(BTreeMap::new).insert(SINCE_KEY.to_string(), today(util::now()));
-            match api.replace(CONFIGMAP_NAME, &PostParams::default(), &cm).await {
+            cm.data
+                .get_or_insert_with(BTreeMap::new)
+                .insert(SINCE_KEY.to_string(), today(util::now()));
+            match api
+                .replace(CONFIGMAP_NAME, &PostParams::default(), &cm)
+                .await
+            {
                 Ok(_) => info!("repaired legacy token tracking configmap"),
                 Err(e) if util::is_not_found(&e) || util::is_conflict(&e) => {}
                 Err(e) => warn!(error = %e, "updating the token tracking configmap failed"),

@@ -39,7 +39,10 @@ pub(crate) fn lease_expired(
 ) -> bool {
     match (renew_time, duration_seconds) {
         (Some(renew), Some(secs)) => {
-            add(renew.0, Duration::from_secs(u64::try_from(secs).unwrap_or(0))) < now
+            add(
+                renew.0,
+                Duration::from_secs(u64::try_from(secs).unwrap_or(0)),
+            ) < now
         }
         _ => true,
     }
@@ -117,20 +120,41 @@ mod tests {
     #[test]
     fn expiry_math() {
         let renew = MicroTime(ts("2025-01-02T03:04:05.123456Z"));
-        assert!(!lease_expired(Some(&renew), Some(10), ts("2025-01-02T03:04:15.123456Z")));
-        assert!(lease_expired(Some(&renew), Some(10), ts("2025-01-02T03:04:15.123457Z")));
+        assert!(!lease_expired(
+            Some(&renew),
+            Some(10),
+            ts("2025-01-02T03:04:15.123456Z")
+        ));
+        assert!(lease_expired(
+            Some(&renew),
+            Some(10),
+            ts("2025-01-02T03:04:15.123457Z")
+        ));
         assert!(lease_expired(None, Some(10), ts("2025-01-02T03:04:05Z")));
-        assert!(lease_expired(Some(&renew), None, ts("2025-01-02T03:04:05Z")));
+        assert!(lease_expired(
+            Some(&renew),
+            None,
+            ts("2025-01-02T03:04:05Z")
+        ));
         let far = MicroTime(Timestamp::MAX);
-        assert!(!lease_expired(Some(&far), Some(i32::MAX), Timestamp::MAX), "saturates");
+        assert!(
+            !lease_expired(Some(&far), Some(i32::MAX), Timestamp::MAX),
+            "saturates"
+        );
     }
 
     #[test]
     fn micro_time_serialises_with_six_digits() {
         let t = MicroTime(truncate_micros(ts("2025-01-02T03:04:05.123456789Z")));
-        assert_eq!(serde_json::to_string(&t).unwrap(), "\"2025-01-02T03:04:05.123456Z\"");
+        assert_eq!(
+            serde_json::to_string(&t).unwrap(),
+            "\"2025-01-02T03:04:05.123456Z\""
+        );
         let whole = MicroTime(ts("2025-01-02T03:04:05Z"));
-        assert_eq!(serde_json::to_string(&whole).unwrap(), "\"2025-01-02T03:04:05.000000Z\"");
+        assert_eq!(
+            serde_json::to_string(&whole).unwrap(),
+            "\"2025-01-02T03:04:05.000000Z\""
+        );
     }
 
     #[test]

@@ -34,8 +34,9 @@ impl ApiServer {
     pub async fn handle(&self, req: http::Request<Bytes>, ctx: RequestContext) -> http::Response<Body> {
         let path = req.uri().path();
         if path == "/openapi" || path.starts_with("/openapi/") {
-            // Wiring point: endpoints::openapi::handle(path, headers) once it is built.
-            return Status::not_found_path().into_response();
+            let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or(path);
+            return openapi::handle(target, req.headers())
+                .unwrap_or_else(|| Status::not_found_path().into_response());
         }
         if let Some(resp) = self.discovery.serve(path, req.headers()) {
             return resp;

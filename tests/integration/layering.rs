@@ -13,7 +13,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("options", &[]),
     ("exit", &[]),
     ("logging", &[]),
-    ("cli", &["options", "logging"]),
+    ("cli", &["options", "logging", "output"]),
     ("filters", &["api"]),
     ("registry", &["storage", "api"]),
     ("endpoints", &["registry", "api"]),

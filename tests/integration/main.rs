@@ -1,16 +1,19 @@
 //! One integration-test binary driving the real `kapi` executable.
 
-mod generated;
-mod layering;
 mod support;
 
 mod auth;
-mod health;
-mod hooks;
-mod shutdown;
-
 mod badinput;
 mod clients;
+mod controllers;
 mod crud;
 mod discovery;
+mod generated;
+mod ha;
+mod health;
+mod hooks;
+mod inspect;
+mod layering;
+mod patch;
+mod shutdown;
 mod watch;

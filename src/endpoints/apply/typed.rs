@@ -65,7 +65,7 @@ impl<'a> Types<'a> {
     }
 
     fn kind(&self, fields: &[&str], value: &Value) -> Kind {
-        let is = |table: &[&[&str]]| table.iter().any(|p| *p == fields);
+        let is = |table: &[&[&str]]| table.contains(&fields);
         match value {
             Value::Array(_) => match field_meta(self.gvk, fields).list {
                 ListType::Map(keys) => Kind::ListMap {

@@ -5,6 +5,7 @@
 //! redirected to it when fetched with a stale one. Documents are built once, on first use.
 //! May use: api.
 
+mod paths;
 mod proto;
 mod spec;
 

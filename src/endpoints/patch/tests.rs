@@ -226,6 +226,17 @@ fn strategic_merge_patch() {
             json!({"secrets": [{"name": "1"}, {"name": "3"}]}),
         ),
         (
+            // What kubectl apply sent when a ServiceAccount manifest went from s1,s2,s3 to
+            // s3,s1,s4.
+            "kubectl apply reordering, adding and deleting merge-keyed items",
+            json!({"secrets": [{"name": "s1"}, {"name": "s2"}, {"name": "s3"}]}),
+            json!({
+                "$setElementOrder/secrets": [{"name": "s3"}, {"name": "s1"}, {"name": "s4"}],
+                "secrets": [{"name": "s4"}, {"$patch": "delete", "name": "s2"}]
+            }),
+            json!({"secrets": [{"name": "s3"}, {"name": "s1"}, {"name": "s4"}]}),
+        ),
+        (
             // mergeSortedSlice: "server" precedes "b" in the live list, so it goes first.
             "$setElementOrder keeps server-only items in live order",
             json!({"metadata": {"finalizers": ["a", "server", "b"]}}),

@@ -326,7 +326,8 @@ fn malformed_bodies() {
     truncated.truncate(truncated.len() - 3);
     let mut bad_raw = envelope("v1", "ConfigMap", vec![0x0a, 0xff, 0xff]);
     bad_raw.truncate(bad_raw.len());
-    let cases: Vec<(&str, Vec<u8>, fn(&ProtobufError) -> bool)> = vec![
+    type Check = fn(&ProtobufError) -> bool;
+    let cases: Vec<(&str, Vec<u8>, Check)> = vec![
         ("json body", br#"{"kind":"ConfigMap"}"#.to_vec(), |e| {
             *e == ProtobufError::MissingMagic
         }),
