@@ -164,6 +164,18 @@ async fn failing_hook_gives_exit_1_with_its_reason() {
         Options::default().args(["--debug-failing-hook", "flaky=100000"]).wait_for("/livez/ping"),
     )
     .await;
+    // Let every other hook finish, so that flaky is the only failing check.
+    within(Duration::from_secs(30), "only flaky failing", async {
+        loop {
+            let (_, checks) = server_checks(&server, "/readyz?verbose").await;
+            let failed: Vec<_> = checks.iter().filter(|(_, s)| s == "failed").map(|(n, _)| n.as_str()).collect();
+            if failed == ["poststarthook/flaky"] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await;
     let run = kapi(&server, &["health"]).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert!(fields(&run.stdout).contains(&vec!["poststarthook/flaky".to_string(), "failed".to_string()]));
