@@ -7,5 +7,6 @@ mod generated;
 mod health;
 mod hooks;
 mod inspect;
+mod inspect_leases;
 mod layering;
 mod shutdown;
