@@ -123,7 +123,7 @@ async fn leases_all_shows_locks_and_fail_on_expired() {
         "metadata": {"name": "kube-scheduler", "namespace": "kube-system"},
         "spec": {"holderIdentity": "node-2_1234", "leaseDurationSeconds": 15,
                  "renewTime": "2020-01-01T00:00:00.000000Z", "leaseTransitions": 3,
-                 "preferredHolder": "node-1_99"}
+                 "strategy": "OldestEmulationVersion", "preferredHolder": "node-1_99"}
     }))
     .unwrap();
     within(Duration::from_secs(10), "create lock", api.create(&PostParams::default(), &lock)).await.unwrap();
@@ -138,7 +138,10 @@ async fn leases_all_shows_locks_and_fail_on_expired() {
     );
     let row: Vec<&str> = out.lines().find(|l| l.starts_with("kube-scheduler ")).unwrap().split_whitespace().collect();
     assert_eq!(row[..5], ["kube-scheduler", "leader-election", "<none>", "node-2_1234", "<none>"]);
-    assert_eq!(row[6..], ["ago", "Expired", "<none>", "node-1_99", "<none>", "15s", "3"]);
+    assert_eq!(
+        row[6..],
+        ["ago", "Expired", "OldestEmulationVersion", "node-1_99", "<none>", "15s", "3"]
+    );
 
     let (code, _, _) = kapi(&server, &["leases", "--fail-on-expired"]).await;
     assert_eq!(code, 0, "identity leases are live");
