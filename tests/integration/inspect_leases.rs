@@ -139,7 +139,7 @@ async fn leases_all_shows_locks_and_fail_on_expired() {
     let row: Vec<&str> = out.lines().find(|l| l.starts_with("kube-scheduler ")).unwrap().split_whitespace().collect();
     assert_eq!(row[..5], ["kube-scheduler", "leader-election", "<none>", "node-2_1234", "<none>"]);
     assert_eq!(
-        row[6..],
+        row[7..],
         ["ago", "Expired", "OldestEmulationVersion", "node-1_99", "<none>", "15s", "3"]
     );
 
