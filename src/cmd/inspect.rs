@@ -241,28 +241,35 @@ async fn wait_healthy(
     let spin = !args.quiet && io::stderr().is_terminal();
     let frames = ['|', '/', '-', '\\'];
     let mut tick = 0usize;
-    // The last answer the server gave: after the deadline it decides over a cut-off attempt.
+    // The last answer the server gave decides after the deadline, over a cut-off attempt;
+    // without any answer, the last real failure (e.g. connection refused) is reported.
     let mut last_answer = None;
+    let mut last_error = None;
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
-        let attempt = match tokio::time::timeout(remaining, health::collect(cluster, query)).await {
-            Ok(r) => r,
-            Err(_) => Err(inspect::Error::Timeout {
-                server: cluster.server().to_string(),
-                what: format!("/{}", query.endpoints.join(", /")),
-                timeout: args.timeout,
-            }),
-        };
-        let healthy = matches!(&attempt, Ok((v, _)) if v.healthy);
+        let attempt = tokio::time::timeout(remaining, health::collect(cluster, query)).await;
+        let healthy = matches!(&attempt, Ok(Ok((v, _))) if v.healthy);
         if Instant::now() >= deadline || healthy {
             if spin {
                 eprint!("\r\x1b[2K");
             }
-            return match (attempt, last_answer) {
-                (Err(_), Some(answer)) => Ok(answer),
-                (attempt, _) => attempt,
+            return match (attempt, last_answer, last_error) {
+                (Ok(Ok(answer)), _, _) | (_, Some(answer), _) => Ok(answer),
+                (Ok(Err(e)), None, _) | (Err(_), None, Some(e)) => Err(e),
+                (Err(_), None, None) => Err(inspect::Error::Timeout {
+                    server: cluster.server().to_string(),
+                    what: format!("/{}", query.endpoints.join(", /")),
+                    timeout: args.timeout,
+                }),
             };
         }
+        let attempt = attempt.unwrap_or_else(|_| {
+            Err(inspect::Error::Timeout {
+                server: cluster.server().to_string(),
+                what: format!("/{}", query.endpoints.join(", /")),
+                timeout: args.timeout,
+            })
+        });
         if spin {
             let status = match &attempt {
                 Ok((v, _)) => verdict(v).join("; "),
@@ -273,8 +280,9 @@ async fn wait_healthy(
             let _ = io::stderr().flush();
             tick += 1;
         }
-        if let Ok(answer) = attempt {
-            last_answer = Some(answer);
+        match attempt {
+            Ok(answer) => last_answer = Some(answer),
+            Err(e) => last_error = Some(e),
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         tokio::time::sleep(remaining.min(Duration::from_secs(1))).await;
