@@ -19,7 +19,9 @@ async fn kapi(server: &TestServer, args: &[&str]) -> (i32, String, String) {
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
-    let out = within(Duration::from_secs(60), &format!("kapi {args:?}"), fut).await.expect("spawn kapi");
+    let out = within(Duration::from_secs(60), &format!("kapi {args:?}"), fut)
+        .await
+        .expect("spawn kapi");
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8(out.stdout).unwrap(),
@@ -32,7 +34,9 @@ async fn identity_lease(server: &TestServer) -> Lease {
     let api: Api<Lease> = Api::namespaced(server.client().await, "kube-system");
     within(Duration::from_secs(30), "identity lease", async {
         loop {
-            let list = api.list(&ListParams::default().labels("apiserver.kubernetes.io/identity")).await;
+            let list = api
+                .list(&ListParams::default().labels("apiserver.kubernetes.io/identity"))
+                .await;
             if let Some(l) = list.ok().and_then(|l| l.items.into_iter().next()) {
                 break l;
             }
@@ -56,20 +60,41 @@ fn is_age(s: &str) -> bool {
 
 #[tokio::test]
 async fn leases_outputs_match_the_identity_lease() {
-    let server = TestServer::start_with(Options::default().args(["--hostname-override", "node-1"])).await;
+    let server =
+        TestServer::start_with(Options::default().args(["--hostname-override", "node-1"])).await;
     let lease = identity_lease(&server).await;
     let name = lease.metadata.name.clone().unwrap();
-    assert_eq!(name, "apiserver-lgabes5ywnaqeagh5dny4zlzs4", "ID derived from hostname node-1");
+    assert_eq!(
+        name, "apiserver-lgabes5ywnaqeagh5dny4zlzs4",
+        "ID derived from hostname node-1"
+    );
     let spec = lease.spec.clone().unwrap();
     let holder = spec.holder_identity.clone().unwrap();
 
     let (code, out, err) = kapi(&server, &["leases"]).await;
     assert_eq!(code, 0, "{err}");
-    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
-    assert_eq!(rows[0], ["NAME", "COMPONENT", "HOLDER", "HOSTNAME", "RENEWED", "EXPIRES", "STATE"]);
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
+    assert_eq!(
+        rows[0],
+        [
+            "NAME",
+            "COMPONENT",
+            "HOLDER",
+            "HOSTNAME",
+            "RENEWED",
+            "EXPIRES",
+            "STATE"
+        ]
+    );
     assert_eq!(rows.len(), 2, "{out}");
     let r = &rows[1];
-    assert_eq!(r[..4], [name.as_str(), "kube-apiserver", holder.as_str(), "node-1"]);
+    assert_eq!(
+        r[..4],
+        [name.as_str(), "kube-apiserver", holder.as_str(), "node-1"]
+    );
     assert!(is_age(r[4]), "RENEWED {:?}", r[4]);
     assert_eq!(r[5], "in");
     assert!(is_age(r[6]), "EXPIRES {:?}", r[6]);
@@ -108,9 +133,25 @@ async fn leases_outputs_match_the_identity_lease() {
     assert_eq!(out, format!("lease.coordination.k8s.io/{name}\n"));
 
     let (code, out, err) = kapi(&server, &["leases", "--component", "nope"]).await;
-    assert_eq!((code, out.as_str()), (0, "NAME   COMPONENT   HOLDER   HOSTNAME   RENEWED   EXPIRES   STATE\n"));
+    assert_eq!(
+        (code, out.as_str()),
+        (
+            0,
+            "NAME   COMPONENT   HOLDER   HOSTNAME   RENEWED   EXPIRES   STATE\n"
+        )
+    );
     assert_eq!(err, "No leases found in kube-system.\n");
-    let (_, out, _) = kapi(&server, &["leases", "-l", "kubernetes.io/hostname=node-1", "-o", "name"]).await;
+    let (_, out, _) = kapi(
+        &server,
+        &[
+            "leases",
+            "-l",
+            "kubernetes.io/hostname=node-1",
+            "-o",
+            "name",
+        ],
+    )
+    .await;
     assert_eq!(out, format!("lease.coordination.k8s.io/{name}\n"));
 }
 
@@ -126,21 +167,62 @@ async fn leases_all_shows_locks_and_fail_on_expired() {
                  "strategy": "OldestEmulationVersion", "preferredHolder": "node-1_99"}
     }))
     .unwrap();
-    within(Duration::from_secs(10), "create lock", api.create(&PostParams::default(), &lock)).await.unwrap();
+    within(
+        Duration::from_secs(10),
+        "create lock",
+        api.create(&PostParams::default(), &lock),
+    )
+    .await
+    .unwrap();
 
     let (code, out, err) = kapi(&server, &["leases", "--all", "-o", "wide"]).await;
     assert_eq!(code, 0, "{err}");
     let header: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(
         header,
-        ["NAME", "TYPE", "COMPONENT", "HOLDER", "HOSTNAME", "RENEWED", "EXPIRES", "STATE", "STRATEGY",
-         "PREFERRED-HOLDER", "PEER-ADDRESS", "DURATION", "TRANSITIONS"]
+        [
+            "NAME",
+            "TYPE",
+            "COMPONENT",
+            "HOLDER",
+            "HOSTNAME",
+            "RENEWED",
+            "EXPIRES",
+            "STATE",
+            "STRATEGY",
+            "PREFERRED-HOLDER",
+            "PEER-ADDRESS",
+            "DURATION",
+            "TRANSITIONS"
+        ]
     );
-    let row: Vec<&str> = out.lines().find(|l| l.starts_with("kube-scheduler ")).unwrap().split_whitespace().collect();
-    assert_eq!(row[..5], ["kube-scheduler", "leader-election", "<none>", "node-2_1234", "<none>"]);
+    let row: Vec<&str> = out
+        .lines()
+        .find(|l| l.starts_with("kube-scheduler "))
+        .unwrap()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row[..5],
+        [
+            "kube-scheduler",
+            "leader-election",
+            "<none>",
+            "node-2_1234",
+            "<none>"
+        ]
+    );
     assert_eq!(
         row[7..],
-        ["ago", "Expired", "OldestEmulationVersion", "node-1_99", "<none>", "15s", "3"]
+        [
+            "ago",
+            "Expired",
+            "OldestEmulationVersion",
+            "node-1_99",
+            "<none>",
+            "15s",
+            "3"
+        ]
     );
 
     let (code, _, _) = kapi(&server, &["leases", "--fail-on-expired"]).await;
@@ -152,7 +234,9 @@ async fn leases_all_shows_locks_and_fail_on_expired() {
 
 #[tokio::test]
 async fn leases_watch_prints_renewals() {
-    let server = TestServer::start_with(Options::default().args(["--identity-lease-renew-interval", "1s"])).await;
+    let server =
+        TestServer::start_with(Options::default().args(["--identity-lease-renew-interval", "1s"]))
+            .await;
     identity_lease(&server).await;
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
         .args(["leases", "--watch", "-o", "json"])
@@ -165,16 +249,27 @@ async fn leases_watch_prints_renewals() {
     // The listing first, then one document per renewal: collect renewTimes until two differ
     // from the listing's.
     let mut renew_times = Vec::new();
-    within(Duration::from_secs(30), "two renewals seen by --watch", async {
-        while renew_times.len() < 3 {
-            let line = lines.next_line().await.unwrap().expect("kapi leases --watch ended");
-            if let Some(t) = line.trim().strip_prefix("\"renewTime\": \"") {
-                renew_times.push(t.trim_end_matches("\",").to_string());
+    within(
+        Duration::from_secs(30),
+        "two renewals seen by --watch",
+        async {
+            while renew_times.len() < 3 {
+                let line = lines
+                    .next_line()
+                    .await
+                    .unwrap()
+                    .expect("kapi leases --watch ended");
+                if let Some(t) = line.trim().strip_prefix("\"renewTime\": \"") {
+                    renew_times.push(t.trim_end_matches("\",").to_string());
+                }
             }
-        }
-    })
+        },
+    )
     .await;
-    assert!(renew_times[0] < renew_times[1] && renew_times[1] < renew_times[2], "{renew_times:?}");
+    assert!(
+        renew_times[0] < renew_times[1] && renew_times[1] < renew_times[2],
+        "{renew_times:?}"
+    );
     child.kill().await.unwrap();
 }
 
@@ -186,7 +281,8 @@ async fn candidates_joined_with_their_lease() {
         &kube::core::GroupVersionKind::gvk("coordination.k8s.io", "v1beta1", "LeaseCandidate"),
         "leasecandidates",
     );
-    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), "kube-system", &ar);
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(client.clone(), "kube-system", &ar);
     let now = Utc::now().format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string();
     for (name, emulation) in [("demo-a", "1.32.0"), ("demo-b", "1.33.0")] {
         let obj: kube::api::DynamicObject = serde_json::from_value(serde_json::json!({
@@ -196,7 +292,13 @@ async fn candidates_joined_with_their_lease() {
                      "strategy": "OldestEmulationVersion", "renewTime": now}
         }))
         .unwrap();
-        within(Duration::from_secs(10), "create candidate", api.create(&PostParams::default(), &obj)).await.unwrap();
+        within(
+            Duration::from_secs(10),
+            "create candidate",
+            api.create(&PostParams::default(), &obj),
+        )
+        .await
+        .unwrap();
     }
 
     let (code, out, err) = kapi(&server, &["candidates", "--lease", "demo", "-o", "json"]).await;
@@ -212,14 +314,42 @@ async fn candidates_joined_with_their_lease() {
     assert_eq!(c["strategy"], "OldestEmulationVersion");
     assert_eq!(json["candidates"][1]["name"], "demo-b");
 
-    let (code, out, _) = kapi(&server, &["candidates", "-n", "kube-system", "--lease", "demo"]).await;
+    let (code, out, _) = kapi(
+        &server,
+        &["candidates", "-n", "kube-system", "--lease", "demo"],
+    )
+    .await;
     assert_eq!(code, 0);
-    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split_whitespace().collect()).collect();
+    let rows: Vec<Vec<&str>> = out
+        .lines()
+        .map(|l| l.split_whitespace().collect())
+        .collect();
     assert_eq!(
         rows[0],
-        ["NAMESPACE", "LEASE", "CANDIDATE", "BINARY", "EMULATION", "STRATEGY", "RENEWED", "PINGED", "LEADER", "PREFERRED"]
+        [
+            "NAMESPACE",
+            "LEASE",
+            "CANDIDATE",
+            "BINARY",
+            "EMULATION",
+            "STRATEGY",
+            "RENEWED",
+            "PINGED",
+            "LEADER",
+            "PREFERRED"
+        ]
     );
-    assert_eq!(rows[1][..6], ["kube-system", "demo", "demo-a", "1.33.0", "1.32.0", "OldestEmulationVersion"]);
+    assert_eq!(
+        rows[1][..6],
+        [
+            "kube-system",
+            "demo",
+            "demo-a",
+            "1.33.0",
+            "1.32.0",
+            "OldestEmulationVersion"
+        ]
+    );
     assert!(is_age(rows[1][6]), "{out}");
 
     // The coordinated-leader-election controller elects the oldest emulation version: demo-a.
@@ -237,7 +367,18 @@ async fn candidates_joined_with_their_lease() {
     assert_eq!(leader["leases"][0]["name"], "demo");
     assert_eq!(leader["leases"][0]["holderIdentity"], "demo-a");
     assert_eq!(leader["candidates"][1]["leader"], false);
-    let (_, out, _) = kapi(&server, &["candidates", "--lease", "demo", "--no-headers", "-o", "wide"]).await;
+    let (_, out, _) = kapi(
+        &server,
+        &[
+            "candidates",
+            "--lease",
+            "demo",
+            "--no-headers",
+            "-o",
+            "wide",
+        ],
+    )
+    .await;
     let a: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
     assert_eq!(a.last(), Some(&"demo-a"), "HOLDER column: {out}");
     assert!(a.contains(&"*"), "LEADER mark: {out}");

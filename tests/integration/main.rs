@@ -8,5 +8,6 @@ mod health;
 mod hooks;
 mod inspect;
 mod inspect_leases;
+mod inspect_replicas;
 mod layering;
 mod shutdown;
