@@ -2,9 +2,12 @@
 //! authenticated user, and the per-request context handed from the chain to the endpoints.
 //! May use: nothing internal (k8s-openapi, serde, http).
 
+pub mod gvk;
 pub mod request_info;
+pub mod selectors;
 pub mod status;
 
+pub use gvk::{GroupVersionKind, GroupVersionResource};
 pub use request_info::RequestInfo;
 pub use status::{Status, StatusCause, StatusDetails};
 

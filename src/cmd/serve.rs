@@ -132,7 +132,10 @@ impl controllers::PeerEndpointStore for StoragePeerStore {
 /// First SIGINT/SIGTERM cancels `cancel`; a second one exits at once (SetupSignalContext).
 async fn watch_signals(cancel: CancellationToken) {
     use tokio::signal::unix::{signal, SignalKind};
-    let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
         tracing::error!("cannot install signal handlers");
         return;
     };

@@ -1,6 +1,16 @@
 //! HTTP ↔ REST translation (pkg/endpoints): discovery, handlers, negotiation, Status errors.
 //! May use: registry, api.
 
+pub mod apply;
+mod discovery;
+mod handlers;
+mod negotiate;
+pub mod openapi;
+pub mod patch;
+pub mod protobuf;
+mod query;
+mod status;
+
 use crate::api::{Body, RequestContext, Status};
 use crate::registry::Registry;
 use bytes::Bytes;
@@ -8,20 +18,42 @@ use std::sync::Arc;
 
 /// The API installed on the server: everything under /api, /apis and /openapi.
 pub struct ApiServer {
-    #[allow(dead_code)]
     registry: Arc<Registry>,
+    discovery: discovery::Discovery,
 }
 
 impl ApiServer {
     /// Installs every served group over the registry.
     pub fn new(registry: Arc<Registry>) -> Self {
-        ApiServer { registry }
+        let discovery = discovery::Discovery::new(&registry);
+        ApiServer { registry, discovery }
     }
 
     /// Serves one authenticated, authorized request whose body was read already
     /// (bounded by the chain). Unknown paths answer 404 Status.
     pub async fn handle(&self, req: http::Request<Bytes>, ctx: RequestContext) -> http::Response<Body> {
-        let _ = (req, ctx);
-        Status::not_found_path().into_response()
+        let path = req.uri().path();
+        if path == "/openapi" || path.starts_with("/openapi/") {
+            // Wiring point: endpoints::openapi::handle(path, headers) once it is built.
+            return Status::not_found_path().into_response();
+        }
+        if let Some(resp) = self.discovery.serve(path, req.headers()) {
+            return resp;
+        }
+        let info = &ctx.info;
+        if !info.is_resource_request {
+            return Status::not_found_path().into_response();
+        }
+        let Some(resource) = self.registry.lookup(&info.api_group, &info.api_version, &info.resource) else {
+            return Status::not_found_path().into_response();
+        };
+        let r = handlers::Req {
+            headers: req.headers(),
+            body: req.body(),
+            query: query::Query::parse(req.uri().query()),
+            ctx: &ctx,
+            out: negotiate::output(req.headers()),
+        };
+        handlers::dispatch(resource, r).await
     }
 }

@@ -86,11 +86,20 @@ impl TokenAuthenticator {
                 continue;
             }
             if record.len() < 3 {
-                return Err(TokenFileError::TooFewColumns { line, found: record.len() });
+                return Err(TokenFileError::TooFewColumns {
+                    line,
+                    found: record.len(),
+                });
             }
             let groups = record
                 .get(3)
-                .map(|g| g.split(',').map(str::trim).filter(|g| !g.is_empty()).map(String::from).collect())
+                .map(|g| {
+                    g.split(',')
+                        .map(str::trim)
+                        .filter(|g| !g.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
                 .unwrap_or_default();
             let user = UserInfo {
                 name: record[1].to_string(),
@@ -129,7 +138,11 @@ impl Authenticator {
         x509: Option<Arc<dyn ClientCertVerifier>>,
         anonymous: bool,
     ) -> Self {
-        Authenticator { tokens, x509, anonymous }
+        Authenticator {
+            tokens,
+            x509,
+            anonymous,
+        }
     }
 
     /// Authenticates a request: any credential that verifies wins; presented credentials that
@@ -169,10 +182,17 @@ impl Authenticator {
         };
         verifier
             .verify_client_cert(&chain[0], &chain[1..], UnixTime::now())
-            .map_err(|source| Error::InvalidCertificate { subject: subject.0.clone(), source })?;
+            .map_err(|source| Error::InvalidCertificate {
+                subject: subject.0.clone(),
+                source,
+            })?;
         let (_, cn, orgs) = subject;
         let name = cn.ok_or(Error::NoCommonName)?;
-        Ok(UserInfo { name, groups: orgs, ..UserInfo::default() })
+        Ok(UserInfo {
+            name,
+            groups: orgs,
+            ..UserInfo::default()
+        })
     }
 }
 
@@ -195,7 +215,11 @@ fn subject_of(cert: &CertificateDer<'_>) -> (String, Option<String>, Vec<String>
     match x509_parser::parse_x509_certificate(cert) {
         Ok((_, parsed)) => {
             let subject = parsed.subject();
-            let cn = subject.iter_common_name().next().and_then(|a| a.as_str().ok()).map(String::from);
+            let cn = subject
+                .iter_common_name()
+                .next()
+                .and_then(|a| a.as_str().ok())
+                .map(String::from);
             let orgs = subject
                 .iter_organization()
                 .filter_map(|a| a.as_str().ok())
@@ -224,7 +248,10 @@ mod tests {
         assert_eq!(alice.name, "alice");
         assert_eq!(alice.groups, vec!["dev", "ops", "system:authenticated"]);
         headers.insert(http::header::AUTHORIZATION, "Bearer nope".parse().unwrap());
-        assert!(matches!(authn.authenticate(&headers, None), Err(Error::InvalidToken)));
+        assert!(matches!(
+            authn.authenticate(&headers, None),
+            Err(Error::InvalidToken)
+        ));
     }
 
     #[test]

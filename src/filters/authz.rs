@@ -25,10 +25,12 @@ pub struct AllowAuthenticated;
 
 /// Whether a path is readable without credentials (health probes and /version).
 pub fn is_public_path(path: &str) -> bool {
-    ["/healthz", "/livez", "/readyz"]
-        .iter()
-        .any(|p| path == *p || path.strip_prefix(p).is_some_and(|rest| rest.starts_with('/')))
-        || path == "/version"
+    ["/healthz", "/livez", "/readyz"].iter().any(|p| {
+        path == *p
+            || path
+                .strip_prefix(p)
+                .is_some_and(|rest| rest.starts_with('/'))
+    }) || path == "/version"
         || path == "/version/"
 }
 
@@ -37,7 +39,10 @@ impl Authorizer for AllowAuthenticated {
         if !user.is_anonymous() || (!info.is_resource_request && is_public_path(&info.path)) {
             Decision::Allow
         } else {
-            Decision::Deny(format!("user {:?} may not {} {:?}", user.name, info.verb, info.path))
+            Decision::Deny(format!(
+                "user {:?} may not {} {:?}",
+                user.name, info.verb, info.path
+            ))
         }
     }
 }
@@ -51,12 +56,26 @@ mod tests {
         let anon = UserInfo::anonymous();
         let get = |p: &str| RequestInfo::parse(&http::Method::GET, p, None);
         for ok in ["/livez", "/readyz/shutdown", "/healthz", "/version"] {
-            assert_eq!(AllowAuthenticated.authorize(&anon, &get(ok)), Decision::Allow, "{ok}");
+            assert_eq!(
+                AllowAuthenticated.authorize(&anon, &get(ok)),
+                Decision::Allow,
+                "{ok}"
+            );
         }
         for no in ["/api", "/api/v1/namespaces", "/livezz", "/metrics"] {
-            assert_ne!(AllowAuthenticated.authorize(&anon, &get(no)), Decision::Allow, "{no}");
+            assert_ne!(
+                AllowAuthenticated.authorize(&anon, &get(no)),
+                Decision::Allow,
+                "{no}"
+            );
         }
-        let user = UserInfo { name: "alice".into(), ..Default::default() };
-        assert_eq!(AllowAuthenticated.authorize(&user, &get("/api")), Decision::Allow);
+        let user = UserInfo {
+            name: "alice".into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            AllowAuthenticated.authorize(&user, &get("/api")),
+            Decision::Allow
+        );
     }
 }

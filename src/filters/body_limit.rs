@@ -26,7 +26,11 @@ where
         Err(err) if err.is::<http_body_util::LengthLimitError>() => {
             Err(Status::request_entity_too_large(limit))
         }
-        Err(err) => Err(Status::failure(400, "BadRequest", format!("error reading request body: {err}"))),
+        Err(err) => Err(Status::failure(
+            400,
+            "BadRequest",
+            format!("error reading request body: {err}"),
+        )),
     }
 }
 
@@ -37,9 +41,17 @@ mod tests {
     #[tokio::test]
     async fn over_limit_is_413() {
         let body = http_body_util::Full::new(Bytes::from(vec![0u8; 11]));
-        let err = collect(body, &http::HeaderMap::new(), 10).await.unwrap_err();
+        let err = collect(body, &http::HeaderMap::new(), 10)
+            .await
+            .unwrap_err();
         assert_eq!(err.code, 413);
         let body = http_body_util::Full::new(Bytes::from(vec![0u8; 10]));
-        assert_eq!(collect(body, &http::HeaderMap::new(), 10).await.unwrap().len(), 10);
+        assert_eq!(
+            collect(body, &http::HeaderMap::new(), 10)
+                .await
+                .unwrap()
+                .len(),
+            10
+        );
     }
 }

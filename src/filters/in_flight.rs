@@ -6,6 +6,17 @@ use crate::api::{RequestInfo, Status, UserInfo};
 use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
+/// The budget of the request's kind is exhausted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TooManyRequests;
+
+impl TooManyRequests {
+    /// The 429 Status (with Retry-After) to answer.
+    pub fn to_status(self) -> Status {
+        Status::too_many_requests()
+    }
+}
+
 /// The two in-flight budgets.
 #[derive(Debug, Clone)]
 pub struct MaxInFlight {
@@ -23,19 +34,23 @@ impl MaxInFlight {
     }
 
     /// Takes a slot for the request (held until the response is produced), `Ok(None)` when
-    /// exempt, or the 429 Status to answer.
+    /// exempt, or [`TooManyRequests`].
     pub fn try_acquire(
         &self,
         info: &RequestInfo,
         user: &UserInfo,
-    ) -> Result<Option<OwnedSemaphorePermit>, Status> {
+    ) -> Result<Option<OwnedSemaphorePermit>, TooManyRequests> {
         if info.is_long_running() || user.groups.iter().any(|g| g == "system:masters") {
             return Ok(None);
         }
-        let budget = if info.is_mutating() { &self.mutating } else { &self.read_only };
+        let budget = if info.is_mutating() {
+            &self.mutating
+        } else {
+            &self.read_only
+        };
         match budget.clone().try_acquire_owned() {
             Ok(permit) => Ok(Some(permit)),
-            Err(_) => Err(Status::too_many_requests()),
+            Err(_) => Err(TooManyRequests),
         }
     }
 }
@@ -48,11 +63,24 @@ mod tests {
     fn over_limit_is_429_and_masters_exempt() {
         let limits = MaxInFlight::new(1, 1);
         let info = RequestInfo::parse(&http::Method::GET, "/api/v1/pods", None);
-        let user = UserInfo { name: "u".into(), ..Default::default() };
+        let user = UserInfo {
+            name: "u".into(),
+            ..Default::default()
+        };
         let held = limits.try_acquire(&info, &user).unwrap();
         assert!(held.is_some());
-        assert_eq!(limits.try_acquire(&info, &user).unwrap_err().code, 429);
-        let admin = UserInfo { groups: vec!["system:masters".into()], ..user.clone() };
+        assert_eq!(
+            limits
+                .try_acquire(&info, &user)
+                .unwrap_err()
+                .to_status()
+                .code,
+            429
+        );
+        let admin = UserInfo {
+            groups: vec!["system:masters".into()],
+            ..user.clone()
+        };
         assert!(limits.try_acquire(&info, &admin).unwrap().is_none());
         drop(held);
         assert!(limits.try_acquire(&info, &user).unwrap().is_some());

@@ -1,18 +1,130 @@
 //! REST semantics over storage (pkg/registry): one generic store plus per-resource strategies.
 //! Sees no HTTP types. May use: storage, api.
 
+pub mod error;
+pub mod resources;
+pub mod store;
+pub mod store_list;
+pub mod strategy;
+pub mod validation;
+
+pub use error::{Error, FieldError, Result};
+pub use resources::reviews::Review;
+pub use store::{DeleteOptions, GenericStore, Transform, WriteResult};
+pub use store_list::{ListOptions, ListResult, WatchEvent};
+pub use strategy::{Column, ResourceInfo, Strategy};
+
+use crate::api::UserInfo;
 use crate::storage::Storage;
 use std::sync::Arc;
 
+/// The Conflict reason of a stale resourceVersion (OptimisticLockErrorMsg).
+pub const OPTIMISTIC_LOCK_MSG: &str =
+    "the object has been modified; please apply your changes to the latest version and try again";
+
+/// The default key prefix (`--etcd-prefix` default of kube-apiserver).
+pub const DEFAULT_PREFIX: &str = "/registry";
+
+/// fieldValidation of a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FieldValidation {
+    /// Unknown fields are dropped silently.
+    Ignore,
+    /// Unknown fields are dropped with a warning (the default).
+    #[default]
+    Warn,
+    /// Unknown fields fail the request.
+    Strict,
+}
+
+/// Per-request inputs of a registry call (the request context of k8s, minus HTTP).
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// Namespace of the request ("" for cluster-scoped or all namespaces).
+    pub namespace: String,
+    /// The requesting user.
+    pub user: UserInfo,
+    /// dryRun=All.
+    pub dry_run: bool,
+    /// fieldValidation.
+    pub field_validation: FieldValidation,
+}
+
+/// A served resource.
+pub enum Resource {
+    /// Stored in the generic store.
+    Stored(Arc<GenericStore>),
+    /// A create-only review, answered from the request.
+    Review(Review),
+}
+
+impl Resource {
+    /// Discovery info.
+    pub fn info(&self) -> &'static ResourceInfo {
+        match self {
+            Resource::Stored(s) => s.strategy().info(),
+            Resource::Review(r) => r.info(),
+        }
+    }
+}
+
 /// Every served resource, over one store.
 pub struct Registry {
-    #[allow(dead_code)]
-    storage: Arc<dyn Storage>,
+    resources: Vec<Resource>,
 }
 
 impl Registry {
-    /// Builds the registry of all served resources over `storage`.
+    /// Builds the registry of all served resources over `storage`, keys under `/registry`.
     pub fn new(storage: Arc<dyn Storage>) -> Self {
-        Registry { storage }
+        Registry::with_prefix(storage, DEFAULT_PREFIX)
+    }
+
+    /// Builds the registry with keys under `prefix` (`--etcd-prefix`).
+    pub fn with_prefix(storage: Arc<dyn Storage>, prefix: &str) -> Self {
+        use resources::*;
+        let stored = |strategy: Arc<dyn Strategy>, key_root: &'static str| {
+            Resource::Stored(Arc::new(GenericStore::new(Arc::clone(&storage), prefix, strategy, key_root)))
+        };
+        let resources = vec![
+            stored(Arc::new(namespaces::Namespaces), "namespaces"),
+            stored(Arc::new(configmaps::ConfigMaps), "configmaps"),
+            stored(Arc::new(secrets::Secrets), "secrets"),
+            stored(Arc::new(serviceaccounts::ServiceAccounts), "serviceaccounts"),
+            stored(Arc::new(events::CoreEvents), "events"),
+            stored(Arc::new(events::Events), "events"),
+            stored(Arc::new(leases::Leases), "leases"),
+            stored(Arc::new(leasecandidates::LeaseCandidates), "leasecandidates"),
+            Resource::Review(Review::Subject),
+            Resource::Review(Review::Access),
+        ];
+        Registry { resources }
+    }
+
+    /// All resources, in discovery order.
+    pub fn resources(&self) -> &[Resource] {
+        &self.resources
+    }
+
+    /// The resource served at group/version/resource.
+    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&Resource> {
+        self.resources.iter().find(|r| {
+            let i = r.info();
+            i.group == group && i.version == version && i.resource == resource
+        })
+    }
+
+    /// Served group versions in discovery order: (group, version).
+    pub fn group_versions(&self) -> Vec<(&'static str, &'static str)> {
+        let mut out: Vec<(&'static str, &'static str)> = Vec::new();
+        for r in &self.resources {
+            let i = r.info();
+            if !out.contains(&(i.group, i.version)) {
+                out.push((i.group, i.version));
+            }
+        }
+        out
     }
 }
+
+#[cfg(test)]
+mod tests;

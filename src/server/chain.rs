@@ -11,6 +11,7 @@ use crate::filters::authz::{Authorizer, Decision};
 use crate::filters::{body_limit, in_flight::MaxInFlight, panic, timeout};
 use bytes::Bytes;
 use std::sync::Arc;
+use tracing::Instrument;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +34,10 @@ pub struct Chain {
 }
 
 /// Serves one request through every filter, in order.
-pub async fn handle(chain: Arc<Chain>, req: http::Request<hyper::body::Incoming>) -> http::Response<Body> {
+pub async fn handle(
+    chain: Arc<Chain>,
+    req: http::Request<hyper::body::Incoming>,
+) -> http::Response<Body> {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let started = tokio::time::Instant::now();
     let resp = panic::recover(&method, &path, async move {
@@ -58,27 +62,51 @@ pub async fn handle(chain: Arc<Chain>, req: http::Request<hyper::body::Incoming>
 
         let _permit = match chain.in_flight.try_acquire(&info, &user) {
             Ok(permit) => permit,
-            Err(status) => return status.into_response(),
+            Err(busy) => return busy.to_status().into_response(),
         };
 
         let limit = (!info.is_long_running()).then_some(chain.request_timeout);
-        timeout::with_timeout(limit, async move {
+        let span = tracing::debug_span!(
+            "request",
+            verb = %info.verb,
+            resource = %info.resource,
+            ns = %info.namespace,
+            name = %info.name,
+            user = %user.name,
+        );
+        let handler = async move {
             let (parts, body) = req.into_parts();
-            let body = match body_limit::collect(body, &parts.headers, body_limit::MAX_REQUEST_BODY_BYTES).await {
-                Ok(body) => body,
-                Err(status) => return status.into_response(),
-            };
+            let body =
+                match body_limit::collect(body, &parts.headers, body_limit::MAX_REQUEST_BODY_BYTES)
+                    .await
+                {
+                    Ok(body) => body,
+                    Err(status) => return status.into_response(),
+                };
             let req = http::Request::from_parts(parts, body);
-            route(&chain, req, RequestContext { info, user, shutdown: chain.shutdown.clone() }).await
-        })
-        .await
+            route(
+                &chain,
+                req,
+                RequestContext {
+                    info,
+                    user,
+                    shutdown: chain.shutdown.clone(),
+                },
+            )
+            .await
+        };
+        timeout::with_timeout(limit, handler.instrument(span)).await
     })
     .await;
     tracing::debug!(%method, %path, code = resp.status().as_u16(), latency = ?started.elapsed(), "request");
     resp
 }
 
-async fn route(chain: &Chain, req: http::Request<Bytes>, ctx: RequestContext) -> http::Response<Body> {
+async fn route(
+    chain: &Chain,
+    req: http::Request<Bytes>,
+    ctx: RequestContext,
+) -> http::Response<Body> {
     let path = req.uri().path();
     if Health::owns(path) {
         if let Some(resp) = chain.health.serve(path, req.uri().query()).await {

@@ -62,15 +62,24 @@ impl Config {
     /// Loads certificates, binds the listener, writes the admin kubeconfig and opens storage.
     pub async fn load(options: ServerOptions) -> Result<Config, Error> {
         let s = &options.serving;
-        let hostname = options.controllers.hostname_override.clone().unwrap_or_else(|| {
-            hostname::get().ok().and_then(|h| h.into_string().ok()).unwrap_or_default()
-        });
+        let hostname = options
+            .controllers
+            .hostname_override
+            .clone()
+            .unwrap_or_else(|| {
+                hostname::get()
+                    .ok()
+                    .and_then(|h| h.into_string().ok())
+                    .unwrap_or_default()
+            });
         pki::create_private_dir(&s.data_dir)?;
         let pki = pki::load(s, &hostname)?;
         let tokens = match &s.token_auth_file {
             Some(path) => {
-                let data = std::fs::read(path).map_err(|e| Error::ReadTokenFile(path.clone(), e))?;
-                TokenAuthenticator::from_csv(&data).map_err(|e| Error::TokenFile(path.clone(), e))?
+                let data =
+                    std::fs::read(path).map_err(|e| Error::ReadTokenFile(path.clone(), e))?;
+                TokenAuthenticator::from_csv(&data)
+                    .map_err(|e| Error::TokenFile(path.clone(), e))?
             }
             None => TokenAuthenticator::default(),
         };
@@ -79,11 +88,23 @@ impl Config {
         let local_addr = listener.local_addr().map_err(|e| Error::Bind(addr, e))?;
         let kubeconfig_path = absolute(&s.data_dir.join("admin.kubeconfig"));
         let kubeconfig = admin_kubeconfig(&client_url(local_addr), &pki);
-        pki::write_file(&kubeconfig_path, kubeconfig.as_bytes(), 0o600).map_err(Error::Kubeconfig)?;
+        pki::write_file(&kubeconfig_path, kubeconfig.as_bytes(), 0o600)
+            .map_err(Error::Kubeconfig)?;
 
-        let storage = storage::open(storage_config(&options)).await.map_err(Error::Storage)?;
+        let storage = storage::open(storage_config(&options))
+            .await
+            .map_err(Error::Storage)?;
         let api = Arc::new(ApiServer::new(Arc::new(Registry::new(storage.clone()))));
-        Ok(Config { options, pki, listener, local_addr, storage, api, tokens, kubeconfig_path })
+        Ok(Config {
+            options,
+            pki,
+            listener,
+            local_addr,
+            storage,
+            api,
+            tokens,
+            kubeconfig_path,
+        })
     }
 
     /// Absolute path of the written admin kubeconfig.
@@ -121,8 +142,17 @@ impl Config {
             },
         );
         let verifier = listener::client_verifier(&config.pki)?;
-        let tls = listener::server_config(&config.pki, verifier.clone(), config.options.serving.disable_http2)?;
-        Ok(CompletedConfig { config, loopback, verifier, tls })
+        let tls = listener::server_config(
+            &config.pki,
+            verifier.clone(),
+            config.options.serving.disable_http2,
+        )?;
+        Ok(CompletedConfig {
+            config,
+            loopback,
+            verifier,
+            tls,
+        })
     }
 }
 
@@ -164,7 +194,9 @@ fn absolute(path: &Path) -> PathBuf {
 /// The URL local clients use: loopback when bound to an unspecified or loopback address.
 pub(super) fn client_url(addr: SocketAddr) -> String {
     let ip = match addr.ip() {
-        IpAddr::V4(ip) if ip.is_unspecified() || ip.is_loopback() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        IpAddr::V4(ip) if ip.is_unspecified() || ip.is_loopback() => {
+            IpAddr::V4(Ipv4Addr::LOCALHOST)
+        }
         IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
         IpAddr::V6(ip) if ip.is_loopback() => IpAddr::V6(Ipv6Addr::LOCALHOST),
         ip => ip,
@@ -198,14 +230,17 @@ fn loopback_client(url: &str, pki: &Pki, token: &str) -> Result<kube::Client, Er
     use tower::ServiceBuilder;
     let boxed = |e: &dyn std::fmt::Display| Error::Loopback(e.to_string().into());
     let mut roots = rustls::RootCertStore::empty();
-    roots.add(pki.loopback.chain[0].clone()).map_err(|e| boxed(&e))?;
+    roots
+        .add(pki.loopback.chain[0].clone())
+        .map_err(|e| boxed(&e))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let tls = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| boxed(&e))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    let name = rustls::pki_types::ServerName::try_from(LOOPBACK_SERVER_NAME).map_err(|e| boxed(&e))?;
+    let name =
+        rustls::pki_types::ServerName::try_from(LOOPBACK_SERVER_NAME).map_err(|e| boxed(&e))?;
     let connector = hyper_rustls::HttpsConnectorBuilder::new()
         .with_tls_config(tls)
         .https_only()
@@ -214,16 +249,22 @@ fn loopback_client(url: &str, pki: &Pki, token: &str) -> Result<kube::Client, Er
         .build();
     let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
         .build(connector);
-    let mut auth = http::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| boxed(&e))?;
+    let mut auth =
+        http::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| boxed(&e))?;
     auth.set_sensitive(true);
     let base: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| boxed(&e))?;
     let service = ServiceBuilder::new()
         .layer(kube::client::middleware::BaseUriLayer::new(base))
         .map_request(move |mut req: http::Request<kube::client::Body>| {
-            req.headers_mut().insert(http::header::AUTHORIZATION, auth.clone());
+            req.headers_mut()
+                .insert(http::header::AUTHORIZATION, auth.clone());
             req.headers_mut().insert(
                 http::header::USER_AGENT,
-                http::HeaderValue::from_static(concat!("kapi/", env!("CARGO_PKG_VERSION"), " (loopback)")),
+                http::HeaderValue::from_static(concat!(
+                    "kapi/",
+                    env!("CARGO_PKG_VERSION"),
+                    " (loopback)"
+                )),
             );
             req
         })
@@ -234,8 +275,15 @@ fn loopback_client(url: &str, pki: &Pki, token: &str) -> Result<kube::Client, Er
 fn storage_config(options: &ServerOptions) -> storage::Config {
     let s = &options.storage;
     let backend = match &s.backend {
-        Backend::Embedded => storage::BackendConfig::Embedded { dir: s.data_dir.join("store") },
-        Backend::Etcd { servers, ca_file, cert_file, key_file } => storage::BackendConfig::Etcd {
+        Backend::Embedded => storage::BackendConfig::Embedded {
+            dir: s.data_dir.join("store"),
+        },
+        Backend::Etcd {
+            servers,
+            ca_file,
+            cert_file,
+            key_file,
+        } => storage::BackendConfig::Etcd {
             servers: servers.clone(),
             ca_file: ca_file.clone(),
             cert_file: cert_file.clone(),

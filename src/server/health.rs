@@ -21,7 +21,10 @@ pub struct HealthCheck {
 impl HealthCheck {
     /// A check named `name` running `check`.
     pub fn new(name: impl Into<String>, check: CheckFn) -> Self {
-        HealthCheck { name: name.into(), check }
+        HealthCheck {
+            name: name.into(),
+            check,
+        }
     }
 
     /// A check that always passes (`ping`).
@@ -49,7 +52,10 @@ impl HealthCheck {
                 inner()
             }
         });
-        HealthCheck { name: self.name, check }
+        HealthCheck {
+            name: self.name,
+            check,
+        }
     }
 }
 
@@ -62,7 +68,11 @@ pub struct Endpoint {
 impl Endpoint {
     /// An endpoint named `name`; an empty list gets the single check `ping`, as upstream.
     pub fn new(name: &'static str, checks: Vec<HealthCheck>) -> Self {
-        let checks = if checks.is_empty() { vec![HealthCheck::ping()] } else { checks };
+        let checks = if checks.is_empty() {
+            vec![HealthCheck::ping()]
+        } else {
+            checks
+        };
         Endpoint { name, checks }
     }
 
@@ -91,11 +101,7 @@ impl Endpoint {
         for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
             match k.as_ref() {
                 "verbose" => verbose = true,
-                "exclude" => {
-                    if !excluded.iter().any(|e| *e == v) {
-                        excluded.push(v.into_owned());
-                    }
-                }
+                "exclude" if !excluded.iter().any(|e| *e == v) => excluded.push(v.into_owned()),
                 _ => {}
             }
         }
@@ -149,7 +155,9 @@ fn text(code: u16, body: String, nosniff: bool) -> http::Response<Body> {
     if nosniff {
         builder = builder.header("X-Content-Type-Options", "nosniff");
     }
-    builder.body(full_body(body)).unwrap_or_else(|_| http::Response::new(crate::api::empty_body()))
+    builder
+        .body(full_body(body))
+        .unwrap_or_else(|_| http::Response::new(crate::api::empty_body()))
 }
 
 /// The three health endpoints of a server.
@@ -159,7 +167,11 @@ pub struct Health {
 
 impl Health {
     /// Builds /healthz, /livez and /readyz from their check lists.
-    pub fn new(healthz: Vec<HealthCheck>, livez: Vec<HealthCheck>, readyz: Vec<HealthCheck>) -> Self {
+    pub fn new(
+        healthz: Vec<HealthCheck>,
+        livez: Vec<HealthCheck>,
+        readyz: Vec<HealthCheck>,
+    ) -> Self {
         Health {
             endpoints: [
                 Endpoint::new("healthz", healthz),
@@ -171,9 +183,9 @@ impl Health {
 
     /// Whether `path` belongs to a health endpoint (exact or a sub-path).
     pub fn owns(path: &str) -> bool {
-        ["/healthz", "/livez", "/readyz"].iter().any(|p| {
-            path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/'))
-        })
+        ["/healthz", "/livez", "/readyz"]
+            .iter()
+            .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
     }
 
     /// Serves a health path; `None` for unknown sub-paths (they fall through to 404).
@@ -193,7 +205,10 @@ mod tests {
     use http_body_util::BodyExt;
 
     fn failing(name: &str, reason: &'static str) -> HealthCheck {
-        HealthCheck::new(name, Arc::new(move || Box::pin(async move { Err(reason.to_string()) })))
+        HealthCheck::new(
+            name,
+            Arc::new(move || Box::pin(async move { Err(reason.to_string()) })),
+        )
     }
 
     fn ok(name: &str) -> HealthCheck {
@@ -203,7 +218,10 @@ mod tests {
     async fn get(e: &Endpoint, path: &str, query: Option<&str>) -> (u16, String, Option<String>) {
         let resp = e.serve(path, query).await.expect("served");
         let code = resp.status().as_u16();
-        let nosniff = resp.headers().get("x-content-type-options").map(|v| v.to_str().unwrap().to_string());
+        let nosniff = resp
+            .headers()
+            .get("x-content-type-options")
+            .map(|v| v.to_str().unwrap().to_string());
         let body = resp.into_body().collect().await.unwrap().to_bytes();
         (code, String::from_utf8(body.to_vec()).unwrap(), nosniff)
     }
@@ -228,13 +246,25 @@ mod tests {
 
     #[tokio::test]
     async fn failure_is_always_verbose_and_subpath_shows_reason() {
-        let e = Endpoint::new("livez", vec![HealthCheck::ping(), failing("poststarthook/x", "not finished")]);
+        let e = Endpoint::new(
+            "livez",
+            vec![
+                HealthCheck::ping(),
+                failing("poststarthook/x", "not finished"),
+            ],
+        );
         let (code, body, nosniff) = get(&e, "/livez", None).await;
         assert_eq!(code, 500);
-        assert_eq!(body, "[+]ping ok\n[-]poststarthook/x failed: reason withheld\nlivez check failed\n");
+        assert_eq!(
+            body,
+            "[+]ping ok\n[-]poststarthook/x failed: reason withheld\nlivez check failed\n"
+        );
         assert_eq!(nosniff.as_deref(), Some("nosniff"));
         let (code, body, _) = get(&e, "/livez/poststarthook/x", None).await;
-        assert_eq!((code, body.as_str()), (500, "internal server error: not finished\n"));
+        assert_eq!(
+            (code, body.as_str()),
+            (500, "internal server error: not finished\n")
+        );
         let (code, _, _) = get(&e, "/livez", Some("exclude=poststarthook/x")).await;
         assert_eq!(code, 200);
     }

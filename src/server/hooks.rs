@@ -91,12 +91,20 @@ impl Hooks {
         if self.post_start.iter().any(|e| e.name == name) {
             return Err(Error::Duplicate(name.into()));
         }
-        self.post_start.push(PostStartEntry { name: name.into(), hook, state: Arc::default() });
+        self.post_start.push(PostStartEntry {
+            name: name.into(),
+            hook,
+            state: Arc::default(),
+        });
         Ok(())
     }
 
     /// Registers a pre-shutdown hook (AddPreShutdownHook in k8s).
-    pub fn add_pre_shutdown_hook(&mut self, name: &str, hook: PreShutdownHookFn) -> Result<(), Error> {
+    pub fn add_pre_shutdown_hook(
+        &mut self,
+        name: &str,
+        hook: PreShutdownHookFn,
+    ) -> Result<(), Error> {
         if name.is_empty() {
             return Err(Error::MissingName);
         }
@@ -120,7 +128,10 @@ impl Hooks {
                 let check: CheckFn = Arc::new(move || {
                     let result = match state.lock() {
                         Ok(s) if s.done => Ok(()),
-                        Ok(s) => Err(s.last_error.clone().unwrap_or_else(|| "not finished".into())),
+                        Ok(s) => Err(s
+                            .last_error
+                            .clone()
+                            .unwrap_or_else(|| "not finished".into())),
                         Err(_) => Err("hook state poisoned".into()),
                     };
                     Box::pin(async move { result })
@@ -151,8 +162,12 @@ impl Hooks {
             };
             match result {
                 Ok(Ok(())) => tracing::info!(hook = %name, "pre-shutdown hook finished"),
-                Ok(Err(err)) => tracing::error!(hook = %name, error = %error_chain(&*err), "pre-shutdown hook failed"),
-                Err(panic) => tracing::error!(hook = %name, panic = %panic_message(&*panic), "pre-shutdown hook panicked"),
+                Ok(Err(err)) => {
+                    tracing::error!(hook = %name, error = %error_chain(&*err), "pre-shutdown hook failed")
+                }
+                Err(panic) => {
+                    tracing::error!(hook = %name, panic = %panic_message(&*panic), "pre-shutdown hook panicked")
+                }
             }
         }
     }
@@ -160,7 +175,12 @@ impl Hooks {
 
 /// Runs a post-start hook until it returns `Ok`, retrying errors and panics with capped
 /// exponential backoff. Ends early when the hook context is cancelled.
-async fn supervise(name: String, hook: PostStartHookFn, state: Arc<Mutex<HookState>>, ctx: HookContext) {
+async fn supervise(
+    name: String,
+    hook: PostStartHookFn,
+    state: Arc<Mutex<HookState>>,
+    ctx: HookContext,
+) {
     let mut backoff = BACKOFF_START;
     let mut attempt: u32 = 1;
     loop {
@@ -236,13 +256,22 @@ mod tests {
     #[test]
     fn registration_errors_match_kube_apiserver() {
         let mut hooks = Hooks::default();
-        assert_eq!(hooks.add_post_start_hook("", noop()), Err(Error::MissingName));
+        assert_eq!(
+            hooks.add_post_start_hook("", noop()),
+            Err(Error::MissingName)
+        );
         hooks.add_post_start_hook("a", noop()).unwrap();
         let dup = hooks.add_post_start_hook("a", noop()).unwrap_err();
-        assert_eq!(dup.to_string(), "unable to add \"a\" because it was already registered");
+        assert_eq!(
+            dup.to_string(),
+            "unable to add \"a\" because it was already registered"
+        );
         hooks.started = true;
         let late = hooks.add_post_start_hook("b", noop()).unwrap_err();
-        assert_eq!(late.to_string(), "unable to add \"b\" because PostStartHooks have already been called");
+        assert_eq!(
+            late.to_string(),
+            "unable to add \"b\" because PostStartHooks have already been called"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -274,8 +303,14 @@ mod tests {
         let checks = hooks.health_checks();
         assert_eq!(checks[0].name(), "poststarthook/flaky");
         assert_eq!(checks[0].run().await, Err("not finished".into()));
-        let client = kube::Client::try_from(kube::Config::new("https://127.0.0.1:1".parse().unwrap())).unwrap();
-        let ctx = HookContext { client, cancel: CancellationToken::new(), tasks: TaskTracker::new() };
+        let client =
+            kube::Client::try_from(kube::Config::new("https://127.0.0.1:1".parse().unwrap()))
+                .unwrap();
+        let ctx = HookContext {
+            client,
+            cancel: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+        };
         hooks.start(&ctx);
         tokio::time::sleep(Duration::from_millis(150)).await;
         let err = checks[0].run().await.unwrap_err();

@@ -19,7 +19,10 @@ use tokio_util::task::TaskTracker;
 pub enum Error {
     /// The accept loop ended on its own.
     #[error("stopped listening on {0} unexpectedly")]
-    ServeEnded(std::net::SocketAddr, #[source] Option<tokio::task::JoinError>),
+    ServeEnded(
+        std::net::SocketAddr,
+        #[source] Option<tokio::task::JoinError>,
+    ),
 }
 
 /// A server with health endpoints installed, ready to run.
@@ -39,7 +42,13 @@ impl PreparedServer {
         shutdown_initiated: CancellationToken,
         watch_shutdown: CancellationToken,
     ) -> Self {
-        PreparedServer { completed, hooks, chain, shutdown_initiated, watch_shutdown }
+        PreparedServer {
+            completed,
+            hooks,
+            chain,
+            shutdown_initiated,
+            watch_shutdown,
+        }
     }
 
     /// Serves until `cancel` fires, then shuts down gracefully.
@@ -47,14 +56,26 @@ impl PreparedServer {
     /// # Errors
     /// Only when the accept loop ends on its own; a requested stop returns `Ok`.
     pub async fn run(self, cancel: CancellationToken) -> Result<(), Error> {
-        let PreparedServer { completed, mut hooks, chain, shutdown_initiated, watch_shutdown } = self;
-        let CompletedConfig { config, loopback, tls, .. } = completed;
+        let PreparedServer {
+            completed,
+            mut hooks,
+            chain,
+            shutdown_initiated,
+            watch_shutdown,
+        } = self;
+        let CompletedConfig {
+            config,
+            loopback,
+            tls,
+            ..
+        } = completed;
         let opts = config.options;
         let addr = config.local_addr;
 
         let stop_serving = CancellationToken::new();
         let handler_chain = chain.clone();
-        let handler: listener::Handler = Arc::new(move |req| Box::pin(chain::handle(handler_chain.clone(), req)));
+        let handler: listener::Handler =
+            Arc::new(move |req| Box::pin(chain::handle(handler_chain.clone(), req)));
         let settings = HttpSettings {
             disable_http2: opts.serving.disable_http2,
             http2_max_streams: opts.serving.http2_max_streams,
@@ -71,7 +92,11 @@ impl PreparedServer {
 
         let hook_cancel = CancellationToken::new();
         let hook_tasks = TaskTracker::new();
-        hooks.start(&HookContext { client: loopback, cancel: hook_cancel.clone(), tasks: hook_tasks.clone() });
+        hooks.start(&HookContext {
+            client: loopback,
+            cancel: hook_cancel.clone(),
+            tasks: hook_tasks.clone(),
+        });
 
         let ended = tokio::select! {
             _ = cancel.cancelled() => None,
@@ -89,7 +114,9 @@ impl PreparedServer {
             tracing::info!("[graceful-termination] shutdown delay elapsed");
         };
         tokio::join!(delay, hooks.run_pre_shutdown());
-        tracing::info!("[graceful-termination] pre-shutdown hooks done, no longer accepting new requests");
+        tracing::info!(
+            "[graceful-termination] pre-shutdown hooks done, no longer accepting new requests"
+        );
 
         watch_shutdown.cancel();
         stop_serving.cancel();
@@ -100,7 +127,10 @@ impl PreparedServer {
 
         hook_cancel.cancel();
         hook_tasks.close();
-        if tokio::time::timeout(opts.serving.request_timeout, hook_tasks.wait()).await.is_err() {
+        if tokio::time::timeout(opts.serving.request_timeout, hook_tasks.wait())
+            .await
+            .is_err()
+        {
             tracing::warn!("post-start hook tasks did not stop in time");
         }
         tracing::info!("[graceful-termination] hooks stopped, apiserver is exiting");

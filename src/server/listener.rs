@@ -66,10 +66,16 @@ pub fn server_config(
 ) -> Result<Arc<rustls::ServerConfig>, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let certified = |c: &CertKey| -> Result<Arc<CertifiedKey>, Error> {
-        let key = provider.key_provider.load_private_key(c.key.clone_key()).map_err(Error::Key)?;
+        let key = provider
+            .key_provider
+            .load_private_key(c.key.clone_key())
+            .map_err(Error::Key)?;
         Ok(Arc::new(CertifiedKey::new(c.chain.clone(), key)))
     };
-    let resolver = SniResolver { serving: certified(&pki.serving)?, loopback: certified(&pki.loopback)? };
+    let resolver = SniResolver {
+        serving: certified(&pki.serving)?,
+        loopback: certified(&pki.loopback)?,
+    };
     let mut config = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(Error::Key)?
@@ -155,7 +161,9 @@ impl ClientCertVerifier for RequestClientCert {
 
 /// The request handler a connection feeds (the handler chain).
 pub type Handler = Arc<
-    dyn Fn(http::Request<hyper::body::Incoming>) -> futures::future::BoxFuture<'static, http::Response<crate::api::Body>>
+    dyn Fn(
+            http::Request<hyper::body::Incoming>,
+        ) -> futures::future::BoxFuture<'static, http::Response<crate::api::Body>>
         + Send
         + Sync,
 >;
@@ -172,8 +180,16 @@ pub async fn serve(
 ) {
     let acceptor = tokio_rustls::TlsAcceptor::from(tls);
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(Duration::from_secs(32)).max_buf_size(1 << 20);
-    let streams = if settings.http2_max_streams == 0 { 100 } else { settings.http2_max_streams };
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(Duration::from_secs(32))
+        .max_buf_size(1 << 20);
+    let streams = if settings.http2_max_streams == 0 {
+        100
+    } else {
+        settings.http2_max_streams
+    };
     builder
         .http2()
         .timer(TokioTimer::new())
@@ -181,7 +197,11 @@ pub async fn serve(
         .max_frame_size(256 * 1024)
         .initial_stream_window_size(256 * 1024)
         .initial_connection_window_size(256 * 1024 * streams);
-    let builder = if settings.disable_http2 { builder.http1_only() } else { builder };
+    let builder = if settings.disable_http2 {
+        builder.http1_only()
+    } else {
+        builder
+    };
     let builder = Arc::new(builder);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut conns = JoinSet::new();
@@ -238,7 +258,10 @@ pub async fn serve(
         }
     }
     drop(listener);
-    tracing::info!(connections = conns.len(), "stopped listening; draining in-flight requests");
+    tracing::info!(
+        connections = conns.len(),
+        "stopped listening; draining in-flight requests"
+    );
     let drained = tokio::time::timeout(drain_timeout, graceful.shutdown()).await;
     if drained.is_err() {
         tracing::warn!(timeout = ?drain_timeout, "in-flight requests did not finish in time, closing their connections");

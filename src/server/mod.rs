@@ -34,16 +34,27 @@ pub struct GenericServer {
 
 impl GenericServer {
     fn new(completed: CompletedConfig) -> Self {
-        GenericServer { completed, hooks: Hooks::default() }
+        GenericServer {
+            completed,
+            hooks: Hooks::default(),
+        }
     }
 
     /// Registers a post-start hook; it runs, supervised, once the listener accepts connections.
-    pub fn add_post_start_hook(&mut self, name: &str, hook: PostStartHookFn) -> Result<(), hooks::Error> {
+    pub fn add_post_start_hook(
+        &mut self,
+        name: &str,
+        hook: PostStartHookFn,
+    ) -> Result<(), hooks::Error> {
         self.hooks.add_post_start_hook(name, hook)
     }
 
     /// Registers a pre-shutdown hook; it runs once when shutdown begins.
-    pub fn add_pre_shutdown_hook(&mut self, name: &str, hook: PreShutdownHookFn) -> Result<(), hooks::Error> {
+    pub fn add_pre_shutdown_hook(
+        &mut self,
+        name: &str,
+        hook: PreShutdownHookFn,
+    ) -> Result<(), hooks::Error> {
         self.hooks.add_pre_shutdown_hook(name, hook)
     }
 
@@ -74,7 +85,11 @@ impl GenericServer {
             HealthCheck::new(name, check)
         };
         let log: CheckFn = Arc::new(|| Box::pin(async { Ok(()) }));
-        let base = vec![HealthCheck::ping(), HealthCheck::new("log", log), storage_check("etcd")];
+        let base = vec![
+            HealthCheck::ping(),
+            HealthCheck::new("log", log),
+            storage_check("etcd"),
+        ];
         let hook_checks = hooks.health_checks();
         let grace_deadline = tokio::time::Instant::now() + opts.serving.livez_grace_period;
 
@@ -82,13 +97,24 @@ impl GenericServer {
         let initiated = shutdown_initiated.clone();
         let shutdown_check: CheckFn = Arc::new(move || {
             let down = initiated.is_cancelled();
-            Box::pin(async move { if down { Err("process is shutting down".into()) } else { Ok(()) } })
+            Box::pin(async move {
+                if down {
+                    Err("process is shutting down".into())
+                } else {
+                    Ok(())
+                }
+            })
         });
 
         let mut healthz = base.clone();
         healthz.extend(hook_checks.iter().cloned());
         let mut livez = base.clone();
-        livez.extend(hook_checks.iter().cloned().map(|c| c.delayed_until(grace_deadline)));
+        livez.extend(
+            hook_checks
+                .iter()
+                .cloned()
+                .map(|c| c.delayed_until(grace_deadline)),
+        );
         let mut readyz = base;
         readyz.push(storage_check("etcd-readiness"));
         readyz.extend(hook_checks);

@@ -59,7 +59,9 @@ pub struct CertKey {
 
 impl std::fmt::Debug for CertKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CertKey").field("chain", &self.chain.len()).finish_non_exhaustive()
+        f.debug_struct("CertKey")
+            .field("chain", &self.chain.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -92,7 +94,9 @@ pub fn load(opts: &ServingOptions, hostname: &str) -> Result<Pki> {
             let ca = load_or_create_ca(dir, "ca", "kapi-serving-ca")?;
             let sans = serving_sans(opts, hostname);
             let leaf = load_or_create_leaf(dir, "apiserver", &ca, |params| {
-                params.distinguished_name.push(DnType::CommonName, "kapi-apiserver");
+                params
+                    .distinguished_name
+                    .push(DnType::CommonName, "kapi-apiserver");
                 params.subject_alt_names = sans.clone();
                 params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
             })?;
@@ -102,8 +106,12 @@ pub fn load(opts: &ServingOptions, hostname: &str) -> Result<Pki> {
     };
     let client_ca = load_or_create_ca(dir, "client-ca", "kapi-client-ca")?;
     let admin = load_or_create_leaf(dir, "admin", &client_ca, |params| {
-        params.distinguished_name.push(DnType::CommonName, ADMIN_USER);
-        params.distinguished_name.push(DnType::OrganizationName, MASTERS_GROUP);
+        params
+            .distinguished_name
+            .push(DnType::CommonName, ADMIN_USER);
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, MASTERS_GROUP);
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     })?;
     let mut client_cas = client_ca.chain.clone();
@@ -113,13 +121,24 @@ pub fn load(opts: &ServingOptions, hostname: &str) -> Result<Pki> {
         client_cas.extend(certs);
     }
     let loopback = generate_loopback()?;
-    Ok(Pki { serving, serving_ca_pem, client_cas, admin, loopback })
+    Ok(Pki {
+        serving,
+        serving_ca_pem,
+        client_cas,
+        admin,
+        loopback,
+    })
 }
 
 fn serving_sans(opts: &ServingOptions, hostname: &str) -> Vec<SanType> {
-    let mut ips: Vec<IpAddr> =
-        vec![IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), IpAddr::V6(std::net::Ipv6Addr::LOCALHOST)];
-    for ip in [Some(opts.bind_address), opts.advertise_address].into_iter().flatten() {
+    let mut ips: Vec<IpAddr> = vec![
+        IpAddr::V4(std::net::Ipv4Addr::LOCALHOST),
+        IpAddr::V6(std::net::Ipv6Addr::LOCALHOST),
+    ];
+    for ip in [Some(opts.bind_address), opts.advertise_address]
+        .into_iter()
+        .flatten()
+    {
         if !ip.is_unspecified() && !ips.contains(&ip) {
             ips.push(ip);
         }
@@ -150,7 +169,10 @@ fn base_params(days: i64) -> CertificateParams {
 }
 
 fn load_or_create_ca(dir: &Path, name: &'static str, cn: &str) -> Result<CertKey> {
-    let (cert_path, key_path) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+    let (cert_path, key_path) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
     if cert_path.exists() && key_path.exists() {
         return read_pair(&cert_path, &key_path);
     }
@@ -163,7 +185,9 @@ fn load_or_create_ca(dir: &Path, name: &'static str, cn: &str) -> Result<CertKey
         KeyUsagePurpose::CrlSign,
         KeyUsagePurpose::DigitalSignature,
     ];
-    let cert = params.self_signed(&key).map_err(|e| Error::Generate(name, e))?;
+    let cert = params
+        .self_signed(&key)
+        .map_err(|e| Error::Generate(name, e))?;
     write_pair(&cert_path, &cert.pem(), &key_path, &key.serialize_pem())?;
     read_pair(&cert_path, &key_path)
 }
@@ -175,7 +199,10 @@ fn load_or_create_leaf(
     ca: &CertKey,
     customize: impl Fn(&mut CertificateParams),
 ) -> Result<CertKey> {
-    let (cert_path, key_path) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+    let (cert_path, key_path) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
     if cert_path.exists() && key_path.exists() {
         let pair = read_pair(&cert_path, &key_path)?;
         if valid_for(&pair.chain[0], TimeDuration::days(30)) {
@@ -188,10 +215,15 @@ fn load_or_create_leaf(
         Issuer::from_ca_cert_der(&ca.chain[0], ca_key).map_err(|e| Error::Generate(name, e))?;
     let key = KeyPair::generate().map_err(|e| Error::Generate(name, e))?;
     let mut params = base_params(365);
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
+    params.key_usages = vec![
+        KeyUsagePurpose::DigitalSignature,
+        KeyUsagePurpose::KeyEncipherment,
+    ];
     params.use_authority_key_identifier_extension = true;
     customize(&mut params);
-    let cert = params.signed_by(&key, &issuer).map_err(|e| Error::Generate(name, e))?;
+    let cert = params
+        .signed_by(&key, &issuer)
+        .map_err(|e| Error::Generate(name, e))?;
     write_pair(&cert_path, &cert.pem(), &key_path, &key.serialize_pem())?;
     read_pair(&cert_path, &key_path)
 }
@@ -209,12 +241,18 @@ fn valid_for(cert: &CertificateDer<'_>, margin: TimeDuration) -> bool {
 fn generate_loopback() -> Result<CertKey> {
     let key = KeyPair::generate().map_err(|e| Error::Generate("loopback", e))?;
     let mut params = base_params(365);
-    params.distinguished_name.push(DnType::CommonName, LOOPBACK_SERVER_NAME);
+    params
+        .distinguished_name
+        .push(DnType::CommonName, LOOPBACK_SERVER_NAME);
     params.subject_alt_names = vec![SanType::DnsName(
-        LOOPBACK_SERVER_NAME.try_into().map_err(|e| Error::Generate("loopback", e))?,
+        LOOPBACK_SERVER_NAME
+            .try_into()
+            .map_err(|e| Error::Generate("loopback", e))?,
     )];
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = params.self_signed(&key).map_err(|e| Error::Generate("loopback", e))?;
+    let cert = params
+        .self_signed(&key)
+        .map_err(|e| Error::Generate("loopback", e))?;
     let key_der = PrivateKeyDer::try_from(key.serialize_der())
         .map_err(|_| Error::Pem(PathBuf::from("<loopback>"), "invalid generated key"))?;
     Ok(CertKey {
@@ -244,7 +282,12 @@ pub fn read_pair(cert_path: &Path, key_path: &Path) -> Result<CertKey> {
     let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
         .map_err(|_| Error::Pem(key_path.into(), "invalid PEM private key"))?
         .ok_or_else(|| Error::Pem(key_path.into(), "no private key found"))?;
-    Ok(CertKey { cert_pem, key_pem, chain, key: std::sync::Arc::new(key) })
+    Ok(CertKey {
+        cert_pem,
+        key_pem,
+        chain,
+        key: std::sync::Arc::new(key),
+    })
 }
 
 fn write_pair(cert_path: &Path, cert: &str, key_path: &Path, key: &str) -> Result<()> {
@@ -276,7 +319,9 @@ pub fn write_file(path: &Path, data: &[u8], mode: u32) -> Result<()> {
         .mode(mode)
         .open(&tmp)
         .map_err(|e| Error::Write(tmp.clone(), e))?;
-    f.write_all(data).and_then(|_| f.sync_all()).map_err(|e| Error::Write(tmp.clone(), e))?;
+    f.write_all(data)
+        .and_then(|_| f.sync_all())
+        .map_err(|e| Error::Write(tmp.clone(), e))?;
     std::fs::rename(&tmp, path).map_err(|e| Error::Write(path.into(), e))
 }
 
@@ -316,13 +361,21 @@ mod tests {
         assert_eq!(first.admin.cert_pem, second.admin.cert_pem);
         assert_ne!(first.loopback.cert_pem, second.loopback.cert_pem);
         for f in ["ca.key", "apiserver.key", "client-ca.key", "admin.key"] {
-            let mode = std::fs::metadata(dir.path().join("pki").join(f)).unwrap().permissions().mode();
+            let mode = std::fs::metadata(dir.path().join("pki").join(f))
+                .unwrap()
+                .permissions()
+                .mode();
             assert_eq!(mode & 0o777, 0o600, "{f}");
         }
         let (_, leaf) = x509_parser::parse_x509_certificate(&first.serving.chain[0]).unwrap();
         let san = leaf.subject_alternative_name().unwrap().unwrap().value;
         let text = format!("{san:?}");
-        for want in ["\"localhost\"", "\"myhost\"", "[127, 0, 0, 1]", "[10, 1, 2, 3]"] {
+        for want in [
+            "\"localhost\"",
+            "\"myhost\"",
+            "[127, 0, 0, 1]",
+            "[10, 1, 2, 3]",
+        ] {
             assert!(text.contains(want), "{want} missing in {text}");
         }
         let (_, admin) = x509_parser::parse_x509_certificate(&first.admin.chain[0]).unwrap();

@@ -27,6 +27,9 @@ const MONITOR_MAX: Duration = Duration::from_secs(30);
 const MONITOR_STEADY: Duration = Duration::from_secs(10);
 /// Time limit of one unary call (watches are not limited).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often a watch asks etcd for a progress notification (etcd's own periodic one comes
+/// only every 10 minutes by default).
+const PROGRESS_REQUEST_EVERY: Duration = Duration::from_secs(1);
 
 /// TLS files of the etcd connection.
 #[derive(Debug, Clone, Default)]
@@ -43,6 +46,8 @@ pub struct EtcdTls {
 pub struct EtcdStore {
     client: Client,
     health_timeout: Duration,
+    /// Whether etcd answers progress requests in order with events (known once asked).
+    progress_ok: tokio::sync::OnceCell<bool>,
     _monitor: DropGuard,
 }
 
@@ -62,7 +67,34 @@ impl EtcdStore {
             .map_err(|e| Error::Unavailable(format!("--etcd-servers {}: {e}", servers.join(","))))?;
         let token = CancellationToken::new();
         tokio::spawn(monitor(client.clone(), servers.join(","), health_timeout, token.clone()));
-        Ok(EtcdStore { client, health_timeout, _monitor: token.drop_guard() })
+        Ok(EtcdStore { client, health_timeout, progress_ok: Default::default(), _monitor: token.drop_guard() })
+    }
+
+    /// Whether watches may ask etcd for progress notifications: etcd before 3.5.13 can send
+    /// one ahead of pending events (etcd-io/etcd#17264, the reason k8s gates
+    /// ConsistentListFromCache on 3.5.13), so with it watches rely on etcd's periodic
+    /// notifications (`--experimental-watch-progress-notify-interval`) only.
+    async fn progress_requests_safe(&self) -> bool {
+        let ask = async {
+            let mut m = self.client.maintenance_client();
+            match call(m.status()).await {
+                Ok(status) => {
+                    let ok = version_at_least(status.version(), (3, 5, 13));
+                    if !ok {
+                        tracing::info!(
+                            version = status.version(),
+                            "etcd before 3.5.13: watch progress comes only from etcd's periodic notifications"
+                        );
+                    }
+                    Ok(ok)
+                }
+                Err(e) => Err(e),
+            }
+        };
+        match self.progress_ok.get_or_try_init(|| ask).await {
+            Ok(ok) => *ok,
+            Err(_) => false,
+        }
     }
 
     async fn get_kv(&self, key: &str) -> Result<Option<KeyValue>> {
@@ -155,6 +187,13 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
         }
     }
     vec![0]
+}
+
+/// Whether a dotted version string is at least `min`.
+fn version_at_least(version: &str, min: (u64, u64, u64)) -> bool {
+    let mut parts = version.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).map(|p| p.parse::<u64>().unwrap_or(0));
+    let v = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    v >= min
 }
 
 /// Logs etcd going away and coming back, probing with backoff while it is away.
@@ -289,7 +328,7 @@ impl Storage for EtcdStore {
         }
         let mut wc = self.client.watch_client();
         let stream = call(wc.watch(prefix, Some(opts))).await?;
-        Ok(watch_stream(stream, after.unwrap_or(0)))
+        Ok(watch_stream(stream, after.unwrap_or(0), self.progress_requests_safe().await))
     }
 
     async fn current_revision(&self) -> Result<Revision> {
@@ -313,14 +352,18 @@ impl Storage for EtcdStore {
 
 /// Turns etcd watch responses into storage events; the stream ends with `Err(Compacted)` when
 /// etcd cancels the watch for compaction, or `Err(Unavailable)` when the connection breaks.
-fn watch_stream(stream: etcd_client::WatchStream, after: Revision) -> WatchStream {
+fn watch_stream(stream: etcd_client::WatchStream, after: Revision, request_progress: bool) -> WatchStream {
     struct St {
         stream: etcd_client::WatchStream,
         pending: std::collections::VecDeque<Result<WatchEvent>>,
         done: bool,
         after: Revision,
+        tick: tokio::time::Interval,
+        request_progress: bool,
     }
-    let st = St { stream, pending: Default::default(), done: false, after };
+    let mut tick = tokio::time::interval(PROGRESS_REQUEST_EVERY);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let st = St { stream, pending: Default::default(), done: false, after, tick, request_progress };
     futures::stream::unfold(st, |mut st| async move {
         loop {
             if let Some(item) = st.pending.pop_front() {
@@ -333,7 +376,17 @@ fn watch_stream(stream: etcd_client::WatchStream, after: Revision) -> WatchStrea
             if st.done {
                 return None;
             }
-            match st.stream.next().await {
+            let next = tokio::select! {
+                next = st.stream.next() => next,
+                _ = st.tick.tick(), if st.request_progress => {
+                    // Answered only once the watch has caught up, so it never overtakes events.
+                    if let Err(e) = st.stream.request_progress().await {
+                        st.pending.push_back(Err(map_err(e)));
+                    }
+                    continue;
+                }
+            };
+            match next {
                 None => return None,
                 Some(Err(e)) => st.pending.push_back(Err(map_err(e))),
                 Some(Ok(resp)) => {
@@ -380,4 +433,17 @@ fn convert_event(ev: &etcd_client::Event) -> Result<WatchEvent> {
             WatchEvent::Deleted { prev, revision }
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefix_end_and_versions() {
+        assert_eq!(prefix_end("/registry/pods/"), b"/registry/pods0".to_vec());
+        assert!(version_at_least("3.5.13", (3, 5, 13)));
+        assert!(version_at_least("3.6.0", (3, 5, 13)));
+        assert!(!version_at_least("3.5.1", (3, 5, 13)));
+    }
 }

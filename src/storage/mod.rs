@@ -4,11 +4,15 @@
 //! real etcd v3; a watch cache sits in front of either.
 //! May use: nothing internal.
 
+mod cacher;
+#[cfg(test)]
+mod conformance;
 mod embedded;
 mod error;
 mod etcd;
 mod watch;
 
+pub use cacher::{Cacher, CacherOptions};
 pub use embedded::EmbeddedStore;
 pub use error::{Error, Result};
 pub use etcd::{EtcdStore, EtcdTls};
@@ -207,6 +211,15 @@ pub enum BackendConfig {
 /// cannot be reached is not: the store is returned, its health check fails, and it reconnects
 /// with backoff by itself.
 pub async fn open(config: Config) -> Result<std::sync::Arc<dyn Storage>> {
+    let backend = open_backend(&config).await?;
+    if config.watch_cache {
+        return Ok(std::sync::Arc::new(Cacher::new(backend, &config.prefix, CacherOptions::default())));
+    }
+    Ok(backend)
+}
+
+/// Opens the configured backend alone.
+async fn open_backend(config: &Config) -> Result<std::sync::Arc<dyn Storage>> {
     match &config.backend {
         BackendConfig::Embedded { dir } => {
             let dir = dir.clone();

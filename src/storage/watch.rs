@@ -109,6 +109,15 @@ impl Hub {
     pub fn close_all(&self) {
         self.lock().slots.clear();
     }
+
+    /// Ends every watcher with `Err(Compacted)`: their view can no longer be continued.
+    pub fn cut_off_all(&self) {
+        let mut inner = self.lock();
+        for slot in &inner.slots {
+            slot.overflow.store(true, Ordering::Release);
+        }
+        inner.slots.clear();
+    }
 }
 
 /// Sends one event; false when the watcher is gone or cut off.

@@ -8,7 +8,12 @@ const UNAUTHORIZED: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"
 #[tokio::test]
 async fn anonymous_api_is_401_status() {
     let server = TestServer::start().await;
-    let resp = server.anonymous_http().get(server.url("/api")).send().await.unwrap();
+    let resp = server
+        .anonymous_http()
+        .get(server.url("/api"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 401);
     assert_eq!(resp.headers()["content-type"], "application/json");
     assert_eq!(resp.text().await.unwrap(), UNAUTHORIZED);
@@ -22,16 +27,31 @@ async fn token_file_tokens_authenticate_unknown_ones_do_not() {
     let dir = tempfile::tempdir().unwrap();
     let tokens = dir.path().join("tokens.csv");
     std::fs::write(&tokens, "s3cr3t,alice,uid-1,\"dev,ops\"\n").unwrap();
-    let server = TestServer::start_with(
-        Options::default().args(["--token-auth-file".to_string(), tokens.display().to_string()]),
-    )
+    let server = TestServer::start_with(Options::default().args([
+        "--token-auth-file".to_string(),
+        tokens.display().to_string(),
+    ]))
     .await;
     let anon = server.anonymous_http();
-    let resp = anon.get(server.url("/api")).bearer_auth("s3cr3t").send().await.unwrap();
+    let resp = anon
+        .get(server.url("/api"))
+        .bearer_auth("s3cr3t")
+        .send()
+        .await
+        .unwrap();
     assert_ne!(resp.status(), 401);
     for path in ["/api", "/livez"] {
-        let resp = anon.get(server.url(path)).bearer_auth("wrong").send().await.unwrap();
-        assert_eq!(resp.status(), 401, "{path}: an unknown token never falls back to anonymous");
+        let resp = anon
+            .get(server.url(path))
+            .bearer_auth("wrong")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            resp.status(),
+            401,
+            "{path}: an unknown token never falls back to anonymous"
+        );
         assert_eq!(resp.text().await.unwrap(), UNAUTHORIZED);
     }
 }
@@ -48,7 +68,9 @@ fn client_cert(issuer: &Issuer<'_, KeyPair>, cn: &str, expired: bool) -> String 
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params.distinguished_name.push(DnType::CommonName, cn);
-    params.distinguished_name.push(DnType::OrganizationName, "system:masters");
+    params
+        .distinguished_name
+        .push(DnType::OrganizationName, "system:masters");
     params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
     if expired {
         params.not_before = rcgen::date_time_ymd(2020, 1, 1);
@@ -71,7 +93,8 @@ async fn foreign_and_expired_client_certs_are_401() {
 
     let pki = server.dir.path().join("pki");
     let ca_pem = std::fs::read_to_string(pki.join("client-ca.crt")).unwrap();
-    let ca_key = KeyPair::from_pem(&std::fs::read_to_string(pki.join("client-ca.key")).unwrap()).unwrap();
+    let ca_key =
+        KeyPair::from_pem(&std::fs::read_to_string(pki.join("client-ca.key")).unwrap()).unwrap();
     let ours = Issuer::from_ca_cert_pem(&ca_pem, ca_key).unwrap();
     let expired = client_cert(&ours, "old-admin", true);
     let (code, _) = get_text(&server.http_with(Some(&expired)), &server.url("/api")).await;
@@ -79,4 +102,31 @@ async fn foreign_and_expired_client_certs_are_401() {
     let fresh = client_cert(&ours, "new-admin", false);
     let (code, _) = get_text(&server.http_with(Some(&fresh)), &server.url("/api")).await;
     assert_ne!(code, 401);
+}
+
+#[tokio::test]
+async fn operator_serving_cert_and_loopback_client() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params.distinguished_name.push(DnType::CommonName, "operator-cert");
+    let cert = params.self_signed(&key).unwrap();
+    let (crt, keyf) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&crt, cert.pem()).unwrap();
+    std::fs::write(&keyf, key.serialize_pem()).unwrap();
+    // The probe hook succeeds only once the loopback client (SNI apiserver-loopback-client,
+    // in-memory certificate) can read /version, so /readyz 200 proves the loopback path.
+    let server = TestServer::start_with(Options::default().args([
+        "--tls-cert-file".to_string(),
+        crt.display().to_string(),
+        "--tls-private-key-file".to_string(),
+        keyf.display().to_string(),
+        "--debug-failing-hook".to_string(),
+        "loopback-probe=0".to_string(),
+    ]))
+    .await;
+    assert_eq!(server.ca_pem, cert.pem());
+    let out = server.kubectl(&["get", "--raw", "/readyz/poststarthook/loopback-probe"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.stdout, b"ok");
 }

@@ -6,16 +6,33 @@ use crate::support::{get_text, TestServer};
 async fn kubectl_version_and_readyz_verbose() {
     let server = TestServer::start().await;
     let out = server.kubectl(&["version", "-o", "json"]).await;
-    assert!(out.status.success(), "kubectl version: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "kubectl version: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["serverVersion"]["major"], "1");
-    assert!(v["serverVersion"]["gitVersion"].as_str().unwrap().starts_with("v1."));
+    assert!(v["serverVersion"]["gitVersion"]
+        .as_str()
+        .unwrap()
+        .starts_with("v1."));
 
     let out = server.kubectl(&["get", "--raw", "/readyz?verbose"]).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let body = String::from_utf8(out.stdout).unwrap();
-    assert!(body.starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n"), "{body}");
-    assert!(body.ends_with("[+]shutdown ok\nreadyz check passed\n"), "{body}");
+    assert!(
+        body.starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]etcd-readiness ok\n"),
+        "{body}"
+    );
+    assert!(
+        body.ends_with("[+]shutdown ok\nreadyz check passed\n"),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -41,10 +58,16 @@ async fn verbose_exclude_and_subpath_formats() {
     let anon = server.anonymous_http();
     let (code, body) = get_text(&anon, &server.url("/livez?verbose")).await;
     assert_eq!(code, 200);
-    assert_eq!(body, "[+]ping ok\n[+]log ok\n[+]etcd ok\nlivez check passed\n");
+    assert_eq!(
+        body,
+        "[+]ping ok\n[+]log ok\n[+]etcd ok\nlivez check passed\n"
+    );
 
-    let (code, body) =
-        get_text(&anon, &server.url("/readyz?exclude=etcd&exclude=nope&exclude=log&verbose")).await;
+    let (code, body) = get_text(
+        &anon,
+        &server.url("/readyz?exclude=etcd&exclude=nope&exclude=log&verbose"),
+    )
+    .await;
     assert_eq!(code, 200);
     assert_eq!(
         body,
@@ -52,11 +75,23 @@ async fn verbose_exclude_and_subpath_formats() {
          warn: some health checks cannot be excluded: no matches for \"nope\"\nreadyz check passed\n"
     );
     // Not verbose: warnings are not shown.
-    assert_eq!(get_text(&anon, &server.url("/readyz?exclude=nope")).await, (200, "ok".into()));
+    assert_eq!(
+        get_text(&anon, &server.url("/readyz?exclude=nope")).await,
+        (200, "ok".into())
+    );
 
-    assert_eq!(get_text(&anon, &server.url("/readyz/etcd")).await, (200, "ok".into()));
-    assert_eq!(get_text(&anon, &server.url("/livez/ping")).await, (200, "ok".into()));
-    assert_eq!(get_text(&anon, &server.url("/readyz/shutdown")).await, (200, "ok".into()));
+    assert_eq!(
+        get_text(&anon, &server.url("/readyz/etcd")).await,
+        (200, "ok".into())
+    );
+    assert_eq!(
+        get_text(&anon, &server.url("/livez/ping")).await,
+        (200, "ok".into())
+    );
+    assert_eq!(
+        get_text(&anon, &server.url("/readyz/shutdown")).await,
+        (200, "ok".into())
+    );
     // Unknown sub-paths fall through to the not-found handler; livez has no shutdown check.
     let (code, body) = get_text(&server.admin_http(), &server.url("/livez/shutdown")).await;
     assert_eq!(code, 404, "{body}");
@@ -80,5 +115,23 @@ async fn oversized_body_is_413() {
     let status: serde_json::Value = resp.json().await.unwrap();
     assert_eq!(status["reason"], "RequestEntityTooLarge");
     // The server keeps serving.
-    assert_eq!(get_text(&server.anonymous_http(), &server.url("/livez")).await.0, 200);
+    assert_eq!(
+        get_text(&server.anonymous_http(), &server.url("/livez"))
+            .await
+            .0,
+        200
+    );
+}
+
+#[tokio::test]
+async fn alpn_offers_h2_unless_disabled() {
+    let server = TestServer::start().await;
+    let resp = server.anonymous_http().get(server.url("/livez")).send().await.unwrap();
+    assert_eq!(resp.version(), reqwest::Version::HTTP_2);
+    let http1 = TestServer::start_with(
+        crate::support::Options::default().args(["--disable-http2-serving"]),
+    )
+    .await;
+    let resp = http1.anonymous_http().get(http1.url("/livez")).send().await.unwrap();
+    assert_eq!(resp.version(), reqwest::Version::HTTP_11);
 }

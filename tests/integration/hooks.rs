@@ -8,13 +8,24 @@ use std::time::Duration;
 async fn failing_hook_shows_red_then_green() {
     // Five failures with backoff 100ms, 200ms, 400ms, 800ms, 1.6s: about 3s of red.
     let mut server = TestServer::start_with(
-        Options::default().args(["--debug-failing-hook", "flaky=5"]).wait_for("/livez/ping"),
+        Options::default()
+            .args(["--debug-failing-hook", "flaky=5"])
+            .wait_for("/livez/ping"),
     )
     .await;
     let anon = server.anonymous_http();
     let (code, body) = get_text(&anon, &server.url("/readyz")).await;
-    assert_eq!(code, 500, "{body} after {:?}\n{}", server.ready_after, server.stderr());
-    assert!(body.contains("[-]poststarthook/flaky failed: reason withheld\n"), "{body}");
+    assert_eq!(
+        code,
+        500,
+        "{body} after {:?}\n{}",
+        server.ready_after,
+        server.stderr()
+    );
+    assert!(
+        body.contains("[-]poststarthook/flaky failed: reason withheld\n"),
+        "{body}"
+    );
     assert!(body.ends_with("readyz check failed\n"), "{body}");
     let (code, body) = get_text(&anon, &server.url("/readyz/poststarthook/flaky")).await;
     assert_eq!(code, 500);
@@ -37,5 +48,9 @@ async fn failing_hook_shows_red_then_green() {
     assert_eq!(code, 200);
     assert!(body.contains("[+]poststarthook/flaky ok\n"), "{body}");
     assert!(server.is_running());
-    assert!(server.stderr().contains("post-start hook failed"), "{}", server.stderr());
+    assert!(
+        server.stderr().contains("post-start hook failed"),
+        "{}",
+        server.stderr()
+    );
 }

@@ -3,6 +3,10 @@
 mod support;
 
 mod auth;
+mod badinput;
+mod clients;
+mod crud;
+mod discovery;
 mod generated;
 mod health;
 mod hooks;
@@ -11,3 +15,4 @@ mod inspect_leases;
 mod inspect_replicas;
 mod layering;
 mod shutdown;
+mod watch;

@@ -7,7 +7,7 @@ use std::time::Duration;
 #[tokio::test]
 async fn sigterm_fails_readyz_during_delay_then_exits_zero() {
     let mut server =
-        TestServer::start_with(Options::default().args(["--shutdown-delay-duration", "3s"])).await;
+        TestServer::start_with(Options::default().args(["--shutdown-delay-duration", "5s"])).await;
     let anon = server.anonymous_http();
     server.signal(libc::SIGTERM);
     let body = within(Duration::from_secs(5), "readyz to fail", async {
@@ -20,38 +20,71 @@ async fn sigterm_fails_readyz_during_delay_then_exits_zero() {
         }
     })
     .await;
-    assert!(body.contains("[-]shutdown failed: reason withheld\n"), "{body}");
-    assert_eq!(get_text(&anon, &server.url("/readyz/shutdown")).await, (500, "internal server error: process is shutting down\n".into()));
-    assert_eq!(get_text(&anon, &server.url("/livez")).await, (200, "ok".into()));
+    assert!(
+        body.contains("[-]shutdown failed: reason withheld\n"),
+        "{body}"
+    );
+    assert_eq!(
+        get_text(&anon, &server.url("/readyz/shutdown")).await,
+        (
+            500,
+            "internal server error: process is shutting down\n".into()
+        )
+    );
+    assert_eq!(
+        get_text(&anon, &server.url("/livez")).await,
+        (200, "ok".into())
+    );
     let status = server.wait_exit(Duration::from_secs(20)).await;
     assert_eq!(status.code(), Some(0), "{}", server.stderr());
     let log = server.stderr();
-    for phase in ["shutdown initiated", "shutdown delay elapsed", "in-flight requests drained", "apiserver is exiting"] {
+    for phase in [
+        "shutdown initiated",
+        "shutdown delay elapsed",
+        "in-flight requests drained",
+        "apiserver is exiting",
+    ] {
         assert!(log.contains(phase), "missing {phase:?} in:\n{log}");
     }
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[tokio::test]
 async fn restart_with_same_data_dir_keeps_admin_kubeconfig_valid() {
     let dir = Arc::new(tempfile::tempdir().unwrap());
     let port = free_port().to_string();
-    let opts = Options::default().args(["--secure-port", port.as_str()]).data_dir(dir.clone());
+    let opts = Options::default()
+        .args(["--secure-port", port.as_str()])
+        .data_dir(dir.clone());
     let mut first = TestServer::start_with(opts.clone()).await;
     let old = dir.path().join("old.kubeconfig");
     std::fs::copy(first.kubeconfig(), &old).unwrap();
     first.signal(libc::SIGTERM);
-    assert_eq!(first.wait_exit(Duration::from_secs(20)).await.code(), Some(0));
+    assert_eq!(
+        first.wait_exit(Duration::from_secs(20)).await.code(),
+        Some(0)
+    );
     drop(first);
 
     let second = TestServer::start_with(opts).await;
     let out = kubectl_with(&old, &["get", "--raw", "/readyz"]).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(out.stdout, b"ok");
-    assert_eq!(std::fs::read(second.kubeconfig()).unwrap(), std::fs::read(&old).unwrap());
+    assert_eq!(
+        std::fs::read(second.kubeconfig()).unwrap(),
+        std::fs::read(&old).unwrap()
+    );
 }
 
 #[tokio::test]
@@ -61,7 +94,15 @@ async fn invalid_flags_exit_2_before_binding() {
         Duration::from_secs(30),
         "kapi serve with bad flags",
         tokio::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
-            .args(["serve", "--secure-port", "0", "--max-requests-inflight", "0", "--etcd-prefix", "nope"])
+            .args([
+                "serve",
+                "--secure-port",
+                "0",
+                "--max-requests-inflight",
+                "0",
+                "--etcd-prefix",
+                "nope",
+            ])
             .arg("--data-dir")
             .arg(dir.path())
             .kill_on_drop(true)

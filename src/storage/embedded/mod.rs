@@ -14,6 +14,7 @@
 //! Reads run on the caller in a read snapshot (`read.rs`). Watchers are fed by a [`Hub`] after
 //! each commit, with older events replayed from the history table.
 
+mod cell;
 mod codec;
 mod read;
 mod tables;
@@ -25,7 +26,7 @@ use super::{
     Update, UpdateFn, WatchStream,
 };
 use bytes::Bytes;
-use redb::{Database, ReadableDatabase};
+use cell::DbCell;
 use std::path::Path;
 use std::sync::mpsc::Sender;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,9 +40,11 @@ const MAX_RETRIES: usize = 10_000;
 
 /// The embedded store.
 pub struct EmbeddedStore {
-    db: Arc<Database>,
+    db: Arc<DbCell>,
     hub: Arc<Hub>,
-    ops: Sender<Op>,
+    /// Always Some until drop.
+    ops: Option<Sender<Op>>,
+    writer: Option<std::thread::JoinHandle<()>>,
     alive: Arc<AtomicBool>,
     path: std::path::PathBuf,
 }
@@ -50,36 +53,42 @@ impl EmbeddedStore {
     /// Opens (or creates) the store in `dir`. A file that is corrupt or not ours is an error
     /// naming it, and is left untouched.
     pub fn open(dir: &Path, compaction_interval: Duration) -> Result<EmbeddedStore> {
-        let opened = tables::open(dir)?;
-        let db = Arc::new(opened.db);
+        Self::open_with(dir, compaction_interval, tables::Opener::default())
+    }
+
+    fn open_with(dir: &Path, compaction_interval: Duration, opener: tables::Opener) -> Result<EmbeddedStore> {
+        let opened = tables::open_with(dir, opener)?;
+        let path = opened.opener.path.clone();
+        let db = Arc::new(DbCell::new(opened.db));
         let hub = Arc::new(Hub::new(opened.revision, watch::DEFAULT_QUEUE));
         let (tx, rx) = std::sync::mpsc::channel();
         let alive = Arc::new(AtomicBool::new(true));
         let w = Writer {
             db: db.clone(),
+            opener: opened.opener,
             hub: hub.clone(),
             revision: opened.revision,
             compacted: opened.compacted,
             compaction_interval,
             alive: alive.clone(),
         };
-        std::thread::Builder::new()
+        let writer = std::thread::Builder::new()
             .name("kapi-store-writer".into())
             .spawn(move || w.run(rx))
             .map_err(|e| Error::Io(format!("cannot start the store writer thread: {e}")))?;
-        tracing::info!(path = %opened.path.display(), revision = opened.revision, "embedded store opened");
-        Ok(EmbeddedStore { db, hub, ops: tx, alive, path: opened.path })
+        tracing::info!(path = %path.display(), revision = opened.revision, "embedded store opened");
+        Ok(EmbeddedStore { db, hub, ops: Some(tx), writer: Some(writer), alive, path })
     }
 
-    fn read(&self) -> Result<redb::ReadTransaction> {
-        self.db
-            .begin_read()
-            .map_err(|e| Error::Unavailable(format!("{}: {e}", self.path.display())))
+    fn read(&self) -> Result<cell::Snapshot> {
+        self.db.snapshot(&self.path)
     }
 
     async fn submit<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Op) -> Result<T> {
         let (tx, rx) = oneshot::channel();
         self.ops
+            .as_ref()
+            .ok_or_else(|| Error::Unavailable("the store is closed".into()))?
             .send(make(tx))
             .map_err(|_| Error::Unavailable("the store writer has stopped".into()))?;
         rx.await
@@ -95,10 +104,21 @@ impl EmbeddedStore {
     }
 }
 
+impl Drop for EmbeddedStore {
+    /// Stops the writer after the writes already queued and releases the file, so the store
+    /// can be reopened as soon as this returns.
+    fn drop(&mut self) {
+        self.ops.take();
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
 #[async_trait::async_trait]
 impl Storage for EmbeddedStore {
     async fn get(&self, key: &str) -> Result<KeyValue> {
-        read::get(&self.read()?, key, now_ms())?.ok_or_else(|| Error::NotFound { key: key.to_string() })
+        read::get(&*self.read()?, key, now_ms())?.ok_or_else(|| Error::NotFound { key: key.to_string() })
     }
 
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult> {
@@ -126,7 +146,7 @@ impl Storage for EmbeddedStore {
 
     async fn guaranteed_update(&self, key: &str, ignore_not_found: bool, update: UpdateFn<'_>) -> Result<KeyValue> {
         for _ in 0..MAX_RETRIES {
-            let cur = read::get(&self.read()?, key, now_ms())?;
+            let cur = read::get(&*self.read()?, key, now_ms())?;
             if cur.is_none() && !ignore_not_found {
                 return Err(Error::NotFound { key: key.to_string() });
             }
@@ -152,7 +172,7 @@ impl Storage for EmbeddedStore {
 
     async fn delete(&self, key: &str, check: DeleteCheck<'_>) -> Result<KeyValue> {
         for _ in 0..MAX_RETRIES {
-            let cur = read::get(&self.read()?, key, now_ms())?
+            let cur = read::get(&*self.read()?, key, now_ms())?
                 .ok_or_else(|| Error::NotFound { key: key.to_string() })?;
             check(&cur)?;
             let key = key.to_string();
@@ -167,7 +187,7 @@ impl Storage for EmbeddedStore {
     async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream> {
         let (published, sub) = self.hub.subscribe(prefix);
         let after = after.unwrap_or(published);
-        let replay = read::history(&self.read()?, prefix, after, published)?;
+        let replay = read::history(&*self.read()?, prefix, after, published)?;
         Ok(watch::stream(replay, sub, after))
     }
 

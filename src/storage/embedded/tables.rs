@@ -31,22 +31,55 @@ const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0
 /// An opened store file and its persisted counters.
 pub(crate) struct Opened {
     pub db: Database,
-    pub path: PathBuf,
+    pub opener: Opener,
     pub revision: Revision,
     pub compacted: Revision,
 }
 
-/// Opens (creating when absent) the store under `dir`.
-pub(crate) fn open(dir: &Path) -> Result<Opened> {
+/// How to (re)open the store file.
+#[derive(Clone, Default)]
+pub(crate) struct Opener {
+    pub path: PathBuf,
+    /// Test hook: while set, writes to the file fail as on a full disk.
+    #[cfg(test)]
+    pub fault: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl Opener {
+    fn create(&self) -> Result<Database, DatabaseError> {
+        #[cfg(test)]
+        if let Some(fault) = &self.fault {
+            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&self.path)?;
+            let backend = faulty::Faulty { inner: redb::backends::FileBackend::new(file)?, fail: fault.clone() };
+            return redb::Builder::new().create_with_backend(backend);
+        }
+        Database::create(&self.path)
+    }
+
+    /// Reopens the file after an I/O error (redb refuses every call after one), repairing it
+    /// as after a crash, and reads the persisted counters.
+    pub fn reopen(&self) -> Result<Opened> {
+        let db = self.create().map_err(|e| open_error(&self.path, e))?;
+        let txn = db.begin_read().map_err(|e| corrupt(&self.path, e))?;
+        let (revision, compacted) =
+            check_tables(&txn, &self.path)?.ok_or_else(|| corrupt(&self.path, "the store tables are gone"))?;
+        drop(txn);
+        Ok(Opened { db, opener: self.clone(), revision, compacted })
+    }
+}
+
+/// Opens (creating when absent) the store under `dir`; `opener` carries test hooks.
+pub(crate) fn open_with(dir: &Path, mut opener: Opener) -> Result<Opened> {
     if dir.exists() && !dir.is_dir() {
         return Err(Error::Corrupt(format!("data directory {} is not a directory", dir.display())));
     }
     std::fs::create_dir_all(dir)
         .map_err(|e| Error::Io(format!("cannot create data directory {}: {e}", dir.display())))?;
     let path = dir.join(FILE_NAME);
+    opener.path = path.clone();
     check_magic(&path)?;
     check_read_only(&path)?;
-    let db = Database::create(&path).map_err(|e| open_error(&path, e))?;
+    let db = opener.create().map_err(|e| open_error(&path, e))?;
     let txn = db.begin_read().map_err(|e| corrupt(&path, e))?;
     let (revision, compacted) = match check_tables(&txn, &path)? {
         Some(revs) => revs,
@@ -55,7 +88,7 @@ pub(crate) fn open(dir: &Path) -> Result<Opened> {
             initialise(&db, &path)?
         }
     };
-    Ok(Opened { db, path, revision, compacted })
+    Ok(Opened { db, opener, revision, compacted })
 }
 
 /// Refuses a non-empty file that does not start with redb's magic number.
@@ -177,4 +210,51 @@ fn initialise(db: &Database, path: &Path) -> Result<(Revision, Revision)> {
     }
     txn.commit().map_err(|e| io(e.into()))?;
     Ok((INITIAL_REVISION, 0))
+}
+
+#[cfg(test)]
+mod faulty {
+    //! A file backend that fails writes on demand, like a full disk.
+    use std::io;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    #[derive(Debug)]
+    pub(crate) struct Faulty {
+        pub inner: redb::backends::FileBackend,
+        pub fail: Arc<AtomicBool>,
+    }
+
+    impl Faulty {
+        fn check(&self) -> io::Result<()> {
+            if self.fail.load(Ordering::Acquire) {
+                return Err(io::Error::new(io::ErrorKind::StorageFull, "No space left on device (injected)"));
+            }
+            Ok(())
+        }
+    }
+
+    impl redb::StorageBackend for Faulty {
+        fn len(&self) -> io::Result<u64> {
+            self.inner.len()
+        }
+        fn read(&self, offset: u64, out: &mut [u8]) -> io::Result<()> {
+            self.inner.read(offset, out)
+        }
+        fn set_len(&self, len: u64) -> io::Result<()> {
+            self.check()?;
+            self.inner.set_len(len)
+        }
+        fn sync_data(&self) -> io::Result<()> {
+            self.check()?;
+            self.inner.sync_data()
+        }
+        fn write(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+            self.check()?;
+            self.inner.write(offset, data)
+        }
+        fn close(&self) -> io::Result<()> {
+            self.inner.close()
+        }
+    }
 }

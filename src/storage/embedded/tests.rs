@@ -3,6 +3,8 @@
 
 use super::*;
 use futures::StreamExt;
+use redb::Database;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 fn open(dir: &Path) -> EmbeddedStore {
     EmbeddedStore::open(dir, Duration::ZERO).unwrap()
@@ -130,4 +132,27 @@ async fn list_pages_old_revisions_watch_replay_and_compaction() {
     assert!(matches!(within(s.list("/p/", page(ListRevision::Exact(at), None))).await, Err(Error::Compacted { .. })));
     assert!(matches!(within(s.watch("/p/", Some(at))).await.err(), Some(Error::Compacted { .. })));
     assert!(within(s.watch("/p/", Some(at + 1))).await.is_ok());
+}
+
+#[tokio::test]
+async fn disk_full_fails_the_write_and_later_writes_work() {
+    let dir = tempfile::tempdir().unwrap();
+    let fault = Arc::new(AtomicBool::new(false));
+    let opener = tables::Opener { fault: Some(fault.clone()), ..Default::default() };
+    let s = EmbeddedStore::open_with(dir.path(), Duration::ZERO, opener).unwrap();
+    let a = within(s.create("/d/a", Bytes::from_static(b"1"), None)).await.unwrap();
+    fault.store(true, Ordering::Release);
+    let err = within(s.create("/d/b", Bytes::from_static(b"2"), None)).await.unwrap_err();
+    assert!(matches!(err, Error::Io(_)), "{err:?}");
+    assert!(within(s.create("/d/b", Bytes::from_static(b"2"), None)).await.is_err());
+    fault.store(false, Ordering::Release);
+    let c = within(s.create("/d/c", Bytes::from_static(b"3"), None)).await.unwrap();
+    assert!(c.mod_revision > a.mod_revision);
+    assert_eq!(within(s.get("/d/a")).await.unwrap(), a);
+    assert!(matches!(within(s.get("/d/b")).await, Err(Error::NotFound { .. })));
+    drop(s);
+    let s = open(dir.path());
+    assert_eq!(within(s.get("/d/a")).await.unwrap(), a);
+    assert_eq!(within(s.get("/d/c")).await.unwrap(), c);
+    assert_eq!(within(s.current_revision()).await.unwrap(), c.mod_revision);
 }

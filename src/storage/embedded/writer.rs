@@ -7,11 +7,12 @@
 //! periodically and sends progress notifications.
 
 use super::codec::{encode_event, Record};
-use super::tables::{self, EXPIRY, HISTORY, LATEST, META};
+use super::cell::DbCell;
+use super::tables::{self, Opener, EXPIRY, HISTORY, LATEST, META};
 use crate::storage::watch::Hub;
 use crate::storage::{Error, KeyValue, Result, Revision, WatchEvent};
 use bytes::Bytes;
-use redb::{Database, Durability, ReadableTable, Table};
+use redb::{Durability, ReadableTable, Table};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -51,7 +52,8 @@ pub(crate) enum Op {
 
 /// The writer's state.
 pub(crate) struct Writer {
-    pub db: Arc<Database>,
+    pub db: Arc<DbCell>,
+    pub opener: Opener,
     pub hub: Arc<Hub>,
     pub revision: Revision,
     pub compacted: Revision,
@@ -147,12 +149,42 @@ impl Writer {
                 for r in replies {
                     r.fail(io(&e));
                 }
+                self.recover();
             }
         }
     }
 
+    /// After a failed transaction: close the database and open it again (redb refuses every
+    /// call after an I/O error). The counters are re-read from the file, where the failed
+    /// transaction left no trace. If reopening fails the next write tries again.
+    fn recover(&mut self) {
+        if !self.db.close() {
+            tracing::error!("embedded store: readers still hold the failed database; will retry");
+            return;
+        }
+        match self.opener.reopen() {
+            Ok(o) => {
+                self.revision = o.revision;
+                self.compacted = o.compacted;
+                self.db.set(o.db);
+                tracing::info!(revision = self.revision, "embedded store: reopened after a write failure");
+            }
+            Err(e) => tracing::error!(error = %e, "embedded store: cannot reopen after a write failure; will retry"),
+        }
+    }
+
+    /// The open database, reopening it first if an earlier failure closed it.
+    fn database(&mut self) -> Result<Arc<redb::Database>, redb::Error> {
+        if let Some(db) = self.db.get() {
+            return Ok(db);
+        }
+        self.recover();
+        self.db.get().ok_or_else(|| redb::Error::Corrupted("the store could not be reopened after an I/O error".into()))
+    }
+
     fn apply_batch(&mut self, batch: Vec<Op>, events: &mut Vec<WatchEvent>, replies: &mut Vec<Reply>) -> Result<(), redb::Error> {
-        let mut txn = self.db.begin_write()?;
+        let db = self.database()?;
+        let mut txn = db.begin_write()?;
         txn.set_durability(Durability::Immediate).map_err(|e| redb::Error::Corrupted(e.to_string()))?;
         let now = now_ms();
         {
@@ -311,7 +343,8 @@ impl Writer {
         let start = self.revision;
         let mut events = Vec::new();
         let res = (|| -> Result<(), redb::Error> {
-            let mut txn = self.db.begin_write()?;
+            let db = self.database()?;
+            let mut txn = db.begin_write()?;
             txn.set_durability(Durability::Immediate).map_err(|e| redb::Error::Corrupted(e.to_string()))?;
             {
                 let mut t = Tables {
@@ -334,13 +367,15 @@ impl Writer {
             Err(e) => {
                 self.revision = start;
                 tracing::warn!(error = %e, "embedded store: cannot delete expired keys");
+                self.recover();
             }
         }
     }
 
     fn expired_keys(&self, now: u64) -> Result<Vec<String>, redb::Error> {
         use redb::ReadableDatabase;
-        let txn = self.db.begin_read()?;
+        let Some(db) = self.db.get() else { return Ok(Vec::new()) };
+        let txn = db.begin_read()?;
         let expiry = txn.open_table(EXPIRY)?;
         let mut keys = Vec::new();
         for item in expiry.range((0u64, "")..(now + 1, ""))? {

@@ -16,7 +16,9 @@ pub const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs a future under a timeout, failing the test with `what` when it expires.
 pub async fn within<F: std::future::Future>(limit: Duration, what: &str, fut: F) -> F::Output {
-    tokio::time::timeout(limit, fut).await.unwrap_or_else(|_| panic!("timed out after {limit:?}: {what}"))
+    tokio::time::timeout(limit, fut)
+        .await
+        .unwrap_or_else(|_| panic!("timed out after {limit:?}: {what}"))
 }
 
 /// How to start a server.
@@ -32,7 +34,11 @@ pub struct Options {
 
 impl Default for Options {
     fn default() -> Self {
-        Options { args: vec![], wait_path: "/readyz".into(), data_dir: None }
+        Options {
+            args: vec![],
+            wait_path: "/readyz".into(),
+            data_dir: None,
+        }
     }
 }
 
@@ -87,7 +93,10 @@ impl TestServer {
     }
 
     async fn spawn(opts: Options) -> TestServer {
-        let dir = opts.data_dir.clone().unwrap_or_else(|| Arc::new(tempfile::tempdir().expect("tempdir")));
+        let dir = opts
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| Arc::new(tempfile::tempdir().expect("tempdir")));
         let started = Instant::now();
         let mut args: Vec<String> = vec![
             "serve".into(),
@@ -124,21 +133,33 @@ impl TestServer {
                 break path;
             }
             if let Some(status) = child.try_wait().unwrap() {
-                panic!("kapi serve exited early with {status}:\n{}", stderr.lock().unwrap().join("\n"));
+                panic!(
+                    "kapi serve exited early with {status}:\n{}",
+                    stderr.lock().unwrap().join("\n")
+                );
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         };
         let doc: serde_yaml::Value =
             serde_yaml::from_str(&std::fs::read_to_string(&kubeconfig).unwrap()).unwrap();
         let b64 = |v: &serde_yaml::Value| {
-            String::from_utf8(base64::engine::general_purpose::STANDARD.decode(v.as_str().unwrap()).unwrap()).unwrap()
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(v.as_str().unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
         };
         let cluster = &doc["clusters"][0]["cluster"];
         let url = cluster["server"].as_str().unwrap().to_string();
         let port = url.rsplit(':').next().unwrap().parse().unwrap();
         let ca_pem = b64(&cluster["certificate-authority-data"]);
         let user = &doc["users"][0]["user"];
-        let admin_pem = format!("{}{}", b64(&user["client-certificate-data"]), b64(&user["client-key-data"]));
+        let admin_pem = format!(
+            "{}{}",
+            b64(&user["client-certificate-data"]),
+            b64(&user["client-key-data"])
+        );
         let mut server = TestServer {
             child,
             dir,
@@ -204,7 +225,11 @@ impl TestServer {
             if let Some(status) = self.child.try_wait().unwrap() {
                 return status;
             }
-            assert!(Instant::now() < deadline, "server did not exit within {limit:?}:\n{}", self.stderr());
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit within {limit:?}:\n{}",
+                self.stderr()
+            );
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
@@ -212,9 +237,10 @@ impl TestServer {
     /// A kube::Client from the admin kubeconfig.
     pub async fn client(&self) -> kube::Client {
         let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
-        let config = kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
-            .await
-            .expect("kube config");
+        let config =
+            kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
+                .await
+                .expect("kube config");
         kube::Client::try_from(config).expect("kube client")
     }
 
@@ -255,7 +281,9 @@ pub async fn kubectl_with(kubeconfig: &Path, args: &[&str]) -> std::process::Out
         .args(args)
         .kill_on_drop(true)
         .output();
-    within(Duration::from_secs(60), "kubectl", fut).await.expect("run kubectl (is it on PATH?)")
+    within(Duration::from_secs(60), "kubectl", fut)
+        .await
+        .expect("run kubectl (is it on PATH?)")
 }
 
 fn send_signal(pid: u32, sig: i32) -> bool {
@@ -276,7 +304,14 @@ impl Drop for TestServer {
 
 /// Text body and status of a GET.
 pub async fn get_text(client: &reqwest::Client, url: &str) -> (u16, String) {
-    let resp = within(Duration::from_secs(30), url, client.get(url).send()).await.expect("request");
+    let resp = within(Duration::from_secs(30), url, client.get(url).send())
+        .await
+        .expect("request");
     let code = resp.status().as_u16();
-    (code, within(Duration::from_secs(30), url, resp.text()).await.unwrap())
+    (
+        code,
+        within(Duration::from_secs(30), url, resp.text())
+            .await
+            .unwrap(),
+    )
 }

@@ -1,0 +1,405 @@
+//! Server-side apply and field ownership (k8s.io/apiserver pkg/endpoints/handlers/fieldmanager
+//! over sigs.k8s.io/structured-merge-diff): merging an applied configuration into the live
+//! object, tracking who owns which field in `metadata.managedFields` (FieldsV1), detecting
+//! conflicts with other managers, and removing fields an applier stopped applying when no one
+//! else owns them. Updates (create, update, patch) record ownership of what they changed.
+//! May use: api.
+
+mod fieldpath;
+mod typed;
+
+use crate::api::GroupVersionKind;
+use fieldpath::Set;
+use serde_json::{json, Map, Value};
+use typed::Types;
+
+/// The manager kube assigns to fields of objects applied for the first time without
+/// managedFields (fieldmanager's BeforeFirstApplyManager).
+const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
+/// Why an apply failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ApplyError {
+    /// Fields the applier changes are owned by other managers and `force` was not set: 409
+    /// Conflict. Each cause is (field path like `.data.x`, manager as kube prints it, e.g.
+    /// `"kubectl-client-side-apply" using v1`); each StatusCause is `{type:
+    /// FieldManagerConflict, message: "conflict with <manager>", field: <path>}` and the
+    /// Status message is [`ApplyError::conflict_message`].
+    #[error("{}", conflict_message(causes))]
+    Conflict {
+        /// (field, manager) pairs, sorted by manager then field.
+        causes: Vec<(String, String)>,
+    },
+    /// The applied configuration is malformed (not an object, a keyed list item without its
+    /// key, managedFields set): 400 BadRequest with this message.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The applied configuration cannot be merged: 422 Invalid.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl ApplyError {
+    /// The Status message kube-apiserver answers a conflict with (getConflictMessage).
+    pub fn conflict_message(&self) -> Option<String> {
+        match self {
+            ApplyError::Conflict { causes } => Some(conflict_message(causes)),
+            _ => None,
+        }
+    }
+}
+
+fn conflict_message(causes: &[(String, String)]) -> String {
+    if let [(field, manager)] = causes {
+        return format!("Apply failed with 1 conflict: conflict with {manager}: {field}");
+    }
+    let mut lines = Vec::new();
+    let mut last: Option<&str> = None;
+    for (field, manager) in causes {
+        if last != Some(manager.as_str()) {
+            lines.push(format!("conflicts with {manager}:"));
+            last = Some(manager);
+        }
+        lines.push(format!("- {field}"));
+    }
+    format!(
+        "Apply failed with {} conflicts: {}",
+        causes.len(),
+        lines.join("\n")
+    )
+}
+
+/// One managedFields entry, decoded.
+#[derive(Debug, Clone)]
+struct Manager {
+    manager: String,
+    operation: String,
+    api_version: String,
+    subresource: String,
+    time: Option<String>,
+    set: Set,
+}
+
+impl Manager {
+    /// BuildManagerIdentifier: appliers are one manager across API versions.
+    fn same_identity(
+        &self,
+        manager: &str,
+        operation: &str,
+        api_version: &str,
+        subresource: &str,
+    ) -> bool {
+        self.manager == manager
+            && self.operation == operation
+            && self.subresource == subresource
+            && (operation == "Apply" || self.api_version == api_version)
+    }
+
+    /// printManager in fieldmanager: how conflicts name this manager.
+    fn printed(&self) -> String {
+        let mut s = format!("{:?}", self.manager);
+        if !self.subresource.is_empty() {
+            s.push_str(&format!(" with subresource {:?}", self.subresource));
+        }
+        if self.operation == "Update" {
+            s.push_str(&format!(" using {}", self.api_version));
+        }
+        s
+    }
+
+    fn to_entry(&self) -> Value {
+        let mut e = Map::new();
+        e.insert("manager".into(), self.manager.clone().into());
+        e.insert("operation".into(), self.operation.clone().into());
+        e.insert("apiVersion".into(), self.api_version.clone().into());
+        if let Some(t) = &self.time {
+            e.insert("time".into(), t.clone().into());
+        }
+        e.insert("fieldsType".into(), "FieldsV1".into());
+        e.insert("fieldsV1".into(), fieldpath::to_fields_v1(&self.set));
+        if !self.subresource.is_empty() {
+            e.insert("subresource".into(), self.subresource.clone().into());
+        }
+        Value::Object(e)
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+fn decode_managers(obj: Option<&Value>) -> Vec<Manager> {
+    let entries = obj
+        .and_then(|o| o.pointer("/metadata/managedFields"))
+        .and_then(Value::as_array);
+    entries
+        .into_iter()
+        .flatten()
+        .map(|e| {
+            let s = |k: &str| {
+                e.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string()
+            };
+            Manager {
+                manager: s("manager"),
+                operation: s("operation"),
+                api_version: s("apiVersion"),
+                subresource: s("subresource"),
+                time: e.get("time").and_then(Value::as_str).map(str::to_string),
+                set: e
+                    .get("fieldsV1")
+                    .map(fieldpath::from_fields_v1)
+                    .unwrap_or_default(),
+            }
+        })
+        .collect()
+}
+
+/// Writes the managers into `obj.metadata.managedFields`, sorted as kube sorts them
+/// (operation, time, manager, apiVersion, subresource); empty owners are dropped.
+fn encode_managers(obj: &mut Value, mut managers: Vec<Manager>) {
+    managers.retain(|m| !m.set.is_empty());
+    managers.sort_by(|p, q| {
+        (
+            &p.operation,
+            &p.time,
+            &p.manager,
+            &p.api_version,
+            &p.subresource,
+        )
+            .cmp(&(
+                &q.operation,
+                &q.time,
+                &q.manager,
+                &q.api_version,
+                &q.subresource,
+            ))
+    });
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    let meta = root.entry("metadata").or_insert_with(|| json!({}));
+    let Some(meta) = meta.as_object_mut() else {
+        return;
+    };
+    if managers.is_empty() {
+        meta.shift_remove("managedFields");
+    } else {
+        meta.insert(
+            "managedFields".into(),
+            managers.iter().map(Manager::to_entry).collect(),
+        );
+    }
+}
+
+fn gvk_of(obj: &Value) -> GroupVersionKind {
+    let s = |k: &str| obj.get(k).and_then(Value::as_str).unwrap_or_default();
+    GroupVersionKind::from_api_version_kind(s("apiVersion"), s("kind"))
+}
+
+/// Compare of two objects: (added or modified, removed) member paths.
+fn compare(types: &Types<'_>, old: &Value, new: &Value) -> (Set, Set) {
+    let old_set = types.object_set(old);
+    let new_set = types.object_set(new);
+    let mut changed: Set = new_set.difference(&old_set).cloned().collect();
+    for p in new_set.intersection(&old_set) {
+        let (a, b) = (fieldpath::get(old, p), fieldpath::get(new, p));
+        let leaf = b.is_some_and(|v| !v.is_object() && !v.is_array()) || !has_children(&new_set, p);
+        if leaf && a != b {
+            changed.insert(p.clone());
+        }
+    }
+    let removed = old_set.difference(&new_set).cloned().collect();
+    (changed, removed)
+}
+
+fn has_children(set: &Set, p: &fieldpath::Path) -> bool {
+    set.range(p.clone()..)
+        .nth(1)
+        .is_some_and(|q| q.starts_with(p))
+}
+
+/// Server-side apply of `applied` by `manager` onto `current` (None: create). Returns the new
+/// object with updated managedFields; the caller still runs its strategy (validation,
+/// metadata), storage preconditions and the usual write path.
+///
+/// # Errors
+/// [`ApplyError::Conflict`] when `force` is false and the apply changes fields others own;
+/// BadRequest/Invalid for malformed configurations.
+pub fn server_side_apply(
+    current: Option<&Value>,
+    applied: &Value,
+    manager: &str,
+    force: bool,
+    gvk: &GroupVersionKind,
+) -> Result<Value, ApplyError> {
+    if !applied.is_object() {
+        return Err(ApplyError::BadRequest(
+            "the applied configuration must be an object".into(),
+        ));
+    }
+    if applied
+        .pointer("/metadata/managedFields")
+        .is_some_and(|m| !m.is_null())
+    {
+        return Err(ApplyError::BadRequest(
+            "metadata.managedFields must be nil".into(),
+        ));
+    }
+    let types = Types::new(gvk);
+    let empty = json!({});
+    let live = current.unwrap_or(&empty);
+    let api_version = gvk.api_version();
+
+    let mut managers = decode_managers(current);
+    if current.is_some() && managers.is_empty() {
+        let mut set = types.object_set(live);
+        typed::strip(&mut set, gvk, "");
+        managers.push(Manager {
+            manager: BEFORE_FIRST_APPLY.into(),
+            operation: "Update".into(),
+            api_version: api_version.clone(),
+            subresource: String::new(),
+            time: Some(now()),
+            set,
+        });
+    }
+    let mut config_set = types.apply_set(applied)?;
+    typed::strip(&mut config_set, gvk, "");
+
+    let mut merged = types.merge(live, applied);
+    let mine = managers
+        .iter()
+        .position(|m| m.same_identity(manager, "Apply", &api_version, ""));
+    let last_set = mine.map(|i| managers[i].set.clone()).unwrap_or_default();
+    // Prune: what this applier stopped applying and nobody else owns goes away.
+    for path in last_set.difference(&config_set) {
+        let owned_by_others = managers
+            .iter()
+            .enumerate()
+            .any(|(i, m)| Some(i) != mine && fieldpath::owns_within(&m.set, path));
+        if !owned_by_others && !fieldpath::owns_within(&config_set, path) {
+            fieldpath::remove(&mut merged, path);
+        }
+    }
+
+    let (mut changed, removed) = compare(&types, live, &merged);
+    typed::strip(&mut changed, gvk, "");
+    let mut causes = Vec::new();
+    for (i, m) in managers.iter_mut().enumerate() {
+        if Some(i) == mine {
+            continue;
+        }
+        let conflicts: Set = m.set.intersection(&changed).cloned().collect();
+        if conflicts.is_empty() {
+            continue;
+        }
+        if force {
+            m.set.retain(|p| !conflicts.contains(p));
+        } else {
+            causes.extend(
+                conflicts
+                    .iter()
+                    .map(|p| (fieldpath::to_string(p), m.printed())),
+            );
+        }
+    }
+    if !causes.is_empty() {
+        causes.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
+        return Err(ApplyError::Conflict { causes });
+    }
+    for m in &mut managers {
+        m.set.retain(|p| !removed.contains(p));
+    }
+    let entry = match mine {
+        Some(i) => &mut managers[i],
+        None => {
+            managers.push(Manager {
+                manager: manager.into(),
+                operation: "Apply".into(),
+                api_version: api_version.clone(),
+                subresource: String::new(),
+                time: None,
+                set: Set::new(),
+            });
+            let last = managers.len() - 1;
+            &mut managers[last]
+        }
+    };
+    if entry.set != config_set || entry.time.is_none() || entry.api_version != api_version {
+        entry.time = Some(now());
+    }
+    entry.set = config_set;
+    entry.api_version = api_version;
+    encode_managers(&mut merged, managers);
+    Ok(merged)
+}
+
+/// Records field ownership of a non-apply write (create, update, patch): the fields it added
+/// or changed become `manager`'s (operation `Update`, the object's apiVersion) and are taken
+/// from other managers; removed fields are released. `new` gets its managedFields rewritten.
+/// A request that sends `managedFields: []` clears all ownership, as kube does.
+pub fn update_managed_fields(
+    old: Option<&Value>,
+    new: &mut Value,
+    manager: &str,
+    operation: &str,
+    subresource: &str,
+) {
+    let gvk = gvk_of(new);
+    let types = Types::new(&gvk);
+    let api_version = gvk.api_version();
+    let sent = new.pointer("/metadata/managedFields").cloned();
+    let old_entries = old
+        .and_then(|o| o.pointer("/metadata/managedFields"))
+        .cloned();
+    let mut managers = match (&sent, &old_entries) {
+        (Some(Value::Array(a)), _) if a.is_empty() => {
+            encode_managers(new, Vec::new());
+            return;
+        }
+        (Some(s @ Value::Array(_)), o) if Some(s) != o.as_ref() => {
+            decode_managers(Some(&json!({"metadata": {"managedFields": s}})))
+        }
+        _ => decode_managers(old),
+    };
+    let empty = json!({});
+    let (mut changed, removed) = compare(&types, old.unwrap_or(&empty), new);
+    typed::strip(&mut changed, &gvk, subresource);
+    for m in &mut managers {
+        m.set.retain(|p| !removed.contains(p));
+        if !(m.manager == manager && m.operation == operation) {
+            m.set.retain(|p| !changed.contains(p));
+        }
+    }
+    let idx = managers
+        .iter()
+        .position(|m| m.same_identity(manager, operation, &api_version, subresource));
+    let idx = match idx {
+        Some(i) => i,
+        None => {
+            managers.push(Manager {
+                manager: manager.into(),
+                operation: operation.into(),
+                api_version: api_version.clone(),
+                subresource: subresource.into(),
+                time: None,
+                set: Set::new(),
+            });
+            managers.len() - 1
+        }
+    };
+    let m = &mut managers[idx];
+    let before = m.set.clone();
+    m.set.extend(changed);
+    if m.set != before || m.time.is_none() {
+        m.time = Some(now());
+    }
+    encode_managers(new, managers);
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,341 @@
+//! Server-side apply and managedFields, with expectations from kube-apiserver's behaviour
+//! (fieldmanager tests and the managedFields kubectl shows): FieldsV1 shapes, conflicts and
+//! their messages, force, pruning of fields no longer applied, list-map and set merging.
+
+use super::*;
+
+fn cm_gvk() -> GroupVersionKind {
+    GroupVersionKind::new("", "v1", "ConfigMap")
+}
+
+fn cm(data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}, "data": data})
+}
+
+fn entries(obj: &Value) -> Vec<(String, String, Value)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|e| {
+                    assert_eq!(e["fieldsType"], "FieldsV1");
+                    assert!(e["time"].as_str().is_some_and(|t| t.ends_with('Z')));
+                    (
+                        e["manager"].as_str().unwrap().into(),
+                        e["operation"].as_str().unwrap().into(),
+                        e["fieldsV1"].clone(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn fields_v1_roundtrip() {
+    let cases = [
+        json!({"f:data": {"f:a": {}, "f:b": {}}}),
+        json!({"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}}),
+        json!({"f:metadata": {"f:finalizers": {".": {}, "v:\"a\"": {}},
+               "f:ownerReferences": {".": {}, "k:{\"uid\":\"u1\"}": {}}}}),
+        json!({"f:secrets": {"k:{\"name\":\"s\"}": {".": {}, "f:name": {}}}}),
+    ];
+    for fv1 in cases {
+        let set = fieldpath::from_fields_v1(&fv1);
+        assert_eq!(fieldpath::to_fields_v1(&set), fv1);
+    }
+    let set = fieldpath::from_fields_v1(
+        &json!({"f:spec": {"f:list": {"k:{\"a\":\"x\",\"b\":1}": {"f:c": {}}}}}),
+    );
+    let path = set.iter().next().unwrap();
+    assert_eq!(fieldpath::to_string(path), ".spec.list[a=\"x\",b=1].c");
+    let set = fieldpath::from_fields_v1(&json!({"f:metadata": {"f:finalizers": {"v:\"f\"": {}}}}));
+    assert_eq!(
+        fieldpath::to_string(set.iter().next().unwrap()),
+        ".metadata.finalizers[=\"f\"]"
+    );
+}
+
+#[test]
+fn create_by_apply_records_the_applied_fields() {
+    let mut applied = cm(json!({"k": "v"}));
+    applied["metadata"]["labels"] = json!({"app": "a"});
+    let out = server_side_apply(None, &applied, "kubectl", false, &cm_gvk()).unwrap();
+    assert_eq!(out["data"], json!({"k": "v"}));
+    assert_eq!(
+        entries(&out),
+        vec![(
+            "kubectl".into(),
+            "Apply".into(),
+            json!({"f:data": {"f:k": {}}, "f:metadata": {"f:labels": {"f:app": {}}}})
+        )]
+    );
+    assert_eq!(out["metadata"]["managedFields"][0]["apiVersion"], "v1");
+    // Applying the same configuration again changes nothing but is allowed.
+    let again = server_side_apply(Some(&out), &applied, "kubectl", false, &cm_gvk()).unwrap();
+    assert_eq!(again["data"], out["data"]);
+    assert_eq!(entries(&again), entries(&out));
+}
+
+#[test]
+fn update_records_ownership_like_kubectl_create() {
+    let mut obj = cm(json!({"k": "v"}));
+    obj["metadata"]["labels"] = json!({"app": "a"});
+    update_managed_fields(None, &mut obj, "kubectl-create", "Update", "");
+    assert_eq!(
+        entries(&obj),
+        vec![(
+            "kubectl-create".into(),
+            "Update".into(),
+            json!({"f:data": {".": {}, "f:k": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+        )]
+    );
+    // A second writer changing one key takes it over; the first keeps the rest.
+    let mut next = obj.clone();
+    next["data"]["k"] = json!("w");
+    next["data"]["n"] = json!("1");
+    update_managed_fields(Some(&obj), &mut next, "kubectl-edit", "Update", "");
+    let e = entries(&next);
+    assert_eq!(e.len(), 2);
+    // Owning only the map itself now: a member without children is written `{}`.
+    assert_eq!(
+        e[0].2,
+        json!({"f:data": {}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}})
+    );
+    assert_eq!(
+        e[1],
+        (
+            "kubectl-edit".into(),
+            "Update".into(),
+            json!({"f:data": {"f:k": {}, "f:n": {}}})
+        )
+    );
+    // managedFields: [] in the request clears ownership.
+    let mut cleared = next.clone();
+    cleared["metadata"]["managedFields"] = json!([]);
+    update_managed_fields(Some(&next), &mut cleared, "kubectl-edit", "Update", "");
+    assert!(cleared["metadata"].get("managedFields").is_none());
+}
+
+#[test]
+fn conflicts_force_and_shared_ownership() {
+    let mut live = cm(json!({"k": "v", "other": "o"}));
+    update_managed_fields(None, &mut live, "kubectl-client-side-apply", "Update", "");
+
+    // Same value: no conflict, both own it.
+    let shared = server_side_apply(
+        Some(&live),
+        &cm(json!({"k": "v"})),
+        "kubectl",
+        false,
+        &cm_gvk(),
+    )
+    .unwrap();
+    let e = entries(&shared);
+    assert_eq!(
+        e.iter().find(|m| m.0 == "kubectl").unwrap().2,
+        json!({"f:data": {"f:k": {}}})
+    );
+    assert!(e
+        .iter()
+        .find(|m| m.0 == "kubectl-client-side-apply")
+        .unwrap()
+        .2["f:data"]
+        .get("f:k")
+        .is_some());
+
+    // Different value: conflict, with kube's message.
+    let err = server_side_apply(
+        Some(&live),
+        &cm(json!({"k": "changed"})),
+        "kubectl",
+        false,
+        &cm_gvk(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ApplyError::Conflict {
+            causes: vec![(
+                ".data.k".into(),
+                "\"kubectl-client-side-apply\" using v1".into()
+            )]
+        }
+    );
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.k"
+    );
+    let err = server_side_apply(
+        Some(&live),
+        &cm(json!({"k": "a", "other": "b"})),
+        "kubectl",
+        false,
+        &cm_gvk(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.conflict_message().unwrap(),
+        "Apply failed with 2 conflicts: conflicts with \"kubectl-client-side-apply\" using v1:\n- .data.k\n- .data.other"
+    );
+
+    // Force: the applier takes the field over.
+    let forced = server_side_apply(
+        Some(&live),
+        &cm(json!({"k": "changed"})),
+        "kubectl",
+        true,
+        &cm_gvk(),
+    )
+    .unwrap();
+    assert_eq!(forced["data"], json!({"k": "changed", "other": "o"}));
+    let e = entries(&forced);
+    assert_eq!(
+        e.iter().find(|m| m.0 == "kubectl").unwrap().2,
+        json!({"f:data": {"f:k": {}}})
+    );
+    let csa = &e
+        .iter()
+        .find(|m| m.0 == "kubectl-client-side-apply")
+        .unwrap()
+        .2;
+    assert!(csa["f:data"].get("f:k").is_none());
+    assert!(csa["f:data"].get("f:other").is_some());
+
+    // Another applier is named without "using".
+    let err = server_side_apply(
+        Some(&forced),
+        &cm(json!({"k": "mine"})),
+        "other-applier",
+        false,
+        &cm_gvk(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ApplyError::Conflict {
+            causes: vec![(".data.k".into(), "\"kubectl\"".into())]
+        }
+    );
+}
+
+#[test]
+fn fields_no_longer_applied_are_removed_unless_owned() {
+    let first = server_side_apply(
+        None,
+        &cm(json!({"a": "1", "b": "2"})),
+        "kubectl",
+        false,
+        &cm_gvk(),
+    )
+    .unwrap();
+    let second = server_side_apply(
+        Some(&first),
+        &cm(json!({"a": "1"})),
+        "kubectl",
+        false,
+        &cm_gvk(),
+    )
+    .unwrap();
+    assert_eq!(second["data"], json!({"a": "1"}));
+
+    // b also written by someone else: it stays.
+    let mut shared = first.clone();
+    shared["data"]["b"] = json!("3");
+    update_managed_fields(Some(&first), &mut shared, "editor", "Update", "");
+    let third = server_side_apply(
+        Some(&shared),
+        &cm(json!({"a": "1"})),
+        "kubectl",
+        false,
+        &cm_gvk(),
+    )
+    .unwrap();
+    assert_eq!(third["data"], json!({"a": "1", "b": "3"}));
+}
+
+#[test]
+fn objects_without_managed_fields_belong_to_before_first_apply() {
+    let live = cm(json!({"k": "v"}));
+    let err = server_side_apply(
+        Some(&live),
+        &cm(json!({"k": "w"})),
+        "kubectl",
+        false,
+        &cm_gvk(),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ApplyError::Conflict {
+            causes: vec![(".data.k".into(), "\"before-first-apply\" using v1".into())]
+        }
+    );
+}
+
+#[test]
+fn keyed_lists_and_sets_merge() {
+    let gvk = GroupVersionKind::new("", "v1", "ServiceAccount");
+    let sa = |secrets: Value, finalizers: Value| {
+        json!({"apiVersion": "v1", "kind": "ServiceAccount",
+               "metadata": {"name": "sa", "finalizers": finalizers}, "secrets": secrets})
+    };
+    let mut live = sa(json!([{"name": "s1"}]), json!(["a"]));
+    update_managed_fields(None, &mut live, "ctl", "Update", "");
+    assert_eq!(
+        entries(&live)[0].2,
+        json!({"f:metadata": {"f:finalizers": {".": {}, "v:\"a\"": {}}}, "f:secrets": {".": {}, "k:{\"name\":\"s1\"}": {}}})
+    );
+    let out = server_side_apply(
+        Some(&live),
+        &sa(json!([{"name": "s2"}]), json!(["b"])),
+        "applier",
+        false,
+        &gvk,
+    )
+    .unwrap();
+    assert_eq!(out["secrets"], json!([{"name": "s1"}, {"name": "s2"}]));
+    assert_eq!(out["metadata"]["finalizers"], json!(["a", "b"]));
+    let mine = entries(&out)
+        .into_iter()
+        .find(|e| e.0 == "applier")
+        .unwrap()
+        .2;
+    assert_eq!(
+        mine,
+        json!({"f:metadata": {"f:finalizers": {"v:\"b\"": {}}}, "f:secrets": {"k:{\"name\":\"s2\"}": {}}})
+    );
+
+    // Atomic lists are replaced and owned whole.
+    let atomic = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"},
+                        "imagePullSecrets": [{"name": "r"}]});
+    let out = server_side_apply(Some(&out), &atomic, "applier", true, &gvk).unwrap();
+    assert_eq!(out["imagePullSecrets"], json!([{"name": "r"}]));
+    let mine = entries(&out)
+        .into_iter()
+        .find(|e| e.0 == "applier")
+        .unwrap()
+        .2;
+    assert_eq!(mine, json!({"f:imagePullSecrets": {}}));
+    // The applier dropped s2 and b, which only it owned.
+    assert_eq!(out["secrets"], json!([{"name": "s1"}]));
+    assert_eq!(out["metadata"]["finalizers"], json!(["a"]));
+}
+
+#[test]
+fn malformed_configurations() {
+    let gvk = GroupVersionKind::new("", "v1", "ServiceAccount");
+    let no_key = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"}, "secrets": [{"namespace": "x"}]});
+    assert!(
+        matches!(server_side_apply(None, &no_key, "m", false, &gvk), Err(ApplyError::Invalid(m)) if m.contains(".secrets"))
+    );
+    let with_mf = json!({"metadata": {"name": "sa", "managedFields": [{"manager": "x"}]}});
+    assert!(matches!(
+        server_side_apply(None, &with_mf, "m", false, &gvk),
+        Err(ApplyError::BadRequest(_))
+    ));
+    assert!(matches!(
+        server_side_apply(None, &json!([1]), "m", false, &gvk),
+        Err(ApplyError::BadRequest(_))
+    ));
+}

@@ -1,0 +1,308 @@
+//! The structure server-side apply needs from the served types (structured-merge-diff's
+//! schema, reduced to what these kinds use): which objects are maps, which structs are atomic
+//! or embedded by value, and list semantics from `endpoints::patch::meta`. With it: the field
+//! set of an applied configuration (typed.ToFieldSet), the member set of a whole object (what
+//! Compare sees), and merging an applied configuration into the live object (typed.Merge).
+//! May use: api.
+
+use super::fieldpath::{self, Element, Path, Set};
+use super::ApplyError;
+use crate::api::GroupVersionKind;
+use crate::endpoints::patch::meta::{field_meta, ListType};
+use serde_json::{Map, Value};
+
+/// How a node is merged and owned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A scalar, or anything owned as a whole (atomic struct, atomic list).
+    Leaf,
+    /// A struct field set by value in Go (never absent in kube's empty object: no `.`).
+    EmbeddedStruct,
+    /// A pointer struct: owned as a member when set.
+    Struct,
+    /// A `map[string]T`: every entry is a member.
+    Map,
+    /// A list merged by key fields; `atomic_items` when its element struct is atomic.
+    ListMap {
+        keys: &'static [&'static str],
+        atomic_items: bool,
+    },
+    /// A set of scalars.
+    ListSet,
+}
+
+/// Fields holding `map[string]...` values.
+const MAPS: &[&[&str]] = &[
+    &["metadata", "labels"],
+    &["metadata", "annotations"],
+    &["data"],
+    &["binaryData"],
+    &["stringData"],
+];
+
+/// Struct fields embedded by value (`Spec LeaseSpec`, not `*LeaseSpec`).
+const EMBEDDED: &[&[&str]] = &[
+    &["metadata"],
+    &["spec"],
+    &["status"],
+    &["source"],
+    &["deprecatedSource"],
+];
+
+/// Structs marked `+structType=atomic` (ObjectReference and friends).
+const ATOMIC_STRUCTS: &[&[&str]] = &[&["involvedObject"], &["related"], &["regarding"]];
+
+/// Keyed lists whose items are atomic structs.
+const ATOMIC_ITEMS: &[&[&str]] = &[&["metadata", "ownerReferences"], &["secrets"]];
+
+pub(crate) struct Types<'a> {
+    gvk: &'a GroupVersionKind,
+}
+
+impl<'a> Types<'a> {
+    pub(crate) fn new(gvk: &'a GroupVersionKind) -> Self {
+        Types { gvk }
+    }
+
+    fn kind(&self, fields: &[&str], value: &Value) -> Kind {
+        let is = |table: &[&[&str]]| table.iter().any(|p| *p == fields);
+        match value {
+            Value::Array(_) => match field_meta(self.gvk, fields).list {
+                ListType::Map(keys) => Kind::ListMap {
+                    keys,
+                    atomic_items: is(ATOMIC_ITEMS),
+                },
+                ListType::Set => Kind::ListSet,
+                ListType::Atomic => Kind::Leaf,
+            },
+            Value::Object(_) if is(ATOMIC_STRUCTS) => Kind::Leaf,
+            Value::Object(_) if is(MAPS) => Kind::Map,
+            Value::Object(_) if is(EMBEDDED) => Kind::EmbeddedStruct,
+            Value::Object(_) => Kind::Struct,
+            _ => Kind::Leaf,
+        }
+    }
+
+    /// typed.ToFieldSet of an applied configuration: leaves, list items, map entries, and
+    /// struct fields only when set to null or `{}`.
+    pub(crate) fn apply_set(&self, config: &Value) -> Result<Set, ApplyError> {
+        let mut set = Set::new();
+        self.walk(config, &mut Vec::new(), &mut Vec::new(), false, &mut set)?;
+        Ok(set)
+    }
+
+    /// The members of a whole object as Compare sees them: like [`Self::apply_set`], plus
+    /// every map, pointer struct and non-atomic list that is present.
+    pub(crate) fn object_set(&self, obj: &Value) -> Set {
+        let mut set = Set::new();
+        // Objects already stored are well-formed; a malformed one owns what could be walked.
+        let _ = self.walk(obj, &mut Vec::new(), &mut Vec::new(), true, &mut set);
+        set
+    }
+
+    fn walk<'v>(
+        &self,
+        value: &'v Value,
+        fields: &mut Vec<&'v str>,
+        path: &mut Path,
+        containers: bool,
+        set: &mut Set,
+    ) -> Result<(), ApplyError> {
+        let kind = if path.is_empty() {
+            Kind::EmbeddedStruct
+        } else {
+            self.kind(fields, value)
+        };
+        match kind {
+            Kind::Leaf => {
+                set.insert(path.clone());
+            }
+            Kind::ListMap { keys, atomic_items } => {
+                if containers {
+                    set.insert(path.clone());
+                }
+                for item in value.as_array().into_iter().flatten() {
+                    let pe = fieldpath::key(item, keys).ok_or_else(|| {
+                        ApplyError::Invalid(format!(
+                            "{}: associative list with keys has an element that omits key field {:?}",
+                            fieldpath::to_string(path),
+                            keys.iter().find(|k| item.get(**k).is_none()).unwrap_or(&keys[0])
+                        ))
+                    })?;
+                    path.push(pe);
+                    set.insert(path.clone());
+                    if !atomic_items {
+                        self.walk_fields(item, fields, path, containers, set)?;
+                    }
+                    path.pop();
+                }
+            }
+            Kind::ListSet => {
+                if containers {
+                    set.insert(path.clone());
+                }
+                for item in value.as_array().into_iter().flatten() {
+                    path.push(fieldpath::value(item));
+                    set.insert(path.clone());
+                    path.pop();
+                }
+            }
+            Kind::Map | Kind::Struct | Kind::EmbeddedStruct => {
+                if containers && matches!(kind, Kind::Map | Kind::Struct) {
+                    set.insert(path.clone());
+                }
+                let is_map = kind == Kind::Map;
+                for (k, v) in value.as_object().into_iter().flatten() {
+                    fields.push(k);
+                    path.push(fieldpath::field(k));
+                    self.walk(v, fields, path, containers, set)?;
+                    let empty = v.is_null() || v.as_object().is_some_and(Map::is_empty);
+                    if empty || is_map {
+                        set.insert(path.clone());
+                    }
+                    path.pop();
+                    fields.pop();
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Walks the fields of a list item (an object) as a struct under `path`.
+    fn walk_fields<'v>(
+        &self,
+        item: &'v Value,
+        fields: &mut Vec<&'v str>,
+        path: &mut Path,
+        containers: bool,
+        set: &mut Set,
+    ) -> Result<(), ApplyError> {
+        for (k, v) in item.as_object().into_iter().flatten() {
+            fields.push(k);
+            path.push(fieldpath::field(k));
+            self.walk(v, fields, path, containers, set)?;
+            if v.is_null() || v.as_object().is_some_and(Map::is_empty) {
+                set.insert(path.clone());
+            }
+            path.pop();
+            fields.pop();
+        }
+        Ok(())
+    }
+
+    /// typed.Merge: the applied configuration merged into the live object.
+    pub(crate) fn merge(&self, live: &Value, config: &Value) -> Value {
+        self.merge_at(live, config, &mut Vec::new(), true)
+    }
+
+    fn merge_at<'v>(
+        &self,
+        live: &Value,
+        config: &'v Value,
+        fields: &mut Vec<&'v str>,
+        root: bool,
+    ) -> Value {
+        let kind = if root {
+            Kind::EmbeddedStruct
+        } else {
+            self.kind(fields, config)
+        };
+        match (kind, live, config) {
+            (
+                Kind::Map | Kind::Struct | Kind::EmbeddedStruct,
+                Value::Object(l),
+                Value::Object(c),
+            ) => {
+                let mut out = l.clone();
+                for (k, v) in c {
+                    if v.is_null() {
+                        out.shift_remove(k);
+                        continue;
+                    }
+                    fields.push(k);
+                    let merged = match l.get(k) {
+                        Some(lv) => self.merge_at(lv, v, fields, false),
+                        None => v.clone(),
+                    };
+                    fields.pop();
+                    out.insert(k.clone(), merged);
+                }
+                Value::Object(out)
+            }
+            (Kind::ListMap { keys, atomic_items }, Value::Array(l), Value::Array(c)) => {
+                let mut out = l.clone();
+                for item in c {
+                    let id = fieldpath::key(item, keys);
+                    let pos = out
+                        .iter()
+                        .position(|o| id.is_some() && fieldpath::key(o, keys) == id);
+                    match pos {
+                        Some(i) if !atomic_items => {
+                            let merged = self.merge_item(&out[i], item, fields);
+                            out[i] = merged;
+                        }
+                        Some(i) => out[i] = item.clone(),
+                        None => out.push(item.clone()),
+                    }
+                }
+                Value::Array(out)
+            }
+            (Kind::ListSet, Value::Array(l), Value::Array(c)) => {
+                let mut out = l.clone();
+                for item in c {
+                    if !out.contains(item) {
+                        out.push(item.clone());
+                    }
+                }
+                Value::Array(out)
+            }
+            _ => config.clone(),
+        }
+    }
+
+    fn merge_item<'v>(&self, live: &Value, config: &'v Value, fields: &mut Vec<&'v str>) -> Value {
+        let (Value::Object(l), Value::Object(c)) = (live, config) else {
+            return config.clone();
+        };
+        let mut out = l.clone();
+        for (k, v) in c {
+            fields.push(k);
+            let merged = match l.get(k) {
+                Some(lv) => self.merge_at(lv, v, fields, false),
+                None => v.clone(),
+            };
+            fields.pop();
+            out.insert(k.clone(), merged);
+        }
+        Value::Object(out)
+    }
+}
+
+/// Paths kube never tracks (fieldmanager's stripMeta), plus `status` of a namespace written
+/// through the main resource (reset by its strategy).
+pub(crate) fn strip(set: &mut Set, gvk: &GroupVersionKind, subresource: &str) {
+    const META: &[&str] = &[
+        "name",
+        "namespace",
+        "creationTimestamp",
+        "selfLink",
+        "uid",
+        "clusterName",
+        "generation",
+        "managedFields",
+        "resourceVersion",
+    ];
+    let f = |s: &str| -> Element { fieldpath::field(s) };
+    set.retain(|p| {
+        let first = p.first().map(String::as_str);
+        match (first, p.get(1)) {
+            (Some("f:apiVersion" | "f:kind"), _) => false,
+            (Some("f:metadata"), None) => false,
+            (Some("f:metadata"), Some(second)) => !META.iter().any(|m| *second == f(m)),
+            (Some("f:status"), _) => {
+                !(gvk.kind == "Namespace" && gvk.group.is_empty() && subresource.is_empty())
+            }
+            _ => true,
+        }
+    });
+}

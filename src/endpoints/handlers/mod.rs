@@ -1,0 +1,96 @@
+//! REST handlers: extract → registry call → respond (endpoints/handlers in k8s). One file per
+//! verb group; this file dispatches a resource request by verb. May use: registry, api.
+
+mod delete;
+mod read;
+mod table;
+mod watch;
+mod write;
+
+use super::negotiate::{self, Output};
+use super::query::Query;
+use super::status::error_response;
+use crate::api::{Body, GroupVersionKind, RequestContext, Status};
+use crate::registry::{Error, Resource, ResourceInfo};
+use bytes::Bytes;
+use http::{HeaderMap, Response};
+
+/// Everything a handler needs of one request.
+pub(crate) struct Req<'a> {
+    /// Request headers.
+    pub(crate) headers: &'a HeaderMap,
+    /// The request body (already bounded by the chain).
+    pub(crate) body: &'a Bytes,
+    /// Query parameters.
+    pub(crate) query: Query,
+    /// The chain's context.
+    pub(crate) ctx: &'a RequestContext,
+    /// The negotiated output.
+    pub(crate) out: Output,
+}
+
+impl Req<'_> {
+    /// Namespace from the path.
+    pub(crate) fn namespace(&self) -> &str {
+        &self.ctx.info.namespace
+    }
+    /// Object name from the path.
+    pub(crate) fn name(&self) -> &str {
+        &self.ctx.info.name
+    }
+}
+
+/// The GVK a resource serves.
+pub(crate) fn gvk_of(i: &ResourceInfo) -> GroupVersionKind {
+    GroupVersionKind::new(i.group, i.version, i.kind)
+}
+
+fn method_not_allowed(i: &ResourceInfo, verb: &str) -> Response<Body> {
+    error_response(&Error::MethodNotAllowed { group: i.group.into(), resource: i.resource.into(), verb: verb.into() })
+}
+
+/// Serves a resource request for `resource`.
+pub(crate) async fn dispatch(resource: &Resource, req: Req<'_>) -> Response<Body> {
+    let info = resource.info();
+    let verb = req.ctx.info.verb.as_str();
+    let sub = req.ctx.info.subresource.as_str();
+    if !sub.is_empty() && !info.subresources.iter().any(|(s, verbs)| *s == sub && verbs.contains(&verb)) {
+        let known = info.subresources.iter().any(|(s, _)| *s == sub);
+        return if known { method_not_allowed(info, verb) } else { Status::not_found_path().into_response() };
+    }
+    if sub.is_empty() && !info.serves(verb) {
+        return method_not_allowed(info, verb);
+    }
+    // A namespaced resource with a namespace in the path, or a cluster-scoped one without.
+    if !info.namespaced && !req.namespace().is_empty() && info.resource != "namespaces" {
+        return Status::not_found_path().into_response();
+    }
+    if info.namespaced && req.namespace().is_empty() && !matches!(verb, "list" | "watch") {
+        return Status::not_found_path().into_response();
+    }
+    let store = match resource {
+        Resource::Review(review) => return write::review(*review, &req),
+        Resource::Stored(store) => store,
+    };
+    match verb {
+        "get" => read::get(store, &req).await,
+        "list" => read::list(store, &req).await,
+        "watch" => watch::watch(store, &req).await,
+        "create" => write::create(store, &req).await,
+        "update" => write::update(store, &req).await,
+        "patch" => write::patch(store, &req).await,
+        "delete" => delete::delete(store, &req).await,
+        "deletecollection" => delete::delete_collection(store, &req).await,
+        other => method_not_allowed(info, other),
+    }
+}
+
+/// Turns a Status into a response (shorthand for handlers' early returns).
+pub(crate) fn status_response(s: Status) -> Response<Body> {
+    s.into_response()
+}
+
+/// `negotiate::respond` with the request's output.
+pub(crate) fn respond(req: &Req<'_>, code: u16, value: &serde_json::Value, warnings: &[String]) -> Response<Body> {
+    negotiate::respond(code, value, req.out, warnings)
+}

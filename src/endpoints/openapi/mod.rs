@@ -1,0 +1,174 @@
+//! /openapi/v2 and /openapi/v3 (kube-openapi pkg/handler and pkg/handler3): the Swagger 2.0
+//! document in JSON or, when asked, in gnostic protobuf (kubectl create/apply/explain decode
+//! it eagerly); the v3 index of group versions with content hashes; and one OpenAPI 3.0
+//! document per group version, immutable-cached when fetched by its current hash and
+//! redirected to it when fetched with a stale one. Documents are built once, on first use.
+//! May use: api.
+
+mod proto;
+mod spec;
+
+use crate::api::{full_body, Body, Status};
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use serde_json::{json, Map, Value};
+use sha2::{Digest, Sha512};
+use std::sync::OnceLock;
+
+/// The protobuf media types of the v2 document (the `@` form and the older `.` form).
+const PROTO_V2: [&str; 2] = [
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+];
+
+/// The `info.version` of the documents.
+const SPEC_VERSION: &str = "unversioned";
+
+struct Doc {
+    bytes: Vec<u8>,
+    hash: String,
+}
+
+impl Doc {
+    fn new(bytes: Vec<u8>) -> Doc {
+        let hash = etag_of(&bytes);
+        Doc { bytes, hash }
+    }
+}
+
+struct Docs {
+    v2_json: Doc,
+    v2_proto: Doc,
+    v3_index: Doc,
+    v3: Vec<(String, Doc)>,
+}
+
+/// kube-openapi's computeETag: the upper-case hex SHA-512 of the served bytes.
+fn etag_of(bytes: &[u8]) -> String {
+    data_encoding::HEXUPPER.encode(&Sha512::digest(bytes))
+}
+
+fn docs() -> &'static Docs {
+    static DOCS: OnceLock<Docs> = OnceLock::new();
+    DOCS.get_or_init(|| {
+        let v2 = spec::v2_document(SPEC_VERSION);
+        let v3: Vec<(String, Doc)> = spec::v3_group_versions()
+            .into_iter()
+            .filter_map(|gv| {
+                let doc = spec::v3_document(&gv, SPEC_VERSION)?;
+                Some((gv, Doc::new(doc.to_string().into_bytes())))
+            })
+            .collect();
+        let paths: Map<String, Value> = v3
+            .iter()
+            .map(|(gv, d)| {
+                let url = format!("/openapi/v3/{gv}?hash={}", d.hash);
+                (gv.clone(), json!({ "serverRelativeURL": url }))
+            })
+            .collect();
+        Docs {
+            v2_json: Doc::new(v2.to_string().into_bytes()),
+            v2_proto: Doc::new(proto::encode_v2(&v2)),
+            v3_index: Doc::new(json!({ "paths": paths }).to_string().into_bytes()),
+            v3,
+        }
+    })
+}
+
+/// Serves the OpenAPI endpoints. `path` is the request target (path and optional query, e.g.
+/// `/openapi/v3/api/v1?hash=AB12`); `None` when the path is not an OpenAPI path, so the caller
+/// routes it elsewhere.
+pub fn handle(path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
+    let (path, query) = path.split_once('?').unwrap_or((path, ""));
+    let path = path.trim_end_matches('/');
+    let docs = docs();
+    if path == "/openapi/v2" {
+        let (doc, content_type) = if accepts_proto_v2(headers) {
+            (&docs.v2_proto, PROTO_V2[0])
+        } else {
+            (&docs.v2_json, "application/json")
+        };
+        return Some(respond(doc, content_type, headers, false));
+    }
+    if path == "/openapi/v3" {
+        return Some(respond(&docs.v3_index, "application/json", headers, false));
+    }
+    let gv = path.strip_prefix("/openapi/v3/")?;
+    let Some((_, doc)) = docs.v3.iter().find(|(name, _)| name == gv) else {
+        return Some(Status::not_found_path().into_response());
+    };
+    let hash = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "hash")
+        .map(|(_, v)| v.into_owned());
+    match hash {
+        Some(h) if h != doc.hash => {
+            let location = format!("/openapi/v3/{gv}?hash={}", doc.hash);
+            let mut resp = Response::new(crate::api::empty_body());
+            *resp.status_mut() = StatusCode::MOVED_PERMANENTLY;
+            if let Ok(v) = HeaderValue::from_str(&location) {
+                resp.headers_mut().insert(header::LOCATION, v);
+            }
+            Some(resp)
+        }
+        Some(_) => Some(respond(doc, "application/json", headers, true)),
+        None => Some(respond(doc, "application/json", headers, false)),
+    }
+}
+
+/// Whether the Accept header asks for the protobuf v2 document (any listed entry is enough:
+/// kubectl sends only that type).
+fn accepts_proto_v2(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| {
+            v.split(',').any(|entry| {
+                let media = entry.split(';').next().unwrap_or("").trim();
+                PROTO_V2.iter().any(|p| p.eq_ignore_ascii_case(media))
+            })
+        })
+}
+
+fn respond(doc: &Doc, content_type: &str, headers: &HeaderMap, immutable: bool) -> Response<Body> {
+    let etag = format!("\"{}\"", doc.hash);
+    let not_modified = headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let mut resp = if not_modified {
+        let mut r = Response::new(crate::api::empty_body());
+        *r.status_mut() = StatusCode::NOT_MODIFIED;
+        r
+    } else {
+        Response::new(full_body(doc.bytes.clone()))
+    };
+    let h = resp.headers_mut();
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        h.insert(header::CONTENT_TYPE, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(header::ETAG, v);
+    }
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    if immutable {
+        h.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("public, immutable"),
+        );
+        let expires = chrono::Utc::now() + chrono::Duration::days(365);
+        if let Ok(v) =
+            HeaderValue::from_str(&expires.format("%a, %d %b %Y %H:%M:%S GMT").to_string())
+        {
+            h.insert(header::EXPIRES, v);
+        }
+    } else {
+        h.insert(
+            header::CACHE_CONTROL,
+            HeaderValue::from_static("no-cache, private"),
+        );
+    }
+    resp
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,262 @@
+//! The documents answer what kubectl looks for: GVK-tagged schemas with descriptions and patch
+//! strategies, PATCH operations with `fieldValidation`, a protobuf v2 that decodes, and kube's
+//! hash/ETag caching.
+
+use super::*;
+use http_body_util::BodyExt;
+
+fn get(path: &str, headers: &[(&str, &str)]) -> Response<Body> {
+    let mut h = HeaderMap::new();
+    for (k, v) in headers {
+        h.insert(
+            header::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+            HeaderValue::from_str(v).unwrap(),
+        );
+    }
+    handle(path, &h).unwrap_or_else(|| panic!("{path} not handled"))
+}
+
+fn body(resp: Response<Body>) -> Vec<u8> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            resp.into_body().collect(),
+        )
+        .await
+        .expect("body within 5s")
+        .unwrap()
+        .to_bytes()
+        .to_vec()
+    })
+}
+
+fn json_of(resp: Response<Body>) -> Value {
+    serde_json::from_slice(&body(resp)).unwrap()
+}
+
+/// What kubectl's queryParamVerifierV3 does: find the PATCH operation tagged with the GVK and
+/// look for the parameter among its parameters.
+fn supports_query_param(doc: &Value, group: &str, version: &str, kind: &str, param: &str) -> bool {
+    let want = json!({"group": group, "version": version, "kind": kind});
+    for item in doc["paths"].as_object().unwrap().values() {
+        let Some(op) = item.get("patch") else {
+            continue;
+        };
+        if op["x-kubernetes-group-version-kind"] != want {
+            continue;
+        }
+        return op["parameters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["name"] == param);
+    }
+    false
+}
+
+#[test]
+fn routes() {
+    assert!(handle("/api/v1", &HeaderMap::new()).is_none());
+    assert!(handle("/openapi/v4", &HeaderMap::new()).is_none());
+    assert_eq!(
+        get("/openapi/v3/apis/apps/v1", &[]).status(),
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(get("/openapi/v2", &[]).status(), StatusCode::OK);
+    assert_eq!(get("/openapi/v3/", &[]).status(), StatusCode::OK);
+}
+
+#[test]
+fn v3_index_and_hashes() {
+    let index = json_of(get("/openapi/v3", &[]));
+    let paths = index["paths"].as_object().unwrap();
+    let want = [
+        "api/v1",
+        "apis/events.k8s.io/v1",
+        "apis/coordination.k8s.io/v1",
+        "apis/coordination.k8s.io/v1beta1",
+        "apis/authentication.k8s.io/v1",
+        "apis/authorization.k8s.io/v1",
+    ];
+    assert_eq!(
+        paths.keys().collect::<Vec<_>>(),
+        want.iter().collect::<Vec<_>>()
+    );
+    let url = paths["apis/coordination.k8s.io/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap();
+    let hash = url.split_once("?hash=").unwrap().1;
+    assert_eq!(hash.len(), 128, "hex SHA-512");
+
+    let fresh = get(url, &[]);
+    assert_eq!(fresh.headers()[header::CACHE_CONTROL], "public, immutable");
+    assert!(fresh.headers().contains_key(header::EXPIRES));
+    let etag = fresh.headers()[header::ETAG].to_str().unwrap().to_string();
+    assert_eq!(etag, format!("\"{hash}\""));
+    let bytes = body(fresh);
+    assert_eq!(
+        etag_of(&bytes),
+        hash,
+        "the hash is the hash of the served bytes"
+    );
+
+    let stale = get("/openapi/v3/apis/coordination.k8s.io/v1?hash=0000", &[]);
+    assert_eq!(stale.status(), StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(stale.headers()[header::LOCATION], url);
+
+    let unchanged = get(
+        "/openapi/v3/apis/coordination.k8s.io/v1",
+        &[("if-none-match", &etag)],
+    );
+    assert_eq!(unchanged.status(), StatusCode::NOT_MODIFIED);
+}
+
+#[test]
+fn v3_documents_serve_kubectl() {
+    let core = json_of(get("/openapi/v3/api/v1", &[]));
+    assert_eq!(core["openapi"], "3.0.0");
+    for kind in [
+        "Namespace",
+        "ConfigMap",
+        "Secret",
+        "ServiceAccount",
+        "Event",
+    ] {
+        assert!(
+            supports_query_param(&core, "", "v1", kind, "fieldValidation"),
+            "{kind}"
+        );
+        let schema = &core["components"]["schemas"][format!("io.k8s.api.core.v1.{kind}")];
+        assert_eq!(
+            schema["x-kubernetes-group-version-kind"],
+            json!([{"group": "", "kind": kind, "version": "v1"}])
+        );
+    }
+    assert!(!supports_query_param(
+        &core,
+        "",
+        "v1",
+        "Pod",
+        "fieldValidation"
+    ));
+    let schemas = &core["components"]["schemas"];
+    let om = &schemas["io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"]["properties"];
+    assert_eq!(om["finalizers"]["x-kubernetes-patch-strategy"], "merge");
+    assert_eq!(om["finalizers"]["x-kubernetes-list-type"], "set");
+    assert_eq!(om["ownerReferences"]["x-kubernetes-patch-merge-key"], "uid");
+    assert_eq!(
+        om["ownerReferences"]["x-kubernetes-list-map-keys"],
+        json!(["uid"])
+    );
+    let sa = &schemas["io.k8s.api.core.v1.ServiceAccount"]["properties"]["secrets"];
+    assert_eq!(sa["x-kubernetes-patch-merge-key"], "name");
+    let cm = &schemas["io.k8s.api.core.v1.ConfigMap"];
+    assert!(
+        cm.get("required").is_none(),
+        "metadata is not required in kube's schema"
+    );
+    assert!(schemas.get("io.k8s.api.core.v1.ConfigMapList").is_some());
+    // Every $ref resolves within the document.
+    let text = core.to_string();
+    for piece in text.split("\"$ref\":\"#/components/schemas/").skip(1) {
+        let name = piece.split('"').next().unwrap();
+        assert!(schemas.get(name).is_some(), "dangling $ref {name}");
+    }
+
+    // kubectl explain lease.spec: the Lease schema leads to LeaseSpec with descriptions.
+    let coord = json_of(get("/openapi/v3/apis/coordination.k8s.io/v1", &[]));
+    let schemas = &coord["components"]["schemas"];
+    let spec = &schemas["io.k8s.api.coordination.v1.Lease"]["properties"]["spec"];
+    let target = spec["allOf"][0]["$ref"]
+        .as_str()
+        .or(spec["$ref"].as_str())
+        .unwrap();
+    let name = target.strip_prefix("#/components/schemas/").unwrap();
+    let lease_spec = &schemas[name];
+    assert!(lease_spec["description"]
+        .as_str()
+        .unwrap()
+        .starts_with("LeaseSpec is a specification"));
+    assert!(lease_spec["properties"]["holderIdentity"]["description"].is_string());
+    assert!(supports_query_param(
+        &coord,
+        "coordination.k8s.io",
+        "v1",
+        "Lease",
+        "force"
+    ));
+
+    let authz = json_of(get("/openapi/v3/apis/authorization.k8s.io/v1", &[]));
+    let ops: Vec<&String> = authz["paths"].as_object().unwrap().keys().collect();
+    assert_eq!(
+        ops,
+        ["/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"]
+    );
+    assert!(
+        authz["paths"]["/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"]
+            .get("get")
+            .is_none()
+    );
+}
+
+#[test]
+fn v2_json_and_protobuf() {
+    let json_resp = get("/openapi/v2", &[("accept", "application/json")]);
+    assert_eq!(
+        json_resp.headers()[header::CONTENT_TYPE],
+        "application/json"
+    );
+    let v2 = json_of(json_resp);
+    assert_eq!(v2["swagger"], "2.0");
+    let defs = v2["definitions"].as_object().unwrap();
+    assert!(defs.contains_key("io.k8s.api.coordination.v1beta1.LeaseCandidate"));
+    let lease = &defs["io.k8s.api.coordination.v1.Lease"];
+    assert_eq!(
+        lease["properties"]["spec"]["$ref"],
+        "#/definitions/io.k8s.api.coordination.v1.LeaseSpec"
+    );
+
+    for accept in [
+        "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        "application/json;q=0.9, application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    ] {
+        let resp = get("/openapi/v2", &[("accept", accept)]);
+        assert_eq!(
+            resp.headers()[header::CONTENT_TYPE],
+            PROTO_V2[0],
+            "{accept}"
+        );
+        let doc = proto::decode_v2(&body(resp)).expect("decodes as openapi_v2.Document");
+        assert_eq!(doc.swagger, "2.0");
+        let defs = doc.definitions.unwrap().additional_properties;
+        assert_eq!(defs.len(), v2["definitions"].as_object().unwrap().len());
+        let cm = defs
+            .iter()
+            .find(|d| d.name == "io.k8s.api.core.v1.ConfigMap")
+            .unwrap();
+        let cm = cm.value.as_ref().unwrap();
+        let gvk = cm
+            .vendor_extension
+            .iter()
+            .find(|e| e.name == "x-kubernetes-group-version-kind")
+            .unwrap();
+        let yaml: Value = serde_yaml::from_str(&gvk.value.as_ref().unwrap().yaml).unwrap();
+        assert_eq!(
+            yaml,
+            json!([{"group": "", "kind": "ConfigMap", "version": "v1"}])
+        );
+        let paths = doc.paths.unwrap().path;
+        let item = paths
+            .iter()
+            .find(|p| p.name == "/api/v1/namespaces/{namespace}/configmaps/{name}")
+            .unwrap();
+        let patch = item.value.as_ref().unwrap().patch.as_ref().unwrap();
+        assert_eq!(patch.operation_id, "patchCoreV1NamespacedConfigMap");
+        assert!(patch.parameters.len() >= 4);
+    }
+}

@@ -1,0 +1,88 @@
+//! Query parameters of resource requests (metav1 ListOptions / CreateOptions /
+//! UpdateOptions / PatchOptions / DeleteOptions as query strings), parsed the way
+//! kube-apiserver's parameter codec does (Go ParseBool, integers, selectors).
+//! May use: registry, api.
+
+use crate::api::selectors::{FieldSelector, LabelSelector};
+use crate::api::Status;
+use crate::registry::{Context, FieldValidation, ListOptions};
+
+/// Parsed `name=value` pairs of a query string.
+pub(crate) struct Query(Vec<(String, String)>);
+
+fn bad(message: String) -> Status {
+    Status::failure(400, "BadRequest", message)
+}
+
+impl Query {
+    /// Parses a raw query string.
+    pub(crate) fn parse(raw: Option<&str>) -> Query {
+        Query(form_urlencoded::parse(raw.unwrap_or("").as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+    }
+
+    /// The first value of `key`.
+    pub(crate) fn get(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// A boolean like Go's strconv.ParseBool; absent or empty → None.
+    pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, Status> {
+        match self.get(key) {
+            None | Some("") => Ok(None),
+            Some("1" | "t" | "T" | "TRUE" | "true" | "True") => Ok(Some(true)),
+            Some("0" | "f" | "F" | "FALSE" | "false" | "False") => Ok(Some(false)),
+            Some(v) => Err(bad(format!("strconv.ParseBool: parsing {v:?}: invalid syntax"))),
+        }
+    }
+
+    /// An integer; absent or empty → None.
+    pub(crate) fn int(&self, key: &str) -> Result<Option<i64>, Status> {
+        match self.get(key) {
+            None | Some("") => Ok(None),
+            Some(v) => v.parse().map(Some).map_err(|_| bad(format!("strconv.ParseInt: parsing {v:?}: invalid syntax"))),
+        }
+    }
+
+    /// ListOptions of a list or watch.
+    pub(crate) fn list_options(&self) -> Result<ListOptions, Status> {
+        let label = LabelSelector::parse(self.get("labelSelector").unwrap_or("")).map_err(bad)?;
+        let field = FieldSelector::parse(self.get("fieldSelector").unwrap_or("")).map_err(bad)?;
+        let limit = self.int("limit")?.unwrap_or(0).max(0) as usize;
+        Ok(ListOptions {
+            label,
+            field,
+            limit,
+            continue_token: self.get("continue").filter(|c| !c.is_empty()).map(String::from),
+            resource_version: self.get("resourceVersion").map(String::from),
+            resource_version_match: self.get("resourceVersionMatch").filter(|v| !v.is_empty()).map(String::from),
+            send_initial_events: self.bool("sendInitialEvents")?,
+            allow_bookmarks: self.bool("allowWatchBookmarks")?.unwrap_or(false),
+        })
+    }
+
+    /// The registry context of a request: namespace, user, dryRun, fieldValidation.
+    pub(crate) fn context(&self, namespace: &str, user: &crate::api::UserInfo, options_kind: &str) -> Result<Context, Status> {
+        let dry_run = match self.get("dryRun") {
+            None | Some("") => false,
+            Some("All") => true,
+            Some(other) => {
+                return Err(Status::failure(
+                    422,
+                    "Invalid",
+                    format!("{options_kind}.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: {other:?}: supported values: \"All\""),
+                ))
+            }
+        };
+        let field_validation = match self.get("fieldValidation") {
+            None | Some("") | Some("Warn") => FieldValidation::Warn,
+            Some("Strict") => FieldValidation::Strict,
+            Some("Ignore") => FieldValidation::Ignore,
+            Some(other) => {
+                return Err(bad(format!(
+                    "fieldValidation must be one of \"Ignore\", \"Strict\", or \"Warn\", got {other:?}"
+                )))
+            }
+        };
+        Ok(Context { namespace: namespace.to_string(), user: user.clone(), dry_run, field_validation })
+    }
+}

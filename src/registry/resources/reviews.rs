@@ -1,0 +1,110 @@
+//! Create-only review resources: authentication.k8s.io/v1 SelfSubjectReview (returns the
+//! requesting user, `kubectl auth whoami`) and authorization.k8s.io/v1
+//! SelfSubjectAccessReview (`kubectl auth can-i`; allowed for authenticated users, matching
+//! kapi's allow-all authorizer). Nothing is stored. May use: registry, api.
+
+use crate::api::UserInfo;
+use crate::registry::error::{Error, Result};
+use crate::registry::strategy::{typed_roundtrip, ResourceInfo};
+use serde_json::{json, Value};
+
+/// What discovery reports for selfsubjectreviews.
+pub(crate) static SELF_SUBJECT_REVIEW: ResourceInfo = ResourceInfo {
+    group: "authentication.k8s.io",
+    version: "v1",
+    resource: "selfsubjectreviews",
+    singular: "selfsubjectreview",
+    kind: "SelfSubjectReview",
+    namespaced: false,
+    short_names: &[],
+    categories: &[],
+    verbs: &["create"],
+    subresources: &[],
+};
+
+/// What discovery reports for selfsubjectaccessreviews.
+pub(crate) static SELF_SUBJECT_ACCESS_REVIEW: ResourceInfo = ResourceInfo {
+    group: "authorization.k8s.io",
+    version: "v1",
+    resource: "selfsubjectaccessreviews",
+    singular: "selfsubjectaccessreview",
+    kind: "SelfSubjectAccessReview",
+    namespaced: false,
+    short_names: &[],
+    categories: &[],
+    verbs: &["create"],
+    subresources: &[],
+};
+
+/// Which review.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Review {
+    /// SelfSubjectReview.
+    Subject,
+    /// SelfSubjectAccessReview.
+    Access,
+}
+
+impl Review {
+    /// Discovery info.
+    pub fn info(self) -> &'static ResourceInfo {
+        match self {
+            Review::Subject => &SELF_SUBJECT_REVIEW,
+            Review::Access => &SELF_SUBJECT_ACCESS_REVIEW,
+        }
+    }
+
+    /// Answers a review for `user`; `obj` was decoded already (apiVersion/kind checked).
+    pub fn create(self, obj: Value, user: &UserInfo) -> Result<Value> {
+        let kind = self.info().kind;
+        let bad = |e: String| Error::BadRequest(format!("{kind} in version \"v1\" cannot be handled as a {kind}: {e}"));
+        let mut obj = match self {
+            Review::Subject => typed_roundtrip::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(obj).map_err(bad)?.0,
+            Review::Access => typed_roundtrip::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(obj).map_err(bad)?.0,
+        };
+        let Some(map) = obj.as_object_mut() else {
+            return Err(Error::BadRequest("the body is not a JSON object".into()));
+        };
+        let mut meta = map.get("metadata").cloned().unwrap_or_else(|| json!({}));
+        if let Some(m) = meta.as_object_mut() {
+            m.insert("creationTimestamp".into(), Value::Null);
+        }
+        map.insert("metadata".into(), meta);
+        match self {
+            Review::Subject => {
+                let mut info = json!({ "username": user.name, "groups": user.groups });
+                if !user.uid.is_empty() {
+                    info["uid"] = Value::from(user.uid.clone());
+                }
+                if !user.extra.is_empty() {
+                    info["extra"] = json!(user.extra);
+                }
+                map.insert("status".into(), json!({ "userInfo": info }));
+            }
+            Review::Access => {
+                let spec = map.get("spec").cloned().unwrap_or(Value::Null);
+                let has_attrs = spec.get("resourceAttributes").is_some_and(|v| !v.is_null())
+                    || spec.get("nonResourceAttributes").is_some_and(|v| !v.is_null());
+                if !has_attrs {
+                    return Err(Error::invalid(
+                        "authorization.k8s.io",
+                        "SelfSubjectAccessReview",
+                        "",
+                        vec![crate::registry::error::FieldError::invalid_raw(
+                            "spec.resourceAttributes",
+                            "null",
+                            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                        )],
+                    ));
+                }
+                let allowed = !user.is_anonymous();
+                let mut status = json!({ "allowed": allowed });
+                if !allowed {
+                    status["reason"] = Value::from("anonymous requests are not allowed");
+                }
+                map.insert("status".into(), status);
+            }
+        }
+        Ok(obj)
+    }
+}

@@ -1,0 +1,87 @@
+//! v1 Secrets (pkg/registry/core/secret): stringData folded into data, default type Opaque,
+//! immutable type and `immutable`, the `type` field selector, the Name/Type/Data/Age table.
+//! May use: registry (strategy), api.
+
+use super::configmaps::{validate_data_maps, validate_immutable};
+use crate::registry::error::FieldError;
+use crate::registry::strategy::{age_of, col, len_at, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN, NAME_COLUMN, STORED_VERBS};
+use base64::Engine;
+use serde_json::Value;
+
+/// What discovery reports for secrets.
+pub(crate) static INFO: ResourceInfo = ResourceInfo {
+    group: "",
+    version: "v1",
+    resource: "secrets",
+    singular: "secret",
+    kind: "Secret",
+    namespaced: true,
+    short_names: &[],
+    categories: &[],
+    verbs: STORED_VERBS,
+    subresources: &[],
+};
+
+/// The secret strategy.
+pub(crate) struct Secrets;
+
+/// Moves `stringData` into `data` (base64) and defaults `type`, as the v1 conversion does.
+fn fold_string_data(obj: &mut Value) {
+    let Some(map) = obj.as_object_mut() else { return };
+    if let Some(Value::Object(sd)) = map.remove("stringData") {
+        let data = map.entry("data").or_insert_with(|| Value::Object(Default::default()));
+        if let Some(data) = data.as_object_mut() {
+            for (k, v) in sd {
+                let s = v.as_str().unwrap_or("");
+                data.insert(k, Value::from(base64::engine::general_purpose::STANDARD.encode(s)));
+            }
+        }
+    }
+    if map.get("type").and_then(Value::as_str).unwrap_or("").is_empty() {
+        map.insert("type".into(), Value::from("Opaque"));
+    }
+}
+
+impl Strategy for Secrets {
+    fn info(&self) -> &'static ResourceInfo {
+        &INFO
+    }
+    fn canonicalize(&self, obj: Value) -> Result<(Value, Vec<String>), String> {
+        typed_roundtrip::<k8s_openapi::api::core::v1::Secret>(obj)
+    }
+    fn prepare_for_create(&self, obj: &mut Value) {
+        fold_string_data(obj);
+    }
+    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
+        fold_string_data(new);
+    }
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        validate_data_maps(obj, &["data"], &[])
+    }
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        let mut errs = validate_immutable(new, old, &["data"]);
+        let (nt, ot) = (str_at(new, "/type"), str_at(old, "/type"));
+        if nt != ot {
+            errs.push(FieldError::invalid("type", nt, "field is immutable"));
+        }
+        errs.extend(self.validate(new));
+        errs
+    }
+    fn supports_field(&self, field: &str) -> bool {
+        field == "type"
+    }
+    fn field(&self, obj: &Value, field: &str) -> Option<String> {
+        (field == "type").then(|| str_at(obj, "/type").to_string())
+    }
+    fn columns(&self) -> Vec<Column> {
+        vec![
+            NAME_COLUMN,
+            col("Type", "string", "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types"),
+            col("Data", "string", "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4"),
+            AGE_COLUMN,
+        ]
+    }
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        vec![name_of(obj).into(), str_at(obj, "/type").into(), Value::from(len_at(obj, "/data") as i64), age_of(obj)]
+    }
+}

@@ -1,0 +1,589 @@
+//! GenericStore: the one REST mechanism over storage::Storage for every stored resource
+//! (registry/generic/registry/store.go in k8s). Keys are `<prefix>/<resource>/<ns>/<name>`
+//! (cluster-scoped: `<prefix>/<resource>/<name>`), values are JSON without
+//! resourceVersion; the storage revision is the resourceVersion. Create runs, in order:
+//! decode → namespace match → NamespaceLifecycle → generateName → system fields →
+//! PrepareForCreate → validate → write. Updates re-run a caller's transform on fresh state
+//! inside GuaranteedUpdate. This file is the storage::Error → registry::Error boundary.
+//! List and watch live in store_list.rs. May use: storage, api.
+
+use super::error::{Error, FieldError, Result};
+use super::strategy::{name_of, Strategy};
+use super::validation::{validate_object_meta, validate_object_meta_update};
+use super::{Context, FieldValidation};
+use crate::storage::{self, KeyValue, Storage, Update};
+use bytes::Bytes;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+
+/// Largest object the store accepts (etcd's default request limit, 1.5 MiB).
+pub(crate) const MAX_OBJECT_BYTES: usize = 1536 * 1024;
+
+/// Namespaces that can never be deleted (NamespaceLifecycle's immortal namespaces).
+pub(crate) const IMMORTAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+
+/// The caller's transform of the current object into the desired one (rest.UpdatedObjectInfo).
+/// `None` = the object does not exist (create-on-update, e.g. server-side apply).
+pub type Transform<'a> = &'a (dyn Fn(Option<&Value>) -> Result<Value> + Send + Sync);
+
+/// DeleteOptions that reach the store.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteOptions {
+    /// Precondition on the UID.
+    pub uid: Option<String>,
+    /// Precondition on the resourceVersion.
+    pub resource_version: Option<String>,
+}
+
+/// Outcome of a write.
+#[derive(Debug, Clone)]
+pub struct WriteResult {
+    /// The object as stored (or as it would be with dryRun).
+    pub object: Value,
+    /// Warnings (unknown fields under fieldValidation=Warn).
+    pub warnings: Vec<String>,
+    /// For update: whether the object was created. For delete: whether it is gone now.
+    pub created_or_gone: bool,
+}
+
+/// One stored resource: storage + key layout + strategy.
+pub struct GenericStore {
+    pub(crate) storage: Arc<dyn Storage>,
+    pub(crate) prefix: String,
+    pub(crate) strategy: Arc<dyn Strategy>,
+    /// Key folder: usually the resource name (events of both groups share `events`).
+    pub(crate) key_root: &'static str,
+}
+
+impl GenericStore {
+    /// A store for `strategy` under `prefix` (e.g. `/registry`).
+    pub fn new(storage: Arc<dyn Storage>, prefix: &str, strategy: Arc<dyn Strategy>, key_root: &'static str) -> Self {
+        GenericStore { storage, prefix: prefix.trim_end_matches('/').to_string(), strategy, key_root }
+    }
+
+    /// The strategy.
+    pub fn strategy(&self) -> &Arc<dyn Strategy> {
+        &self.strategy
+    }
+
+    pub(crate) fn key(&self, namespace: &str, name: &str) -> String {
+        if self.strategy.info().namespaced {
+            format!("{}/{}/{}/{}", self.prefix, self.key_root, namespace, name)
+        } else {
+            format!("{}/{}/{}", self.prefix, self.key_root, name)
+        }
+    }
+
+    /// The prefix of a list: one namespace, or all of them when `namespace` is empty.
+    pub(crate) fn list_prefix(&self, namespace: &str) -> String {
+        if self.strategy.info().namespaced && !namespace.is_empty() {
+            format!("{}/{}/{}/", self.prefix, self.key_root, namespace)
+        } else {
+            format!("{}/{}/", self.prefix, self.key_root)
+        }
+    }
+
+    pub(crate) fn not_found(&self, name: &str) -> Error {
+        let i = self.strategy.info();
+        Error::NotFound { group: i.group.into(), resource: i.resource.into(), name: name.into() }
+    }
+
+    pub(crate) fn conflict(&self, name: &str, message: impl Into<String>) -> Error {
+        let i = self.strategy.info();
+        Error::Conflict { group: i.group.into(), resource: i.resource.into(), name: name.into(), message: message.into() }
+    }
+
+    pub(crate) fn invalid(&self, name: &str, errors: Vec<FieldError>) -> Error {
+        let i = self.strategy.info();
+        Error::invalid(i.group, i.kind, name, errors)
+    }
+
+    /// storage::Error → registry::Error for an object operation.
+    pub(crate) fn storage_error(&self, name: &str, err: storage::Error) -> Error {
+        let i = self.strategy.info();
+        match err {
+            storage::Error::NotFound { .. } => self.not_found(name),
+            storage::Error::AlreadyExists { .. } => Error::AlreadyExists {
+                group: i.group.into(),
+                resource: i.resource.into(),
+                name: name.into(),
+                generated: false,
+            },
+            storage::Error::Conflict { message, .. } => self.conflict(name, message),
+            storage::Error::Compacted { requested, oldest } => Error::Expired {
+                message: format!("too old resource version: {requested} ({})", oldest - 1),
+            },
+            storage::Error::Unavailable(m) => Error::Unavailable(m),
+            other => Error::Internal(other.to_string()),
+        }
+    }
+
+    /// Decodes a stored value and stamps its resourceVersion.
+    pub(crate) fn decode_kv(&self, kv: &KeyValue) -> Result<Value> {
+        let mut obj: Value = serde_json::from_slice(&kv.value)
+            .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("resourceVersion".into(), Value::from(kv.mod_revision.to_string()));
+        }
+        Ok(self.strategy.from_storage(obj))
+    }
+
+    fn encode(&self, obj: &Value) -> Result<Bytes> {
+        let mut stored = self.strategy.to_storage(obj.clone());
+        if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+            meta.remove("selfLink");
+        }
+        let bytes = serde_json::to_vec(&stored).map_err(|e| Error::Internal(e.to_string()))?;
+        if bytes.len() > MAX_OBJECT_BYTES {
+            return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
+        }
+        Ok(Bytes::from(bytes))
+    }
+
+    /// Decodes a request object: apiVersion/kind must match (missing ones are filled in),
+    /// then the typed round trip drops unknown fields per fieldValidation.
+    pub fn decode_request(&self, ctx: &Context, mut obj: Value) -> Result<(Value, Vec<String>)> {
+        let i = self.strategy.info();
+        let api_version = i.api_version();
+        let Some(map) = obj.as_object_mut() else {
+            return Err(Error::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: the body is not a JSON object",
+                i.kind, i.version, i.kind
+            )));
+        };
+        match map.get("apiVersion").and_then(Value::as_str) {
+            None | Some("") => {
+                map.insert("apiVersion".into(), Value::from(api_version.clone()));
+            }
+            Some(v) if v != api_version => {
+                return Err(Error::BadRequest(format!(
+                    "the API version in the data ({v}) does not match the expected API version ({api_version})"
+                )));
+            }
+            Some(_) => {}
+        }
+        match map.get("kind").and_then(Value::as_str) {
+            None | Some("") => {
+                map.insert("kind".into(), Value::from(i.kind));
+            }
+            Some(k) if k != i.kind => {
+                return Err(Error::BadRequest(format!(
+                    "{} in version \"{}\" cannot be handled as a {}: the kind in the data ({k}) does not match the expected kind ({})",
+                    i.kind, i.version, i.kind, i.kind
+                )));
+            }
+            Some(_) => {}
+        }
+        let (obj, unknown) = self.strategy.canonicalize(obj).map_err(|e| {
+            Error::BadRequest(format!("{} in version \"{}\" cannot be handled as a {}: {e}", i.kind, i.version, i.kind))
+        })?;
+        let texts: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+        match ctx.field_validation {
+            FieldValidation::Strict if !texts.is_empty() => Err(Error::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                i.kind,
+                i.version,
+                i.kind,
+                texts.join(", ")
+            ))),
+            FieldValidation::Warn => Ok((obj, texts)),
+            _ => Ok((obj, Vec::new())),
+        }
+    }
+
+    /// Reads one object.
+    pub async fn get(&self, ctx: &Context, name: &str) -> Result<Value> {
+        let kv = self.storage.get(&self.key(&ctx.namespace, name)).await.map_err(|e| self.storage_error(name, e))?;
+        self.decode_kv(&kv)
+    }
+
+    /// NamespaceLifecycle admission for creates in a namespace.
+    pub(crate) async fn admit_namespace(&self, namespace: &str, name: &str) -> Result<()> {
+        if !self.strategy.info().namespaced {
+            return Ok(());
+        }
+        let key = format!("{}/namespaces/{}", self.prefix, namespace);
+        let kv = match self.storage.get(&key).await {
+            Ok(kv) => kv,
+            Err(storage::Error::NotFound { .. }) => {
+                return Err(Error::NotFound { group: String::new(), resource: "namespaces".into(), name: namespace.into() })
+            }
+            Err(e) => return Err(self.storage_error(name, e)),
+        };
+        let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+        if ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating") {
+            let i = self.strategy.info();
+            return Err(Error::Forbidden {
+                group: i.group.into(),
+                resource: i.resource.into(),
+                name: name.into(),
+                message: format!("unable to create new content in namespace {namespace} because it is being terminated"),
+                causes: vec![(
+                    "NamespaceTerminating".into(),
+                    format!("namespace {namespace} is being terminated"),
+                    "metadata.namespace".into(),
+                )],
+            });
+        }
+        Ok(())
+    }
+
+    /// Fills namespace from the request, or rejects a mismatch.
+    fn ensure_namespace(&self, ctx: &Context, obj: &mut Value) -> Result<()> {
+        let namespaced = self.strategy.info().namespaced;
+        let meta = metadata_mut(obj);
+        let body_ns = meta.get("namespace").and_then(Value::as_str).unwrap_or("").to_string();
+        if !namespaced {
+            meta.remove("namespace");
+            return Ok(());
+        }
+        if body_ns.is_empty() {
+            meta.insert("namespace".into(), Value::from(ctx.namespace.clone()));
+        } else if body_ns != ctx.namespace {
+            return Err(Error::BadRequest(
+                "the namespace of the provided object does not match the namespace sent on the request".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// BeforeCreate: system fields, PrepareForCreate, validation.
+    fn prepare_create(&self, ctx: &Context, obj: &mut Value) -> Result<()> {
+        self.ensure_namespace(ctx, obj)?;
+        let meta = metadata_mut(obj);
+        if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|rv| !rv.is_empty()) {
+            return Err(Error::Internal("resourceVersion should not be set on objects to be created".into()));
+        }
+        let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or("").to_string();
+        if name.is_empty() && !generate.is_empty() {
+            meta.insert("name".into(), Value::from(generate_name(&generate)));
+        }
+        meta.insert("uid".into(), Value::from(uuid::Uuid::new_v4().to_string()));
+        meta.insert("creationTimestamp".into(), Value::from(now_rfc3339()));
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+        meta.remove("selfLink");
+        if self.strategy.uses_generation() {
+            meta.insert("generation".into(), Value::from(1));
+        } else {
+            meta.remove("generation");
+        }
+        self.strategy.prepare_for_create(obj);
+        let i = self.strategy.info();
+        let mut errs = validate_object_meta(obj, i.namespaced, self.strategy.name_rule());
+        errs.extend(self.strategy.validate(obj));
+        if !errs.is_empty() {
+            return Err(self.invalid(name_of(obj), errs));
+        }
+        Ok(())
+    }
+
+    /// Creates an object (already decoded with [`GenericStore::decode_request`]).
+    pub async fn create(&self, ctx: &Context, mut obj: Value) -> Result<Value> {
+        let ns = ctx.namespace.clone();
+        self.admit_namespace(&ns, name_of(&obj)).await?;
+        self.prepare_create(ctx, &mut obj)?;
+        let name = name_of(&obj).to_string();
+        let bytes = self.encode(&obj)?;
+        if ctx.dry_run {
+            return match self.storage.get(&self.key(&ns, &name)).await {
+                Ok(_) => Err(self.storage_error(&name, storage::Error::AlreadyExists { key: name.clone() })),
+                Err(_) => Ok(obj),
+            };
+        }
+        let generated = obj.pointer("/metadata/generateName").is_some();
+        match self.storage.create(&self.key(&ns, &name), bytes, None).await {
+            Ok(kv) => self.decode_kv(&kv),
+            Err(storage::Error::AlreadyExists { .. }) => {
+                let i = self.strategy.info();
+                Err(Error::AlreadyExists { group: i.group.into(), resource: i.resource.into(), name, generated })
+            }
+            Err(e) => Err(self.storage_error(&name, e)),
+        }
+    }
+
+    /// The update pipeline on a current state: run the transform, check preconditions,
+    /// carry system fields over, prepare and validate. `Ok(None)` = nothing changes.
+    fn compute_update(
+        &self,
+        ctx: &Context,
+        name: &str,
+        subresource: &str,
+        current: Option<&KeyValue>,
+        transform: Transform<'_>,
+    ) -> Result<(Value, bool)> {
+        let Some(kv) = current else {
+            let mut obj = transform(None)?;
+            if !obj.is_object() {
+                return Err(Error::BadRequest("the object must be a JSON object".into()));
+            }
+            self.prepare_create(ctx, &mut obj)?;
+            return Ok((obj, true));
+        };
+        let old = self.decode_kv(kv)?;
+        let mut new = transform(Some(&old))?;
+        if !new.is_object() {
+            return Err(Error::BadRequest("the object must be a JSON object".into()));
+        }
+        let old_rv = kv.mod_revision.to_string();
+        let new_rv = new.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+        if !new_rv.is_empty() && new_rv != old_rv {
+            return Err(self.conflict(name, super::OPTIMISTIC_LOCK_MSG));
+        }
+        let old_uid = old.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_string();
+        if let Some(uid) = new.pointer("/metadata/uid").and_then(Value::as_str) {
+            if !uid.is_empty() && uid != old_uid {
+                return Err(self.conflict(
+                    name,
+                    format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {old_uid}"),
+                ));
+            }
+        }
+        self.ensure_namespace(ctx, &mut new)?;
+        {
+            let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+            let meta = metadata_mut(&mut new);
+            for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+                match old_meta.get(f) {
+                    Some(v) => meta.insert(f.into(), v.clone()),
+                    None => meta.remove(f),
+                };
+            }
+            meta.insert("resourceVersion".into(), Value::from(old_rv.clone()));
+            meta.remove("selfLink");
+        }
+        if subresource.is_empty() {
+            self.strategy.prepare_for_update(&mut new, &old);
+        } else if !self.strategy.prepare_for_subresource_update(subresource, &mut new, &old) {
+            return Err(self.not_found(name));
+        }
+        if self.strategy.uses_generation() && spec_changed(&new, &old) {
+            let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+            metadata_mut(&mut new).insert("generation".into(), Value::from(g));
+        }
+        let i = self.strategy.info();
+        let mut errs = validate_object_meta(&new, i.namespaced, self.strategy.name_rule());
+        errs.extend(validate_object_meta_update(&new, &old));
+        errs.extend(self.strategy.validate_update(&new, &old));
+        if !errs.is_empty() {
+            return Err(self.invalid(name, errs));
+        }
+        let unchanged = new == old;
+        Ok((new, !unchanged))
+    }
+
+    /// Updates (PUT, PATCH, subresources) by running `transform` on the current state,
+    /// retrying on conflict. With `allow_create` a missing object is created (apply).
+    pub async fn update(
+        &self,
+        ctx: &Context,
+        name: &str,
+        subresource: &str,
+        allow_create: bool,
+        transform: Transform<'_>,
+    ) -> Result<WriteResult> {
+        let key = self.key(&ctx.namespace, name);
+        if allow_create {
+            if let Err(storage::Error::NotFound { .. }) = self.storage.get(&key).await {
+                self.admit_namespace(&ctx.namespace, name).await?;
+            }
+        }
+        if ctx.dry_run {
+            let current = match self.storage.get(&key).await {
+                Ok(kv) => Some(kv),
+                Err(storage::Error::NotFound { .. }) if allow_create => None,
+                Err(e) => return Err(self.storage_error(name, e)),
+            };
+            let created = current.is_none();
+            let (obj, _) = self.compute_update(ctx, name, subresource, current.as_ref(), transform)?;
+            return Ok(WriteResult { object: obj, warnings: vec![], created_or_gone: created });
+        }
+        let failure: Mutex<Option<Error>> = Mutex::new(None);
+        let created = Mutex::new(false);
+        let stash = |e: Error| {
+            let msg = e.to_string();
+            if let Ok(mut f) = failure.lock() {
+                *f = Some(e);
+            }
+            storage::Error::Aborted(msg)
+        };
+        let update = |current: Option<&KeyValue>| -> storage::Result<Update> {
+            let (obj, changed) = self.compute_update(ctx, name, subresource, current, transform).map_err(stash)?;
+            if let Ok(mut c) = created.lock() {
+                *c = current.is_none();
+            }
+            if !changed {
+                return Ok(Update::Unchanged);
+            }
+            Ok(Update::Set(self.encode(&obj).map_err(stash)?))
+        };
+        let kv = match self.storage.guaranteed_update(&key, allow_create, &update).await {
+            Ok(kv) => kv,
+            Err(storage::Error::Aborted(msg)) => {
+                let e = failure.lock().ok().and_then(|mut f| f.take());
+                return Err(e.unwrap_or(Error::Internal(msg)));
+            }
+            Err(e) => return Err(self.storage_error(name, e)),
+        };
+        let created = created.lock().map(|c| *c).unwrap_or(false);
+        let obj = self.decode_kv(&kv)?;
+        if self.should_delete_during_update(&obj) {
+            let rev = kv.mod_revision;
+            let check = move |cur: &KeyValue| -> storage::Result<()> {
+                if cur.mod_revision == rev {
+                    Ok(())
+                } else {
+                    Err(storage::Error::Aborted("changed meanwhile".into()))
+                }
+            };
+            match self.storage.delete(&key, &check).await {
+                Ok(_) | Err(storage::Error::NotFound { .. }) | Err(storage::Error::Aborted(_)) => {}
+                Err(e) => return Err(self.storage_error(name, e)),
+            }
+        }
+        Ok(WriteResult { object: obj, warnings: vec![], created_or_gone: created })
+    }
+
+    /// ShouldDeleteDuringUpdate: deletion pending and no finalizer left.
+    fn should_delete_during_update(&self, obj: &Value) -> bool {
+        obj.pointer("/metadata/deletionTimestamp").is_some()
+            && obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty)
+            && self.strategy.may_delete(obj)
+    }
+
+    /// Deletes one object, honouring preconditions and finalizers (graceful deletion:
+    /// with finalizers the object gets a deletionTimestamp and stays).
+    pub async fn delete(&self, ctx: &Context, name: &str, opts: &DeleteOptions) -> Result<WriteResult> {
+        self.strategy.admit_delete(name).map_err(|message| {
+            let i = self.strategy.info();
+            Error::Forbidden { group: i.group.into(), resource: i.resource.into(), name: name.into(), message, causes: vec![] }
+        })?;
+        let key = self.key(&ctx.namespace, name);
+        let kv = self.storage.get(&key).await.map_err(|e| self.storage_error(name, e))?;
+        let current = self.decode_kv(&kv)?;
+        self.check_preconditions(name, &current, opts)?;
+        let mut pending = current.clone();
+        let keep = self.strategy.begin_delete(&mut pending);
+        let has_finalizers =
+            pending.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        if keep || has_finalizers {
+            if pending.pointer("/metadata/deletionTimestamp").is_none() {
+                let meta = metadata_mut(&mut pending);
+                meta.insert("deletionTimestamp".into(), Value::from(now_rfc3339()));
+                meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+            }
+            if pending == current || ctx.dry_run {
+                return Ok(WriteResult { object: pending, warnings: vec![], created_or_gone: false });
+            }
+            let next = pending.clone();
+            let rev = kv.mod_revision;
+            let write = |cur: Option<&KeyValue>| -> storage::Result<Update> {
+                match cur {
+                    Some(c) if c.mod_revision == rev => {
+                        Ok(Update::Set(self.encode(&next).map_err(|e| storage::Error::Aborted(e.to_string()))?))
+                    }
+                    _ => Err(storage::Error::Conflict { key: key.clone(), message: super::OPTIMISTIC_LOCK_MSG.into() }),
+                }
+            };
+            let kv = self.storage.guaranteed_update(&key, false, &write).await.map_err(|e| self.storage_error(name, e))?;
+            return Ok(WriteResult { object: self.decode_kv(&kv)?, warnings: vec![], created_or_gone: false });
+        }
+        if ctx.dry_run {
+            return Ok(WriteResult { object: current, warnings: vec![], created_or_gone: true });
+        }
+        let rv = opts.resource_version.clone();
+        let check = move |cur: &KeyValue| -> storage::Result<()> {
+            if let Some(rv) = &rv {
+                if cur.mod_revision.to_string() != *rv {
+                    return Err(storage::Error::Conflict { key: cur.key.clone(), message: rv_precondition_msg(rv, cur.mod_revision) });
+                }
+            }
+            Ok(())
+        };
+        let deleted = self.storage.delete(&key, &check).await.map_err(|e| self.storage_error(name, e))?;
+        Ok(WriteResult { object: self.decode_kv(&deleted)?, warnings: vec![], created_or_gone: true })
+    }
+
+    fn check_preconditions(&self, name: &str, obj: &Value, opts: &DeleteOptions) -> Result<()> {
+        if let Some(uid) = &opts.uid {
+            let have = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
+            if have != uid {
+                return Err(self.conflict(
+                    name,
+                    format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {have}"),
+                ));
+            }
+        }
+        if let Some(rv) = &opts.resource_version {
+            let have = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+            if have != rv {
+                return Err(self.conflict(
+                    name,
+                    format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn rv_precondition_msg(rv: &str, have: i64) -> String {
+    format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}")
+}
+
+/// `metadata` as a mutable map, created when absent. Objects reaching here were checked to
+/// be JSON objects (decode_request, compute_update); anything else is replaced by `{}`.
+pub(crate) fn metadata_mut(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
+    if !obj.is_object() {
+        *obj = json!({});
+    }
+    let map = match obj {
+        Value::Object(m) => m,
+        _ => return leak_empty(),
+    };
+    if !map.get("metadata").is_some_and(Value::is_object) {
+        map.insert("metadata".into(), json!({}));
+    }
+    match map.get_mut("metadata") {
+        Some(Value::Object(m)) => m,
+        _ => leak_empty(),
+    }
+}
+
+/// Unreachable fallback of metadata_mut (both branches above guarantee a map); returns a
+/// throwaway map rather than panicking.
+fn leak_empty() -> &'static mut serde_json::Map<String, Value> {
+    Box::leak(Box::new(serde_json::Map::new()))
+}
+
+fn spec_changed(new: &Value, old: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.as_object_mut() {
+            m.remove("metadata");
+            m.remove("status");
+        }
+        v
+    };
+    strip(new) != strip(old)
+}
+
+/// Server time in RFC 3339 with seconds (metav1.Time).
+pub(crate) fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// generateName: prefix truncated to 58 characters plus 5 random characters
+/// (names.SimpleNameGenerator, alphabet of utilrand.String).
+pub(crate) fn generate_name(prefix: &str) -> String {
+    use rand::Rng;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut p: String = prefix.chars().take(58).collect();
+    let mut rng = rand::thread_rng();
+    for _ in 0..5 {
+        p.push(ALPHABET[rng.gen_range(0..ALPHABET.len())] as char);
+    }
+    p
+}

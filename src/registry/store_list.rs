@@ -1,0 +1,351 @@
+//! List and watch of the GenericStore: label/field selection, resourceVersion +
+//! resourceVersionMatch semantics, limit/continue with kube's opaque continue token, and
+//! watch streams with synthetic initial events, watch-list's initial-events-end bookmark and
+//! selector transitions (an object leaving the selection is DELETED for the watcher).
+//! May use: storage, api.
+
+use super::error::{Error, FieldError, Result};
+use super::store::GenericStore;
+use super::Context;
+use crate::api::selectors::{FieldSelector, LabelSelector};
+use crate::storage::{self, ListRevision, Revision};
+use base64::Engine;
+use futures::stream::{BoxStream, StreamExt};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// Message of a 410 for an expired continue token (storage/etcd3/errors.go).
+pub(crate) const CONTINUE_EXPIRED_MSG: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
+/// List parameters (metav1.ListOptions as the registry needs them).
+#[derive(Debug, Clone, Default)]
+pub struct ListOptions {
+    /// labelSelector.
+    pub label: LabelSelector,
+    /// fieldSelector.
+    pub field: FieldSelector,
+    /// limit (0 = all).
+    pub limit: usize,
+    /// continue token.
+    pub continue_token: Option<String>,
+    /// resourceVersion.
+    pub resource_version: Option<String>,
+    /// resourceVersionMatch.
+    pub resource_version_match: Option<String>,
+    /// sendInitialEvents (watch only).
+    pub send_initial_events: Option<bool>,
+    /// allowWatchBookmarks (watch only).
+    pub allow_bookmarks: bool,
+}
+
+/// One page of a list.
+#[derive(Debug, Clone, Default)]
+pub struct ListResult {
+    /// Matching objects.
+    pub items: Vec<Value>,
+    /// The list's resourceVersion.
+    pub resource_version: String,
+    /// Token for the next page.
+    pub continue_token: Option<String>,
+    /// Items after this page (only without selectors).
+    pub remaining: Option<i64>,
+}
+
+/// One event of a watch as the registry produces it.
+#[derive(Debug, Clone)]
+pub enum WatchEvent {
+    /// ADDED.
+    Added(Value),
+    /// MODIFIED.
+    Modified(Value),
+    /// DELETED (the last state, with the deletion's resourceVersion).
+    Deleted(Value),
+    /// BOOKMARK at a resourceVersion; `initial_events_end` for watch-list's end marker.
+    Bookmark {
+        /// The resourceVersion reached.
+        resource_version: String,
+        /// Annotate with `k8s.io/initial-events-end: "true"`.
+        initial_events_end: bool,
+    },
+    /// ERROR (e.g. 410 Expired); the stream ends after it.
+    Error(Error),
+}
+
+#[derive(serde::Serialize, serde::Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: i64,
+    start: String,
+}
+
+fn list_options_invalid(errors: Vec<FieldError>) -> Error {
+    Error::invalid("meta.k8s.io", "ListOptions", "", errors)
+}
+
+fn parse_rv(rv: &str) -> Result<Revision> {
+    rv.parse::<Revision>().ok().filter(|r| *r >= 0).ok_or_else(|| Error::BadRequest(format!("invalid resource version: {rv}")))
+}
+
+impl GenericStore {
+    /// Rejects field selectors on fields the kind does not support.
+    fn check_fields(&self, field: &FieldSelector) -> Result<()> {
+        for r in &field.requirements {
+            let f = r.field.as_str();
+            if f != "metadata.name" && f != "metadata.namespace" && !self.strategy.supports_field(f) {
+                return Err(Error::BadRequest(format!("field label not supported: {f}")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether an object passes the selectors.
+    pub(crate) fn matches(&self, obj: &Value, label: &LabelSelector, field: &FieldSelector) -> bool {
+        if !label.is_empty() {
+            let labels: BTreeMap<String, String> = obj
+                .pointer("/metadata/labels")
+                .and_then(Value::as_object)
+                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
+                .unwrap_or_default();
+            if !label.matches(&labels) {
+                return false;
+            }
+        }
+        field.is_empty()
+            || field.matches(|f| match f {
+                "metadata.name" => obj.pointer("/metadata/name").and_then(Value::as_str).map(String::from),
+                "metadata.namespace" => Some(obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string()),
+                other => self.strategy.field(obj, other),
+            })
+    }
+
+    fn list_revision(&self, opts: &ListOptions) -> Result<ListRevision> {
+        let rv = opts.resource_version.as_deref().unwrap_or("");
+        let rvm = opts.resource_version_match.as_deref().unwrap_or("");
+        let mut errs = Vec::new();
+        if !rvm.is_empty() && rv.is_empty() {
+            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"));
+        }
+        if !rvm.is_empty() && opts.continue_token.is_some() {
+            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"));
+        }
+        if rvm == "Exact" && rv == "0" {
+            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+        }
+        if !matches!(rvm, "" | "Exact" | "NotOlderThan") {
+            errs.push(FieldError::not_supported("resourceVersionMatch", rvm, &["Exact", "NotOlderThan", ""]));
+        }
+        if opts.send_initial_events.is_some() {
+            errs.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+        }
+        if !errs.is_empty() {
+            return Err(list_options_invalid(errs));
+        }
+        Ok(match (rv, rvm) {
+            ("", _) => ListRevision::Latest,
+            ("0", _) => ListRevision::Any,
+            (n, "Exact") => ListRevision::Exact(parse_rv(n)?),
+            (n, "NotOlderThan") => ListRevision::NotOlderThan(parse_rv(n)?),
+            (n, _) if opts.limit > 0 => ListRevision::Exact(parse_rv(n)?),
+            (n, _) => ListRevision::NotOlderThan(parse_rv(n)?),
+        })
+    }
+
+    fn list_error(&self, err: storage::Error, continuing: bool) -> Error {
+        match err {
+            storage::Error::Compacted { .. } if continuing => Error::Expired { message: CONTINUE_EXPIRED_MSG.into() },
+            storage::Error::Compacted { .. } => Error::Expired { message: "The resourceVersion for the provided list is too old.".into() },
+            e => self.storage_error("", e),
+        }
+    }
+
+    /// LIST (one page when `limit` is set).
+    pub async fn list(&self, ctx: &Context, opts: &ListOptions) -> Result<ListResult> {
+        self.check_fields(&opts.field)?;
+        let prefix = self.list_prefix(&ctx.namespace);
+        let (mut revision, mut start) = match &opts.continue_token {
+            Some(token) => {
+                if opts.resource_version.as_deref().is_some_and(|rv| !rv.is_empty() && rv != "0") {
+                    return Err(Error::BadRequest("specifying resource version is not allowed when using continue".into()));
+                }
+                let t = decode_continue(token)?;
+                (ListRevision::Exact(t.rv), Some(format!("{prefix}{}", t.start)))
+            }
+            None => (self.list_revision(opts)?, None),
+        };
+        let continuing = opts.continue_token.is_some();
+        let filtering = !opts.label.is_empty() || !opts.field.is_empty();
+        let mut out = ListResult::default();
+        let mut list_rev = None;
+        'pages: loop {
+            let page = self
+                .storage
+                .list(&prefix, storage::ListOptions { revision, limit: opts.limit, start_key: start.clone() })
+                .await
+                .map_err(|e| self.list_error(e, continuing))?;
+            list_rev.get_or_insert(page.revision);
+            revision = ListRevision::Exact(page.revision);
+            let n = page.items.len();
+            for (idx, kv) in page.items.iter().enumerate() {
+                let obj = self.decode_kv(kv)?;
+                if self.matches(&obj, &opts.label, &opts.field) {
+                    out.items.push(obj);
+                }
+                if opts.limit > 0 && out.items.len() >= opts.limit {
+                    let more = idx + 1 < n || page.next_key.is_some();
+                    if more {
+                        let rel = kv.key.strip_prefix(&prefix).unwrap_or(&kv.key);
+                        out.continue_token = Some(encode_continue(page.revision, &format!("{rel}\u{0}")));
+                        if !filtering {
+                            let left = page.remaining.unwrap_or(0) + (n - idx - 1) as i64;
+                            out.remaining = (left > 0).then_some(left);
+                        }
+                    }
+                    break 'pages;
+                }
+            }
+            match page.next_key {
+                Some(k) if opts.limit > 0 => start = Some(k),
+                _ => break,
+            }
+        }
+        out.resource_version = list_rev.unwrap_or(0).to_string();
+        Ok(out)
+    }
+
+    /// WATCH: a stream of events; errors found before streaming are returned, later ones
+    /// (a too-old resourceVersion) arrive as an ERROR event.
+    pub async fn watch(self: &Arc<Self>, ctx: &Context, opts: &ListOptions) -> Result<BoxStream<'static, WatchEvent>> {
+        self.check_fields(&opts.field)?;
+        let rv = opts.resource_version.as_deref().unwrap_or("");
+        let rvm = opts.resource_version_match.as_deref().unwrap_or("");
+        let mut errs = Vec::new();
+        if opts.send_initial_events.is_some() {
+            if rvm != "NotOlderThan" {
+                errs.push(FieldError::forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+            }
+            if !opts.allow_bookmarks {
+                errs.push(FieldError::forbidden("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"));
+            }
+        } else if !rvm.is_empty() {
+            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+        }
+        if !matches!(rvm, "" | "NotOlderThan") {
+            errs.push(FieldError::not_supported("resourceVersionMatch", rvm, &["NotOlderThan"]));
+        }
+        if !errs.is_empty() {
+            return Err(list_options_invalid(errs));
+        }
+        let prefix = self.list_prefix(&ctx.namespace);
+        let send_initial = opts.send_initial_events.unwrap_or(rv.is_empty() || rv == "0");
+        let mut initial = Vec::new();
+        let after = if send_initial {
+            let revision = match rv {
+                "" => ListRevision::Latest,
+                "0" => ListRevision::Any,
+                n => ListRevision::NotOlderThan(parse_rv(n)?),
+            };
+            let all = self
+                .storage
+                .list(&prefix, storage::ListOptions { revision, limit: 0, start_key: None })
+                .await
+                .map_err(|e| self.list_error(e, false))?;
+            for kv in &all.items {
+                let obj = self.decode_kv(kv)?;
+                if self.matches(&obj, &opts.label, &opts.field) {
+                    initial.push(WatchEvent::Added(obj));
+                }
+            }
+            if opts.send_initial_events == Some(true) {
+                initial.push(WatchEvent::Bookmark { resource_version: all.revision.to_string(), initial_events_end: true });
+            }
+            all.revision
+        } else {
+            parse_rv(rv)?
+        };
+        let live = match self.storage.watch(&prefix, Some(after)).await {
+            Ok(s) => s,
+            Err(e @ storage::Error::Compacted { .. }) => {
+                initial.push(WatchEvent::Error(self.storage_error("", e)));
+                return Ok(futures::stream::iter(initial).boxed());
+            }
+            Err(e) => return Err(self.storage_error("", e)),
+        };
+        let store = Arc::clone(self);
+        let (label, field, bookmarks) = (opts.label.clone(), opts.field.clone(), opts.allow_bookmarks);
+        let live = live
+            .filter_map(move |ev| {
+                let out = store.convert_event(ev, &label, &field, bookmarks);
+                futures::future::ready(out)
+            })
+            .scan(false, |ended, ev| {
+                // Nothing follows an ERROR event.
+                if *ended {
+                    return futures::future::ready(None);
+                }
+                *ended = matches!(ev, WatchEvent::Error(_));
+                futures::future::ready(Some(ev))
+            });
+        Ok(futures::stream::iter(initial).chain(live).boxed())
+    }
+
+    fn convert_event(
+        &self,
+        ev: storage::Result<storage::WatchEvent>,
+        label: &LabelSelector,
+        field: &FieldSelector,
+        bookmarks: bool,
+    ) -> Option<WatchEvent> {
+        let decode = |kv: &storage::KeyValue| self.decode_kv(kv).ok();
+        match ev {
+            Ok(storage::WatchEvent::Created(kv)) => {
+                let obj = decode(&kv)?;
+                self.matches(&obj, label, field).then_some(WatchEvent::Added(obj))
+            }
+            Ok(storage::WatchEvent::Updated { kv, prev }) => {
+                let obj = decode(&kv)?;
+                let old = decode(&prev)?;
+                match (self.matches(&old, label, field), self.matches(&obj, label, field)) {
+                    (true, true) => Some(WatchEvent::Modified(obj)),
+                    (false, true) => Some(WatchEvent::Added(obj)),
+                    (true, false) => Some(WatchEvent::Deleted(obj)),
+                    (false, false) => None,
+                }
+            }
+            Ok(storage::WatchEvent::Deleted { prev, revision }) => {
+                let mut obj = decode(&prev)?;
+                if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    m.insert("resourceVersion".into(), Value::from(revision.to_string()));
+                }
+                self.matches(&obj, label, field).then_some(WatchEvent::Deleted(obj))
+            }
+            Ok(storage::WatchEvent::Progress(rev)) => bookmarks
+                .then(|| WatchEvent::Bookmark { resource_version: rev.to_string(), initial_events_end: false }),
+            Err(e) => Some(WatchEvent::Error(self.storage_error("", e))),
+        }
+    }
+}
+
+fn encode_continue(rv: Revision, start: &str) -> String {
+    let token = ContinueToken { v: "meta.k8s.io/v1".into(), rv, start: start.into() };
+    let json = serde_json::to_vec(&token).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+fn decode_continue(token: &str) -> Result<ContinueToken> {
+    let bad = |why: &str| Error::BadRequest(format!("continue key is not valid: {why}"));
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token.trim_end_matches('='))
+        .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let t: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    if t.v != "meta.k8s.io/v1" {
+        return Err(bad("server does not recognize this encoded version"));
+    }
+    if t.start.is_empty() || t.start.starts_with('/') || t.start.split('/').any(|p| p == "..") {
+        return Err(bad("continue key is not valid"));
+    }
+    if t.rv <= 0 {
+        return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
+    }
+    Ok(t)
+}

@@ -1,0 +1,324 @@
+//! The per-resource strategy (RESTCreateStrategy / RESTUpdateStrategy / TableConvertor in k8s):
+//! what a resource is (names, scope, verbs for discovery), how its objects are canonicalized
+//! through the typed k8s-openapi structs, prepared, validated, selected by field and printed
+//! as a Table. The generic store calls these in a fixed order (see store.rs).
+//! May use: api.
+
+use super::error::FieldError;
+use super::validation::NameRule;
+use serde_json::Value;
+
+/// Static description of a served resource (what discovery reports).
+#[derive(Debug)]
+pub struct ResourceInfo {
+    /// API group ("" for core).
+    pub group: &'static str,
+    /// API version.
+    pub version: &'static str,
+    /// Plural resource name.
+    pub resource: &'static str,
+    /// Singular resource name.
+    pub singular: &'static str,
+    /// Kind.
+    pub kind: &'static str,
+    /// Namespace-scoped.
+    pub namespaced: bool,
+    /// Short names (`cm`, `ns`...).
+    pub short_names: &'static [&'static str],
+    /// Categories (`all`...).
+    pub categories: &'static [&'static str],
+    /// Verbs, sorted as kube-apiserver lists them.
+    pub verbs: &'static [&'static str],
+    /// Subresources with their verbs.
+    pub subresources: &'static [(&'static str, &'static [&'static str])],
+}
+
+/// The full verb set of a stored resource.
+pub(crate) const STORED_VERBS: &[&str] =
+    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+
+impl ResourceInfo {
+    /// `v1` or `<group>/<version>`.
+    pub fn api_version(&self) -> String {
+        crate::api::gvk::api_version(self.group, self.version)
+    }
+
+    /// `configmaps` or `leases.coordination.k8s.io`.
+    pub fn group_resource(&self) -> String {
+        crate::api::gvk::group_resource(self.group, self.resource)
+    }
+
+    /// `ConfigMap` or `Lease.coordination.k8s.io` (the qualified kind of Invalid messages).
+    pub fn group_kind(&self) -> String {
+        crate::api::gvk::group_resource(self.group, self.kind)
+    }
+
+    /// Whether the verb is served.
+    pub fn serves(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+}
+
+/// One Table column (metav1.TableColumnDefinition).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Column {
+    /// Header.
+    pub name: &'static str,
+    /// `string`, `integer`, `date`...
+    #[serde(rename = "type")]
+    pub type_: &'static str,
+    /// `name` for the name column.
+    pub format: &'static str,
+    /// Description.
+    pub description: &'static str,
+    /// 0 = default view, 1 = wide.
+    pub priority: i32,
+}
+
+/// A column with priority 0.
+pub(crate) const fn col(name: &'static str, type_: &'static str, description: &'static str) -> Column {
+    Column { name, type_, format: "", description, priority: 0 }
+}
+
+/// The Name column every printer starts with.
+pub(crate) const NAME_COLUMN: Column = Column {
+    name: "Name",
+    type_: "string",
+    format: "name",
+    description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+    priority: 0,
+};
+
+/// The Age column most printers end with.
+pub(crate) const AGE_COLUMN: Column = col(
+    "Age",
+    "string",
+    "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+);
+
+/// What the per-resource file provides to the generic store.
+pub trait Strategy: Send + Sync + 'static {
+    /// What the resource is.
+    fn info(&self) -> &'static ResourceInfo;
+
+    /// Decodes through the typed struct and back: the canonical stored form (unknown fields
+    /// dropped, as kube's decoder does). Returns the object and the unknown field paths;
+    /// `Err` is a decode error (wrong types).
+    fn canonicalize(&self, obj: Value) -> Result<(Value, Vec<String>), String>;
+
+    /// Name syntax (NameIsDNSSubdomain by default).
+    fn name_rule(&self) -> NameRule {
+        NameRule::Subdomain
+    }
+
+    /// PrepareForCreate: reset status, set defaults.
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+
+    /// PrepareForUpdate of the main resource: e.g. keep status from `old`.
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value) {}
+
+    /// PrepareForUpdate of a subresource (`status`, `finalize`): copy everything else from
+    /// `old`. `false` when the subresource is not served.
+    fn prepare_for_subresource_update(&self, _sub: &str, _new: &mut Value, _old: &Value) -> bool {
+        false
+    }
+
+    /// Type-specific validation on create (object meta is validated by the store).
+    fn validate(&self, _obj: &Value) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    /// Type-specific validation on update (defaults to the create rules).
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
+        self.validate(new)
+    }
+
+    /// The value of a type-specific selectable field; `None` when the field is not
+    /// supported (metadata.name/namespace are handled by the store).
+    fn field(&self, _obj: &Value, _field: &str) -> Option<String> {
+        None
+    }
+
+    /// Whether the type-specific field is supported at all.
+    fn supports_field(&self, _field: &str) -> bool {
+        false
+    }
+
+    /// Table columns (kube-apiserver's printer for the type).
+    fn columns(&self) -> Vec<Column> {
+        vec![NAME_COLUMN, col("Created At", "date", "CreationTimestamp is a timestamp representing the server time when this object was created.")]
+    }
+
+    /// Table cells of one object, one per column.
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        vec![Value::from(name_of(obj)), obj.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null)]
+    }
+
+    /// Whether DELETE returns the deleted object rather than a Success Status.
+    fn return_deleted_object(&self) -> bool {
+        false
+    }
+
+    /// Converts a served object to its stored form (events.k8s.io events are stored as v1).
+    fn to_storage(&self, obj: Value) -> Value {
+        obj
+    }
+
+    /// Converts a stored object to the served form.
+    fn from_storage(&self, obj: Value) -> Value {
+        obj
+    }
+
+    /// Admission on delete (NamespaceLifecycle's immortal namespaces): `Err(why)` → 403.
+    fn admit_delete(&self, _name: &str) -> Result<(), String> {
+        Ok(())
+    }
+
+    /// First step of a DELETE: may mark the object (namespaces: phase Terminating) and
+    /// return `true` to keep it instead of removing it.
+    fn begin_delete(&self, _obj: &mut Value) -> bool {
+        false
+    }
+
+    /// Whether an object whose deletion is pending and has no finalizers may go
+    /// (namespaces also wait for spec.finalizers).
+    fn may_delete(&self, _obj: &Value) -> bool {
+        true
+    }
+
+    /// Whether writes maintain metadata.generation.
+    fn uses_generation(&self) -> bool {
+        false
+    }
+}
+
+/// Round-trips `obj` through the typed struct `T`, collecting unknown fields.
+pub(crate) fn typed_roundtrip<T>(obj: Value) -> Result<(Value, Vec<String>), String>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    let mut unknown = Vec::new();
+    let typed: T = serde_ignored::deserialize(obj, |path| unknown.push(field_path(&path)))
+        .map_err(|e| e.to_string())?;
+    let out = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    Ok((out, unknown))
+}
+
+/// A field path as kube prints it: `spec.containers[0].x`, skipping Option/newtype layers.
+fn field_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", field_path(parent)),
+        Path::Map { parent, key } => {
+            let p = field_path(parent);
+            if p.is_empty() {
+                key.to_string()
+            } else {
+                format!("{p}.{key}")
+            }
+        }
+        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => field_path(parent),
+    }
+}
+
+/// `metadata.name` of an object.
+pub(crate) fn name_of(obj: &Value) -> &str {
+    obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The string at a JSON pointer, or "".
+pub(crate) fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Number of entries of the map or array at a pointer.
+pub(crate) fn len_at(obj: &Value, pointer: &str) -> usize {
+    match obj.pointer(pointer) {
+        Some(Value::Object(m)) => m.len(),
+        Some(Value::Array(a)) => a.len(),
+        _ => 0,
+    }
+}
+
+/// The Age cell: time since `metadata.creationTimestamp` in kube's HumanDuration form.
+pub(crate) fn age_of(obj: &Value) -> Value {
+    Value::from(since(str_at(obj, "/metadata/creationTimestamp")))
+}
+
+/// HumanDuration since an RFC 3339 timestamp, `<unknown>` when absent.
+pub(crate) fn since(ts: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(ts) {
+        Ok(t) => human_duration(chrono::Utc::now().signed_duration_since(t).num_seconds()),
+        Err(_) => "<unknown>".into(),
+    }
+}
+
+/// apimachinery pkg/util/duration.HumanDuration.
+pub(crate) fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    if seconds < 0 {
+        return "0s".into();
+    }
+    if seconds < 120 {
+        return format!("{seconds}s");
+    }
+    let minutes = seconds / 60;
+    if minutes < 10 {
+        let s = seconds % 60;
+        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = seconds / 3600;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let h = hours % 24;
+        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{}h", hours / 24, h) };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    if hours < 24 * 365 * 8 {
+        let dy = (hours / 24) % 365;
+        return if dy == 0 {
+            format!("{}y", hours / 24 / 365)
+        } else {
+            format!("{}y{}d", hours / 24 / 365, dy)
+        };
+    }
+    format!("{}y", hours / 24 / 365)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human_duration(5), "5s");
+        assert_eq!(human_duration(150), "2m30s");
+        assert_eq!(human_duration(3600 * 5 + 60 * 7), "5h7m");
+        assert_eq!(human_duration(3600 * 24 * 3), "3d");
+        assert_eq!(since("nope"), "<unknown>");
+    }
+
+    #[test]
+    fn roundtrip_finds_unknown_fields() {
+        let v = serde_json::json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","bogus":1},"data":{"k":"v"},"spec":{"x":1}});
+        let (out, unknown) = typed_roundtrip::<k8s_openapi::api::core::v1::ConfigMap>(v).unwrap();
+        assert_eq!(unknown, vec!["metadata.bogus".to_string(), "spec".to_string()]);
+        assert!(out.get("spec").is_none());
+        let bad = serde_json::json!({"apiVersion":"v1","kind":"ConfigMap","data":{"k":1}});
+        assert!(typed_roundtrip::<k8s_openapi::api::core::v1::ConfigMap>(bad).is_err());
+    }
+}

@@ -1,0 +1,165 @@
+//! Validation shared by every resource: ObjectMeta (ValidateObjectMeta in k8s), names,
+//! labels, annotations and finalizers, with kube-apiserver's field paths and messages.
+//! May use: api.
+
+use super::error::FieldError;
+use crate::api::selectors::{
+    is_dns1123_label, is_dns1123_subdomain, label_value_errors, qualified_name_errors,
+    DNS1123_LABEL_MSG, DNS1123_SUBDOMAIN_MSG,
+};
+use serde_json::Value;
+
+/// Which name syntax a resource requires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NameRule {
+    /// DNS-1123 subdomain (most resources).
+    Subdomain,
+    /// DNS-1123 label (namespaces).
+    Label,
+}
+
+/// Total size limit of annotations (TotalAnnotationSizeLimitB).
+const ANNOTATIONS_LIMIT: usize = 256 * 1024;
+
+/// The problems of a name under `rule` (empty when valid).
+pub(crate) fn name_errors(name: &str, rule: NameRule) -> Vec<String> {
+    let mut errs = Vec::new();
+    match rule {
+        NameRule::Subdomain => {
+            if name.len() > 253 {
+                errs.push("must be no more than 253 characters".to_string());
+            }
+            if !is_dns1123_subdomain(name) && !(name.len() > 253 && name.split('.').all(is_dns1123_label)) {
+                errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
+            }
+        }
+        NameRule::Label => {
+            if name.len() > 63 {
+                errs.push("must be no more than 63 characters".to_string());
+            }
+            let ok_shape = !name.is_empty()
+                && name.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+                && name.as_bytes()[0].is_ascii_alphanumeric()
+                && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
+            if !ok_shape {
+                errs.push(DNS1123_LABEL_MSG.to_string());
+            }
+        }
+    }
+    errs
+}
+
+fn str_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
+    let mut cur = obj;
+    for p in path {
+        cur = cur.get(p)?;
+    }
+    cur.as_str()
+}
+
+/// ValidateObjectMeta: name, namespace, labels, annotations, finalizers.
+pub(crate) fn validate_object_meta(obj: &Value, namespaced: bool, rule: NameRule) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let name = str_at(obj, &["metadata", "name"]).unwrap_or("");
+    if name.is_empty() {
+        errs.push(FieldError::required("metadata.name", "name or generateName is required"));
+    } else {
+        for e in name_errors(name, rule) {
+            errs.push(FieldError::invalid("metadata.name", name, e));
+        }
+    }
+    let namespace = str_at(obj, &["metadata", "namespace"]).unwrap_or("");
+    if namespaced {
+        if namespace.is_empty() {
+            errs.push(FieldError::required("metadata.namespace", ""));
+        } else {
+            for e in name_errors(namespace, NameRule::Label) {
+                errs.push(FieldError::invalid("metadata.namespace", namespace, e));
+            }
+        }
+    } else if !namespace.is_empty() {
+        errs.push(FieldError::forbidden("metadata.namespace", "not allowed on this type"));
+    }
+    errs.extend(validate_labels(obj.pointer("/metadata/labels"), "metadata.labels"));
+    if let Some(Value::Object(annotations)) = obj.pointer("/metadata/annotations") {
+        let mut total = 0;
+        for (k, v) in annotations {
+            for e in qualified_name_errors(&k.to_ascii_lowercase()) {
+                errs.push(FieldError::invalid("metadata.annotations", k, e));
+            }
+            total += k.len() + v.as_str().map_or(0, str::len);
+        }
+        if total > ANNOTATIONS_LIMIT {
+            errs.push(FieldError::too_long("metadata.annotations", ANNOTATIONS_LIMIT));
+        }
+    }
+    if let Some(Value::Array(finalizers)) = obj.pointer("/metadata/finalizers") {
+        for (i, f) in finalizers.iter().enumerate() {
+            let f = f.as_str().unwrap_or("");
+            for e in qualified_name_errors(f) {
+                errs.push(FieldError::invalid(format!("metadata.finalizers[{i}]"), f, e));
+            }
+        }
+    }
+    errs
+}
+
+/// ValidateLabels on a `map[string]string` at `field`.
+pub(crate) fn validate_labels(labels: Option<&Value>, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if let Some(Value::Object(labels)) = labels {
+        for (k, v) in labels {
+            for e in qualified_name_errors(k) {
+                errs.push(FieldError::invalid(field, k, e));
+            }
+            let v = v.as_str().unwrap_or("");
+            for e in label_value_errors(v) {
+                errs.push(FieldError::invalid(field, v, e));
+            }
+        }
+    }
+    errs
+}
+
+/// ValidateObjectMetaUpdate: what may not change on update (checked on top of create rules).
+pub(crate) fn validate_object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    // Once deletion started, finalizers may only be removed (ValidateObjectMetaUpdate).
+    if old.pointer("/metadata/deletionTimestamp").is_some() {
+        let names = |v: &Value| -> Vec<String> {
+            v.pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+                .unwrap_or_default()
+        };
+        let old_f = names(old);
+        for f in names(new) {
+            if !old_f.contains(&f) {
+                errs.push(FieldError::forbidden(
+                    "metadata.finalizers",
+                    format!("no new finalizers can be added if the object is being deleted, found new finalizers []string{{\"{f}\"}}"),
+                ));
+            }
+        }
+    }
+    errs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn object_meta_errors_match_kube() {
+        let errs = validate_object_meta(&json!({"metadata": {"name": "A_", "namespace": "default"}}), true, NameRule::Subdomain);
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].to_string().starts_with("metadata.name: Invalid value: \"A_\": a lowercase RFC 1123 subdomain"));
+        let errs = validate_object_meta(&json!({"metadata": {"namespace": "default"}}), true, NameRule::Subdomain);
+        assert_eq!(errs[0].to_string(), "metadata.name: Required value: name or generateName is required");
+        let errs = validate_object_meta(&json!({"metadata": {"name": "a.b"}}), false, NameRule::Label);
+        assert_eq!(errs.len(), 1);
+        let errs = validate_object_meta(&json!({"metadata": {"name": "a", "namespace": "d", "labels": {"x": "bad value"}}}), true, NameRule::Subdomain);
+        assert_eq!(errs[0].field, "metadata.labels");
+    }
+}

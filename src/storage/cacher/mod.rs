@@ -1,0 +1,120 @@
+//! The watch cache (k8s.io/apiserver's cacher) in front of either backend. Per resource
+//! (`<prefix>/<resource>/`) one backend watch feeds an in-memory copy and every watcher of
+//! that resource. Served from memory: lists at `Any` / `NotOlderThan` (after waiting briefly
+//! for the cache to catch up, else from the backend) and watches whose start is still in the
+//! cache's event ring. Everything else — reads at `Latest` or `Exact`, writes, older watches —
+//! goes to the backend.
+
+mod resource;
+
+pub use resource::CacherOptions;
+
+use super::{
+    DeleteCheck, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage, UpdateFn,
+    WatchStream,
+};
+use bytes::Bytes;
+use resource::ResourceCache;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How long a first request waits for a new resource cache to fill.
+const INIT_WAIT: Duration = Duration::from_secs(5);
+
+/// The watch cache.
+pub struct Cacher {
+    backend: Arc<dyn Storage>,
+    prefix: String,
+    opts: CacherOptions,
+    resources: Mutex<HashMap<String, Arc<ResourceCache>>>,
+}
+
+impl Cacher {
+    /// A cache for keys under `prefix` (e.g. `/registry`) in front of `backend`.
+    pub fn new(backend: Arc<dyn Storage>, prefix: &str, opts: CacherOptions) -> Cacher {
+        Cacher {
+            backend,
+            prefix: prefix.trim_end_matches('/').to_string(),
+            opts,
+            resources: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The resource prefix (`<prefix>/<resource>/`) that `prefix` lies under, if any.
+    fn resource_of(&self, prefix: &str) -> Option<String> {
+        let rest = prefix.strip_prefix(self.prefix.as_str())?.strip_prefix('/')?;
+        let (resource, _) = rest.split_once('/')?;
+        (!resource.is_empty()).then(|| format!("{}/{}/", self.prefix, resource))
+    }
+
+    /// The ready cache of `prefix`'s resource (started on first use), or None.
+    async fn cache(&self, prefix: &str) -> Option<Arc<ResourceCache>> {
+        let resource = self.resource_of(prefix)?;
+        let rc = {
+            let mut map = self.resources.lock().unwrap_or_else(|e| e.into_inner());
+            map.entry(resource.clone())
+                .or_insert_with(|| ResourceCache::start(resource, self.backend.clone(), self.opts.clone()))
+                .clone()
+        };
+        if rc.ready() || rc.wait_fresh(0, INIT_WAIT).await {
+            Some(rc)
+        } else {
+            None
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Storage for Cacher {
+    async fn get(&self, key: &str) -> Result<KeyValue> {
+        self.backend.get(key).await
+    }
+
+    async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult> {
+        let min = match opts.revision {
+            ListRevision::Any => 0,
+            ListRevision::NotOlderThan(r) => r,
+            ListRevision::Latest | ListRevision::Exact(_) => return self.backend.list(prefix, opts).await,
+        };
+        if let Some(rc) = self.cache(prefix).await {
+            if rc.wait_fresh(min, self.opts.fresh_wait).await {
+                return Ok(rc.list(prefix, &opts));
+            }
+        }
+        self.backend.list(prefix, opts).await
+    }
+
+    async fn create(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue> {
+        self.backend.create(key, value, ttl).await
+    }
+
+    async fn guaranteed_update(&self, key: &str, ignore_not_found: bool, update: UpdateFn<'_>) -> Result<KeyValue> {
+        self.backend.guaranteed_update(key, ignore_not_found, update).await
+    }
+
+    async fn delete(&self, key: &str, check: DeleteCheck<'_>) -> Result<KeyValue> {
+        self.backend.delete(key, check).await
+    }
+
+    async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream> {
+        if let Some(rc) = self.cache(prefix).await {
+            if let Some(stream) = rc.watch(prefix, after) {
+                return Ok(stream);
+            }
+        }
+        self.backend.watch(prefix, after).await
+    }
+
+    async fn current_revision(&self) -> Result<Revision> {
+        self.backend.current_revision().await
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<()> {
+        self.backend.compact(revision).await
+    }
+
+    async fn check_health(&self) -> Result<()> {
+        self.backend.check_health().await
+    }
+}

@@ -1,0 +1,152 @@
+//! Three `kapi serve` replicas on one real etcd (from PATH). They share one PKI by passing the
+//! same `--cert-dir`: the first replica generates the CAs, the serving and the admin
+//! certificates there, the others load them, so one admin kubeconfig works against all
+//! three. Distinct `--hostname-override`, data dirs and ports. Checks: each replica
+//! publishes its identity lease; one replica runs the coordinated-leader-election
+//! controller; kill -9 of it hands the controller to a survivor within the lease duration
+//! and elections go on; the killed replica's identity lease is garbage-collected.
+
+use crate::controllers::{eventually, kapi_id, wait_holder, Candidate};
+use crate::support::{within, Options, TestServer};
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A single-member etcd in a temp dir, killed on drop.
+struct Etcd {
+    child: Child,
+    url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Etcd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+async fn start_etcd() -> Etcd {
+    let dir = tempfile::tempdir().unwrap();
+    let (client_port, peer_port) = (free_port(), free_port());
+    let url = format!("http://127.0.0.1:{client_port}");
+    let peer = format!("http://127.0.0.1:{peer_port}");
+    let child = Command::new("etcd")
+        .args(["--name", "default", "--data-dir"])
+        .arg(dir.path().join("etcd"))
+        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+        .args(["--listen-peer-urls", &peer, "--initial-advertise-peer-urls", &peer])
+        .args(["--initial-cluster", &format!("default={peer}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("etcd must be on PATH (scripts/test.sh installs it)");
+    let addr = format!("127.0.0.1:{client_port}");
+    within(Duration::from_secs(30), "etcd to listen", async {
+        while tokio::net::TcpStream::connect(&addr).await.is_err() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    Etcd { child, url, _dir: dir }
+}
+
+fn replica_options(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Options {
+    Options::default().args([
+        "--etcd-servers",
+        etcd,
+        "--cert-dir",
+        &cert_dir.display().to_string(),
+        "--hostname-override",
+        host,
+        "--identity-lease-duration-seconds",
+        "5",
+        "--identity-lease-renew-interval",
+        "1s",
+        "--identity-lease-gc-period",
+        "1s",
+        "--coordinated-leadership-lease-duration",
+        "3s",
+        "--coordinated-leadership-renew-deadline",
+        "2s",
+        "--coordinated-leadership-retry-period",
+        "500ms",
+    ])
+}
+
+async fn lease(client: &Client, name: &str) -> Option<Lease> {
+    let api: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    within(Duration::from_secs(10), "GET lease", api.get_opt(name)).await.ok().flatten()
+}
+
+/// Index of the replica holding the CLE controller's own lease.
+async fn cle_leader(client: &Client, hosts: &[&str], exclude: Option<usize>) -> usize {
+    eventually(Duration::from_secs(30), "a CLE controller leader", || async {
+        let l = lease(client, "leader-election-controller").await?;
+        let holder = l.spec?.holder_identity?;
+        let i = hosts.iter().position(|h| holder.starts_with(&format!("{h}_")))?;
+        (Some(i) != exclude).then_some(i)
+    })
+    .await
+}
+
+#[tokio::test]
+async fn three_replicas_on_etcd_fail_over() {
+    let etcd = start_etcd().await;
+    let pki = Arc::new(tempfile::tempdir().unwrap());
+    let hosts = ["replica-0", "replica-1", "replica-2"];
+    let mut replicas = Vec::new();
+    // The first replica creates the shared PKI; the others reuse it.
+    for host in hosts {
+        replicas.push(TestServer::start_with(replica_options(&etcd.url, pki.path(), host)).await);
+    }
+    let mut clients = Vec::new();
+    for r in &replicas {
+        clients.push(r.client().await);
+    }
+    for host in hosts {
+        let id = kapi_id(host);
+        eventually(Duration::from_secs(20), &format!("identity lease of {host}"), || lease(&clients[2], &id))
+            .await;
+    }
+
+    let leader = cle_leader(&clients[0], &hosts, None).await;
+    let ns = "kube-system";
+    let newer = Candidate::start(clients[0].clone(), ns, "ha-lock", "newer", "1.34.0", "1.34.0");
+    let older = Candidate::start(clients[1].clone(), ns, "ha-lock", "older", "1.33.0", "1.34.0");
+    wait_holder(&clients[2], ns, "ha-lock", "older", None, Duration::from_secs(40)).await;
+
+    // kill -9 the replica running the controller.
+    replicas[leader].signal(libc::SIGKILL);
+    replicas[leader].wait_exit(Duration::from_secs(10)).await;
+    let survivor = (leader + 1) % hosts.len();
+    let sc = clients[survivor].clone();
+    drop(newer);
+    drop(older);
+    let newer = Candidate::start(sc.clone(), ns, "ha-lock", "newer", "1.34.0", "1.34.0");
+    let older = Candidate::start(sc.clone(), ns, "ha-lock", "older", "1.33.0", "1.34.0");
+    let next = cle_leader(&sc, &hosts, Some(leader)).await;
+    assert_ne!(next, leader);
+
+    // Elections continue under the new controller: the holder stops, the other takes over.
+    older.ack.store(false, std::sync::atomic::Ordering::SeqCst);
+    older.hold.store(false, std::sync::atomic::Ordering::SeqCst);
+    wait_holder(&sc, ns, "ha-lock", "newer", None, Duration::from_secs(60)).await;
+
+    // The killed replica's identity lease expires (5s) and a survivor collects it.
+    let dead = kapi_id(hosts[leader]);
+    eventually(Duration::from_secs(30), "killed replica's identity lease to be collected", || async {
+        lease(&sc, &dead).await.is_none().then_some(())
+    })
+    .await;
+    for (i, host) in hosts.iter().enumerate().filter(|(i, _)| *i != leader) {
+        assert!(lease(&sc, &kapi_id(host)).await.is_some(), "replica {i} keeps its lease");
+    }
+    drop(newer);
+}
