@@ -181,6 +181,11 @@ async fn health_outputs_match_the_server() {
     let yaml: Value = serde_yaml::from_str(&run.stdout).unwrap();
     assert_eq!(yaml, json);
 
+    let run = kapi(&server, &["health", "--color", "always", "--no-headers"]).await;
+    assert!(run.stdout.contains("\u{1b}[") && run.stdout.contains("ok"), "{:?}", run.stdout);
+    let run = kapi(&server, &["health", "--color", "never", "--no-headers"]).await;
+    assert!(!run.stdout.contains('\u{1b}'));
+
     let run = kapi(&server, &["health", "-o", "name"]).await;
     let names: Vec<String> = want
         .iter()
