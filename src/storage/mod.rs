@@ -162,7 +162,8 @@ pub trait Storage: Send + Sync + 'static {
     /// The store's current revision.
     async fn current_revision(&self) -> Result<Revision>;
 
-    /// Drops history at and below `revision`.
+    /// Drops history before `revision`: afterwards lists at older revisions and watches
+    /// starting before it (`after < revision - 1`) fail with `Compacted`, as in etcd.
     async fn compact(&self, revision: Revision) -> Result<()>;
 
     /// Whether the backend answers (the `etcd` health check).

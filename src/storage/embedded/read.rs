@@ -40,10 +40,10 @@ pub(crate) fn get(txn: &ReadTransaction, key: &str, now_ms: u64) -> Result<Optio
 }
 
 /// Events with revision in `(after, upto]` under `prefix`. `Err(Compacted)` when `after` is
-/// older than the kept history.
+/// older than the kept history (which, as in etcd, still holds the compacted revision itself).
 pub(crate) fn history(txn: &ReadTransaction, prefix: &str, after: Revision, upto: Revision) -> Result<Vec<WatchEvent>> {
     let (_, compacted) = revisions(txn)?;
-    if after < compacted {
+    if after < compacted - 1 {
         return Err(Error::Compacted { requested: after, oldest: compacted });
     }
     let mut out = Vec::new();

@@ -322,7 +322,8 @@ impl Writer {
         if revision <= self.compacted {
             return Ok(Ok(()));
         }
-        t.history.retain_in(..=(revision as u64), |_, _| false)?;
+        // Like etcd, the change made at `revision` itself stays, so a watch may still start there.
+        t.history.retain_in(..(revision as u64), |_, _| false)?;
         self.compacted = revision;
         Ok(Ok(()))
     }
