@@ -71,11 +71,17 @@ async fn watch_leases(
     initial: leases::LeasesView,
     out: &OutputArgs,
 ) -> CmdResult {
+    let wide = out.output == Format::Wide;
+    let headers = if out.no_headers {
+        Vec::new()
+    } else {
+        output::Tabular::headers(&initial, wide)
+    };
+    let widths = output::column_widths(&headers, &output::Tabular::rows(&initial, wide));
     let stream = leases::watch(cluster, query, initial.leases);
     let mut stream = std::pin::pin!(stream);
     let ctrl_c = tokio::signal::ctrl_c();
     let mut ctrl_c = std::pin::pin!(ctrl_c);
-    let wide = out.output == Format::Wide;
     loop {
         let change = tokio::select! {
             _ = &mut ctrl_c => return Ok(ExitCode::Interrupted),
@@ -98,7 +104,7 @@ async fn watch_leases(
         let result = match out.output {
             Format::Table | Format::Wide => {
                 let cells = output::Tabular::rows(&view, wide);
-                write_stdout(|w| output::render_rows(&cells, color(out), w))
+                write_stdout(|w| output::render_rows(&cells, &widths, color(out), w))
             }
             Format::Json | Format::Yaml | Format::Name => {
                 let doc = &view.leases[0];

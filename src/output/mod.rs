@@ -110,10 +110,21 @@ where
     }
 }
 
-/// Writes only the table rows (no header), as `kubectl get -w` does after the first listing.
+/// Column widths (in characters) of a table with `headers` and `rows`, for [`render_rows`].
+pub fn column_widths(headers: &[&str], rows: &[Vec<Cell>]) -> Vec<usize> {
+    table::widths(headers, rows)
+}
+
+/// Writes more rows of an already printed table (as `kubectl get -w` does after the listing),
+/// aligned to `widths` from [`column_widths`]; a wider cell pushes its line only.
 ///
 /// # Errors
 /// Fails only when writing fails.
-pub fn render_rows(rows: &[Vec<Cell>], color: bool, out: &mut dyn Write) -> io::Result<()> {
-    table::write(None, rows, color, out)
+pub fn render_rows(
+    rows: &[Vec<Cell>],
+    widths: &[usize],
+    color: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    table::write_aligned(rows, widths, color, out)
 }

@@ -102,6 +102,58 @@ pub(crate) fn write(
     Ok(())
 }
 
+/// Widest cell per column, headers included.
+pub(crate) fn widths(headers: &[&str], rows: &[Vec<Cell>]) -> Vec<usize> {
+    let mut w: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            let n = cell.text.chars().count();
+            match w.get_mut(i) {
+                Some(cur) => *cur = (*cur).max(n),
+                None => w.push(n),
+            }
+        }
+    }
+    w
+}
+
+/// Rows padded to fixed widths with the same gap as [`write`], no trailing whitespace.
+pub(crate) fn write_aligned(
+    rows: &[Vec<Cell>],
+    widths: &[usize],
+    color: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    for row in rows {
+        let mut line = String::new();
+        for (i, cell) in row.iter().enumerate() {
+            let text = if color {
+                paint(cell)
+            } else {
+                cell.text.clone()
+            };
+            line.push_str(&text);
+            if i + 1 < row.len() {
+                let width = widths.get(i).copied().unwrap_or(0);
+                let pad = width.saturating_sub(cell.text.chars().count()) + usize::from(GAP);
+                line.push_str(&" ".repeat(pad));
+            }
+        }
+        writeln!(out, "{}", line.trim_end())?;
+    }
+    Ok(())
+}
+
+fn paint(cell: &Cell) -> String {
+    let code = match cell.tone {
+        Tone::Plain => return cell.text.clone(),
+        Tone::Good => 32,
+        Tone::Warn => 33,
+        Tone::Bad => 31,
+    };
+    format!("\u{1b}[{code}m{}\u{1b}[39m", cell.text)
+}
+
 fn to_comfy(cell: &Cell, color: bool) -> comfy_table::Cell {
     let c = comfy_table::Cell::new(&cell.text);
     if !color {
@@ -142,6 +194,37 @@ mod tests {
         );
         let got = render(None, &rows, false);
         assert_eq!(got, "a        longer-value   x\nbbbbbb   v\n");
+    }
+
+    #[test]
+    fn watch_rows_align_with_the_listing() {
+        let first = vec![vec![
+            Cell::plain("a"),
+            Cell::plain("longer-value"),
+            Cell::plain("x"),
+        ]];
+        let w = widths(&["NAME", "VALUE", "LAST"], &first);
+        assert_eq!(w, [4, 12, 4]);
+        let listing = render(Some(&["NAME", "VALUE", "LAST"]), &first, false);
+        let mut more = Vec::new();
+        let next = vec![vec![
+            Cell::plain("b"),
+            Cell::plain("v"),
+            Cell::toned("y", Tone::Bad),
+        ]];
+        write_aligned(&next, &w, false, &mut more).unwrap();
+        let more = String::from_utf8(more).unwrap();
+        assert_eq!(
+            listing,
+            "NAME   VALUE          LAST\na      longer-value   x\n"
+        );
+        assert_eq!(more, "b      v              y\n");
+        let mut coloured = Vec::new();
+        write_aligned(&next, &w, true, &mut coloured).unwrap();
+        assert_eq!(
+            String::from_utf8(coloured).unwrap(),
+            "b      v              \u{1b}[31my\u{1b}[39m\n"
+        );
     }
 
     #[test]
