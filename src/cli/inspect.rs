@@ -143,7 +143,12 @@ pub struct CandidatesArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     /// Only candidates in this namespace.
-    #[arg(short = 'n', long, value_name = "NAMESPACE", conflicts_with = "all_namespaces")]
+    #[arg(
+        short = 'n',
+        long,
+        value_name = "NAMESPACE",
+        conflicts_with = "all_namespaces"
+    )]
     pub namespace: Option<String>,
     /// Candidates in all namespaces (the default).
     #[arg(short = 'A', long)]

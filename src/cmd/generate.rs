@@ -18,7 +18,9 @@ pub(crate) fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
     match out.write_all(&buf).and_then(|()| out.flush()) {
         Ok(()) => Ok(ExitCode::Ok),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(ExitCode::Ok),
-        Err(e) => Err(CodedError::new(ExitCode::Problem, format!("cannot write to stdout: {e}")).into()),
+        Err(e) => {
+            Err(CodedError::new(ExitCode::Problem, format!("cannot write to stdout: {e}")).into())
+        }
     }
 }
 
@@ -27,10 +29,14 @@ pub(crate) fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
     let fail = |what: &str, e: io::Error| {
         CodedError::new(
             ExitCode::Problem,
-            format!("cannot {what} {}: {e}; pick a writable directory", args.dir.display()),
+            format!(
+                "cannot {what} {}: {e}; pick a writable directory",
+                args.dir.display()
+            ),
         )
     };
     std::fs::create_dir_all(&args.dir).map_err(|e| fail("create", e))?;
-    clap_mangen::generate_to(Cli::command(), &args.dir).map_err(|e| fail("write man pages into", e))?;
+    clap_mangen::generate_to(Cli::command(), &args.dir)
+        .map_err(|e| fail("write man pages into", e))?;
     Ok(ExitCode::Ok)
 }

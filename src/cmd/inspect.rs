@@ -25,7 +25,12 @@ where
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| CodedError::new(ExitCode::Problem, format!("cannot start the async runtime: {e}")))?;
+        .map_err(|e| {
+            CodedError::new(
+                ExitCode::Problem,
+                format!("cannot start the async runtime: {e}"),
+            )
+        })?;
     rt.block_on(fut)
 }
 
@@ -48,7 +53,11 @@ pub(crate) async fn leases(args: LeasesArgs) -> CmdResult {
         return watch_leases(&cluster, &query, view, &args.out).await;
     }
     if args.fail_on_expired && view.any_expired() {
-        let expired = view.leases.iter().filter(|l| l.state == leases::LeaseState::Expired).count();
+        let expired = view
+            .leases
+            .iter()
+            .filter(|l| l.state == leases::LeaseState::Expired)
+            .count();
         eprintln!("kapi: {expired} expired lease(s)");
         return Ok(ExitCode::Problem);
     }
@@ -81,7 +90,11 @@ async fn watch_leases(
             }
         };
         let now = chrono::Utc::now();
-        let view = leases::LeasesView { leases: vec![row], all: query.all, now };
+        let view = leases::LeasesView {
+            leases: vec![row],
+            all: query.all,
+            now,
+        };
         let result = match out.output {
             Format::Table | Format::Wide => {
                 let cells = output::Tabular::rows(&view, wide);
@@ -96,7 +109,11 @@ async fn watch_leases(
                     }
                     Format::Yaml => {
                         w.write_all(b"---\n")?;
-                        w.write_all(serde_yaml::to_string(doc).map_err(io::Error::other)?.as_bytes())
+                        w.write_all(
+                            serde_yaml::to_string(doc)
+                                .map_err(io::Error::other)?
+                                .as_bytes(),
+                        )
                     }
                     _ => writeln!(w, "lease.coordination.k8s.io/{}", doc.name),
                 })
@@ -111,7 +128,10 @@ async fn watch_leases(
 /// `kapi candidates`.
 pub(crate) async fn candidates(args: CandidatesArgs) -> CmdResult {
     let cluster = connect(&args.cluster).await?;
-    let query = candidates::Query { namespace: args.namespace.clone(), lease: args.lease.clone() };
+    let query = candidates::Query {
+        namespace: args.namespace.clone(),
+        lease: args.lease.clone(),
+    };
     let view = candidates::collect(&cluster, &query).await.map_err(coded)?;
     if view.candidates.is_empty() && is_table(&args.out) {
         eprintln!("No lease candidates found.");
@@ -122,7 +142,10 @@ pub(crate) async fn candidates(args: CandidatesArgs) -> CmdResult {
 /// `kapi hooks`.
 pub(crate) async fn hooks(args: HooksArgs) -> CmdResult {
     let cluster = connect(&args.cluster).await?;
-    let query = hooks::Query { failing: args.failing, all_apiservers: args.all_apiservers };
+    let query = hooks::Query {
+        failing: args.failing,
+        all_apiservers: args.all_apiservers,
+    };
     let (view, note) = hooks::collect(&cluster, &query).await.map_err(coded)?;
     if let Some(note) = note {
         eprintln!("kapi: {note}");
@@ -139,12 +162,21 @@ pub(crate) async fn hooks(args: HooksArgs) -> CmdResult {
     let not_ok: usize = view
         .apiservers
         .iter()
-        .map(|a| a.hooks.iter().filter(|h| h.status != hooks::HookStatus::Ok).count())
+        .map(|a| {
+            a.hooks
+                .iter()
+                .filter(|h| h.status != hooks::HookStatus::Ok)
+                .count()
+        })
         .sum();
     if not_ok > 0 {
         eprintln!("kapi: {not_ok} post-start hook(s) not ok");
     }
-    Ok(if view.all_ok() { ExitCode::Ok } else { ExitCode::Problem })
+    Ok(if view.all_ok() {
+        ExitCode::Ok
+    } else {
+        ExitCode::Problem
+    })
 }
 
 /// `kapi health`.
@@ -200,7 +232,11 @@ fn health_code(view: &health::HealthView) -> ExitCode {
 pub(crate) fn verdict(view: &health::HealthView) -> Vec<String> {
     let mut lines = Vec::new();
     for r in &view.results {
-        let prefix = if view.multi_server { format!("{} ", r.apiserver) } else { String::new() };
+        let prefix = if view.multi_server {
+            format!("{} ", r.apiserver)
+        } else {
+            String::new()
+        };
         for w in &r.warnings {
             lines.push(format!("kapi: warning: {prefix}{}: {w}", r.endpoint));
         }
@@ -213,7 +249,10 @@ pub(crate) fn verdict(view: &health::HealthView) -> Vec<String> {
         if r.healthy {
             lines.push(format!("{prefix}{}: ok", r.endpoint));
         } else if failing.is_empty() {
-            lines.push(format!("{prefix}{}: failed (HTTP {})", r.endpoint, r.http_status));
+            lines.push(format!(
+                "{prefix}{}: failed (HTTP {})",
+                r.endpoint, r.http_status
+            ));
         } else {
             lines.push(format!(
                 "{prefix}{}: failed ({} failing: {})",
@@ -241,40 +280,51 @@ async fn wait_healthy(
     let spin = !args.quiet && io::stderr().is_terminal();
     let frames = ['|', '/', '-', '\\'];
     let mut tick = 0usize;
-    // The last answer the server gave: after the deadline it decides over a cut-off attempt.
+    // The last answer the server gave decides after the deadline, over a cut-off attempt;
+    // without any answer, the last real failure (e.g. connection refused) is reported.
     let mut last_answer = None;
+    let mut last_error = None;
     loop {
         let remaining = deadline.saturating_duration_since(Instant::now());
-        let attempt = match tokio::time::timeout(remaining, health::collect(cluster, query)).await {
-            Ok(r) => r,
-            Err(_) => Err(inspect::Error::Timeout {
-                server: cluster.server().to_string(),
-                what: format!("/{}", query.endpoints.join(", /")),
-                timeout: args.timeout,
-            }),
-        };
-        let healthy = matches!(&attempt, Ok((v, _)) if v.healthy);
+        let attempt = tokio::time::timeout(remaining, health::collect(cluster, query)).await;
+        let healthy = matches!(&attempt, Ok(Ok((v, _))) if v.healthy);
         if Instant::now() >= deadline || healthy {
             if spin {
                 eprint!("\r\x1b[2K");
             }
-            return match (attempt, last_answer) {
-                (Err(_), Some(answer)) => Ok(answer),
-                (attempt, _) => attempt,
+            return match (attempt, last_answer, last_error) {
+                (Ok(Ok(answer)), _, _) | (_, Some(answer), _) => Ok(answer),
+                (Ok(Err(e)), None, _) | (Err(_), None, Some(e)) => Err(e),
+                (Err(_), None, None) => Err(inspect::Error::Timeout {
+                    server: cluster.server().to_string(),
+                    what: format!("/{}", query.endpoints.join(", /")),
+                    timeout: args.timeout,
+                }),
             };
         }
+        let attempt = attempt.unwrap_or_else(|_| {
+            Err(inspect::Error::Timeout {
+                server: cluster.server().to_string(),
+                what: format!("/{}", query.endpoints.join(", /")),
+                timeout: args.timeout,
+            })
+        });
         if spin {
             let status = match &attempt {
                 Ok((v, _)) => verdict(v).join("; "),
                 Err(e) => e.to_string(),
             };
             let waited = started.elapsed().as_secs();
-            eprint!("\r\x1b[2K{} waiting {waited}s: {status}", frames[tick % frames.len()]);
+            eprint!(
+                "\r\x1b[2K{} waiting {waited}s: {status}",
+                frames[tick % frames.len()]
+            );
             let _ = io::stderr().flush();
             tick += 1;
         }
-        if let Ok(answer) = attempt {
-            last_answer = Some(answer);
+        match attempt {
+            Ok(answer) => last_answer = Some(answer),
+            Err(e) => last_error = Some(e),
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         tokio::time::sleep(remaining.min(Duration::from_secs(1))).await;
@@ -308,16 +358,23 @@ fn emit<V>(view: &V, out: &OutputArgs) -> anyhow::Result<Option<ExitCode>>
 where
     V: serde::Serialize + output::Tabular,
 {
-    let opts = Options { no_headers: out.no_headers, color: color(out) };
+    let opts = Options {
+        no_headers: out.no_headers,
+        color: color(out),
+    };
     write_stdout(|w| output::render(view, out.output, opts, w))
 }
 
-fn write_stdout(f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> anyhow::Result<Option<ExitCode>> {
+fn write_stdout(
+    f: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> anyhow::Result<Option<ExitCode>> {
     let stdout = io::stdout();
     let mut lock = stdout.lock();
     match f(&mut lock).and_then(|()| lock.flush()) {
         Ok(()) => Ok(None),
         Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(Some(ExitCode::Ok)),
-        Err(e) => Err(CodedError::new(ExitCode::Problem, format!("cannot write to stdout: {e}")).into()),
+        Err(e) => {
+            Err(CodedError::new(ExitCode::Problem, format!("cannot write to stdout: {e}")).into())
+        }
     }
 }

@@ -118,7 +118,9 @@ pub struct CandidatesView {
 /// # Errors
 /// [`Error::NotServed`] with the CoordinatedLeaderElection hint when no version serves it.
 pub async fn served_version(cluster: &Cluster) -> Result<&'static str> {
-    let groups = cluster.within("API discovery (/apis)", cluster.client().list_api_groups()).await?;
+    let groups = cluster
+        .within("API discovery (/apis)", cluster.client().list_api_groups())
+        .await?;
     let served: Vec<String> = groups
         .groups
         .iter()
@@ -130,9 +132,17 @@ pub async fn served_version(cluster: &Cluster) -> Result<&'static str> {
             continue;
         }
         let gv = format!("{GROUP}/{version}");
-        let resources =
-            cluster.within(&format!("discovery of {gv}"), cluster.client().list_api_group_resources(&gv)).await?;
-        if resources.resources.iter().any(|r| r.name == "leasecandidates") {
+        let resources = cluster
+            .within(
+                &format!("discovery of {gv}"),
+                cluster.client().list_api_group_resources(&gv),
+            )
+            .await?;
+        if resources
+            .resources
+            .iter()
+            .any(|r| r.name == "leasecandidates")
+        {
             return Ok(version);
         }
     }
@@ -156,7 +166,9 @@ pub async fn collect(cluster: &Cluster, query: &Query) -> Result<CandidatesView>
         Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
         None => Api::all_with(client.clone(), &ar),
     };
-    let list = cluster.within("leasecandidates", api.list(&ListParams::default())).await?;
+    let list = cluster
+        .within("leasecandidates", api.list(&ListParams::default()))
+        .await?;
     let mut candidates: Vec<Candidate> = list
         .items
         .iter()
@@ -179,13 +191,20 @@ pub async fn collect(cluster: &Cluster, query: &Query) -> Result<CandidatesView>
     candidates.sort_by(|a, b| {
         (&a.namespace, &a.lease_name, &a.name).cmp(&(&b.namespace, &b.lease_name, &b.name))
     });
-    Ok(CandidatesView { api_version: format!("{GROUP}/{version}"), candidates, leases, now: Utc::now() })
+    Ok(CandidatesView {
+        api_version: format!("{GROUP}/{version}"),
+        candidates,
+        leases,
+        now: Utc::now(),
+    })
 }
 
 /// Marks each candidate's leader/preferred flags from its lease.
 pub fn join(candidates: &mut [Candidate], leases: &[LeaseSummary]) {
     for c in candidates {
-        let lease = leases.iter().find(|l| l.namespace == c.namespace && l.name == c.lease_name);
+        let lease = leases
+            .iter()
+            .find(|l| l.namespace == c.namespace && l.name == c.lease_name);
         c.leader = lease.is_some_and(|l| l.holder_identity.as_deref() == Some(&c.name));
         c.preferred = lease.is_some_and(|l| l.preferred_holder.as_deref() == Some(&c.name));
     }
@@ -207,7 +226,12 @@ fn summarize(lease: &Lease) -> LeaseSummary {
 /// Flattens a LeaseCandidate of any served version.
 pub fn from_object(obj: &DynamicObject) -> Candidate {
     let spec = obj.data.get("spec").cloned().unwrap_or(Value::Null);
-    let text = |k: &str| spec.get(k).and_then(Value::as_str).filter(|s| !s.is_empty()).map(String::from);
+    let text = |k: &str| {
+        spec.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+    };
     let time = |k: &str| {
         spec.get(k)
             .and_then(Value::as_str)
@@ -244,8 +268,16 @@ pub fn from_object(obj: &DynamicObject) -> Candidate {
 impl Tabular for CandidatesView {
     fn headers(&self, wide: bool) -> Vec<&'static str> {
         let mut h = vec![
-            "NAMESPACE", "LEASE", "CANDIDATE", "BINARY", "EMULATION", "STRATEGY", "RENEWED",
-            "PINGED", "LEADER", "PREFERRED",
+            "NAMESPACE",
+            "LEASE",
+            "CANDIDATE",
+            "BINARY",
+            "EMULATION",
+            "STRATEGY",
+            "RENEWED",
+            "PINGED",
+            "LEADER",
+            "PREFERRED",
         ];
         if wide {
             h.push("HOLDER");
@@ -254,9 +286,17 @@ impl Tabular for CandidatesView {
     }
 
     fn rows(&self, wide: bool) -> Vec<Vec<Cell>> {
-        let age = |t: Option<DateTime<Utc>>| t.map_or_else(|| "<none>".to_string(), |t| human_duration(self.now - t));
+        let age = |t: Option<DateTime<Utc>>| {
+            t.map_or_else(|| "<none>".to_string(), |t| human_duration(self.now - t))
+        };
         let opt = |v: &Option<String>| Cell::plain(v.clone().unwrap_or_else(|| "<none>".into()));
-        let mark = |b: bool, tone| if b { Cell::toned("*", tone) } else { Cell::plain("") };
+        let mark = |b: bool, tone| {
+            if b {
+                Cell::toned("*", tone)
+            } else {
+                Cell::plain("")
+            }
+        };
         self.candidates
             .iter()
             .map(|c| {
@@ -278,7 +318,10 @@ impl Tabular for CandidatesView {
                     mark(c.preferred, Tone::Warn),
                 ];
                 if wide {
-                    let lease = self.leases.iter().find(|l| l.namespace == c.namespace && l.name == c.lease_name);
+                    let lease = self
+                        .leases
+                        .iter()
+                        .find(|l| l.namespace == c.namespace && l.name == c.lease_name);
                     r.push(opt(&lease.and_then(|l| l.holder_identity.clone())));
                 }
                 r
@@ -289,7 +332,12 @@ impl Tabular for CandidatesView {
     fn names(&self) -> Vec<String> {
         self.candidates
             .iter()
-            .map(|c| format!("leasecandidate.coordination.k8s.io/{}/{}", c.namespace, c.name))
+            .map(|c| {
+                format!(
+                    "leasecandidate.coordination.k8s.io/{}/{}",
+                    c.namespace, c.name
+                )
+            })
             .collect()
     }
 }
@@ -351,7 +399,10 @@ mod tests {
         assert!(v.candidates[0].ping_pending);
         assert!(v.candidates[0].preferred && !v.candidates[0].leader);
         assert!(v.candidates[1].leader && !v.candidates[1].preferred);
-        assert_eq!(v.candidates[1].strategy.as_deref(), Some("OldestEmulationVersion"));
+        assert_eq!(
+            v.candidates[1].strategy.as_deref(),
+            Some("OldestEmulationVersion")
+        );
         assert_eq!(v.candidates[1].emulation_version, None);
     }
 
@@ -364,8 +415,14 @@ mod tests {
              kube-system   kube-controller-manager   kcm-b       1.33.0   <none>      OldestEmulationVersion   3m10s     <none>         *\n"
         );
         let wide = out(&view(), Format::Wide);
-        assert!(wide.lines().next().unwrap().ends_with("PREFERRED   HOLDER"), "{wide}");
-        assert!(wide.lines().nth(1).unwrap().ends_with("*           kcm-b"), "{wide}");
+        assert!(
+            wide.lines().next().unwrap().ends_with("PREFERRED   HOLDER"),
+            "{wide}"
+        );
+        assert!(
+            wide.lines().nth(1).unwrap().ends_with("*           kcm-b"),
+            "{wide}"
+        );
     }
 
     #[test]

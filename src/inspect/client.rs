@@ -32,7 +32,9 @@ pub struct Cluster {
 
 impl std::fmt::Debug for Cluster {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Cluster").field("server", &self.server).finish_non_exhaustive()
+        f.debug_struct("Cluster")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
     }
 }
 
@@ -42,8 +44,13 @@ impl Cluster {
     /// # Errors
     /// [`Error::NoKubeconfig`] or [`Error::Kubeconfig`] when no usable configuration exists.
     pub async fn connect(cfg: &ClusterConfig) -> Result<Self> {
-        let opts = KubeConfigOptions { context: cfg.context.clone(), ..Default::default() };
-        let kube_err = |e: kube::config::KubeconfigError| Error::Kubeconfig { cause: root_cause(&e) };
+        let opts = KubeConfigOptions {
+            context: cfg.context.clone(),
+            ..Default::default()
+        };
+        let kube_err = |e: kube::config::KubeconfigError| Error::Kubeconfig {
+            cause: root_cause(&e),
+        };
         let mut config = if let Some(path) = &cfg.kubeconfig {
             if !path.exists() {
                 return Err(Error::Kubeconfig {
@@ -51,11 +58,15 @@ impl Cluster {
                 });
             }
             let kc = Kubeconfig::read_from(path).map_err(kube_err)?;
-            kube::Config::from_custom_kubeconfig(kc, &opts).await.map_err(kube_err)?
+            kube::Config::from_custom_kubeconfig(kc, &opts)
+                .await
+                .map_err(kube_err)?
         } else if std::env::var_os("KUBECONFIG").is_some_and(|v| !v.is_empty())
             || default_kubeconfig().is_some_and(|p| p.exists())
         {
-            kube::Config::from_kubeconfig(&opts).await.map_err(kube_err)?
+            kube::Config::from_kubeconfig(&opts)
+                .await
+                .map_err(kube_err)?
         } else if cfg.context.is_some() {
             return Err(Error::NoKubeconfig);
         } else {
@@ -70,11 +81,20 @@ impl Cluster {
     }
 
     fn from_config(config: kube::Config, timeout: Duration) -> Result<Self> {
-        let server = config.cluster_url.to_string().trim_end_matches('/').to_string();
+        let server = config
+            .cluster_url
+            .to_string()
+            .trim_end_matches('/')
+            .to_string();
         let client = kube::Client::try_from(config.clone()).map_err(|e| Error::Kubeconfig {
             cause: root_cause(&e),
         })?;
-        Ok(Self { client, config, server, timeout })
+        Ok(Self {
+            client,
+            config,
+            server,
+            timeout,
+        })
     }
 
     /// The same credentials aimed at another apiserver replica at `host:port`.
@@ -83,9 +103,12 @@ impl Cluster {
     /// [`Error::Kubeconfig`] when the address does not form a URL.
     pub fn for_peer(&self, address: &str) -> Result<Self> {
         let mut config = self.config.clone();
-        config.cluster_url = format!("https://{address}").parse().map_err(|_| Error::Kubeconfig {
-            cause: format!("peer address {address:?} is not host:port"),
-        })?;
+        config.cluster_url =
+            format!("https://{address}")
+                .parse()
+                .map_err(|_| Error::Kubeconfig {
+                    cause: format!("peer address {address:?} is not host:port"),
+                })?;
         // The replica's certificate was issued for the name the kubeconfig uses, when it names one.
         if config.tls_server_name.is_none() {
             if let Some(host) = self.config.cluster_url.host() {
@@ -129,7 +152,11 @@ impl Cluster {
     }
 
     fn timed_out(&self, what: &str) -> Error {
-        Error::Timeout { server: self.server.clone(), what: what.to_string(), timeout: self.timeout }
+        Error::Timeout {
+            server: self.server.clone(),
+            what: what.to_string(),
+            timeout: self.timeout,
+        }
     }
 
     /// GETs a non-resource path (e.g. `/readyz?verbose`) and returns status code and body.
@@ -177,6 +204,8 @@ fn default_kubeconfig() -> Option<PathBuf> {
 }
 
 fn root_cause(err: &(dyn std::error::Error + 'static)) -> String {
-    let root = std::iter::successors(Some(err), |e| e.source()).last().unwrap_or(err);
+    let root = std::iter::successors(Some(err), |e| e.source())
+        .last()
+        .unwrap_or(err);
     one_line(&root.to_string())
 }

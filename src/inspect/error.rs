@@ -13,10 +13,14 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[non_exhaustive]
 pub enum Error {
     /// No kubeconfig and not running in a cluster.
-    #[error("no kubeconfig found: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config")]
+    #[error(
+        "no kubeconfig found: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"
+    )]
     NoKubeconfig,
     /// The kubeconfig could not be read or used.
-    #[error("cannot use kubeconfig: {cause}; fix the file or pick another with --kubeconfig/--context")]
+    #[error(
+        "cannot use kubeconfig: {cause}; fix the file or pick another with --kubeconfig/--context"
+    )]
     Kubeconfig {
         /// The root cause, one line.
         cause: String,
@@ -44,7 +48,9 @@ pub enum Error {
         server: String,
     },
     /// 403.
-    #[error("{server} forbids reading {what} (403 Forbidden): grant the kubeconfig user get/list on it")]
+    #[error(
+        "{server} forbids reading {what} (403 Forbidden): grant the kubeconfig user get/list on it"
+    )]
     Forbidden {
         /// The server URL.
         server: String,
@@ -116,7 +122,12 @@ impl Error {
                 what,
                 hint: "the path is not found; check that the server is a kube-apiserver".into(),
             },
-            _ => Error::Failed { server, what, code, message: one_line(message) },
+            _ => Error::Failed {
+                server,
+                what,
+                code,
+                message: one_line(message),
+            },
         }
     }
 
@@ -136,13 +147,18 @@ impl Error {
             || lower.contains("tls")
             || lower.contains("handshake");
         let timed_out = chain(err).any(|e| {
-            e.downcast_ref::<std::io::Error>().is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+            e.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
         }) || lower.contains("timed out")
             || lower.contains("deadline has elapsed");
         if is_tls {
             Error::Tls { server, cause }
         } else if timed_out {
-            Error::Timeout { server, what: what.to_string(), timeout }
+            Error::Timeout {
+                server,
+                what: what.to_string(),
+                timeout,
+            }
         } else {
             Error::Unreachable { server, cause }
         }
@@ -169,25 +185,44 @@ mod tests {
     #[test]
     fn statuses_map_to_exit_codes() {
         let s = "https://h:6443";
-        assert!(matches!(Error::from_status(401, "", s, "x"), Error::Unauthorized { .. }));
-        assert_eq!(Error::from_status(401, "", s, "x").exit_code(), ExitCode::NoAnswer);
-        assert_eq!(Error::from_status(403, "", s, "x").exit_code(), ExitCode::NoAnswer);
-        assert_eq!(Error::from_status(404, "", s, "x").exit_code(), ExitCode::NoAnswer);
+        assert!(matches!(
+            Error::from_status(401, "", s, "x"),
+            Error::Unauthorized { .. }
+        ));
+        assert_eq!(
+            Error::from_status(401, "", s, "x").exit_code(),
+            ExitCode::NoAnswer
+        );
+        assert_eq!(
+            Error::from_status(403, "", s, "x").exit_code(),
+            ExitCode::NoAnswer
+        );
+        assert_eq!(
+            Error::from_status(404, "", s, "x").exit_code(),
+            ExitCode::NoAnswer
+        );
         let e = Error::from_status(500, "boom\nagain", s, "leases");
         assert_eq!(e.exit_code(), ExitCode::Problem);
-        assert_eq!(e.to_string(), "https://h:6443 answered leases with 500: boom again");
+        assert_eq!(
+            e.to_string(),
+            "https://h:6443 answered leases with 500: boom again"
+        );
     }
 
     #[test]
     fn transport_errors_are_classified() {
-        let refused = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "connection refused");
         let e = Error::from_transport(&refused, "https://h", "x", T);
         assert!(matches!(e, Error::Unreachable { .. }), "{e}");
         assert_eq!(e.exit_code(), ExitCode::NoAnswer);
         let tls = std::io::Error::other(rustls::Error::InvalidCertificate(
             rustls::CertificateError::UnknownIssuer,
         ));
-        assert!(matches!(Error::from_transport(&tls, "https://h", "x", T), Error::Tls { .. }));
+        assert!(matches!(
+            Error::from_transport(&tls, "https://h", "x", T),
+            Error::Tls { .. }
+        ));
         let slow = std::io::Error::new(std::io::ErrorKind::TimedOut, "slow");
         let e = Error::from_transport(&slow, "https://h", "/readyz", T);
         assert_eq!(
@@ -198,7 +233,10 @@ mod tests {
 
     #[test]
     fn messages_are_one_line() {
-        let e = Error::Unreachable { server: "s".into(), cause: one_line("a\n b\tc") };
+        let e = Error::Unreachable {
+            server: "s".into(),
+            cause: one_line("a\n b\tc"),
+        };
         assert!(!e.to_string().contains('\n'));
         assert!(e.to_string().contains("a b c"));
     }

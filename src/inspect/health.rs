@@ -83,12 +83,23 @@ pub struct HealthView {
 
 impl HealthView {
     /// Builds the view and its verdict from the parts.
-    pub fn new(results: Vec<EndpointHealth>, unreachable: Vec<Unreachable>, multi_server: bool) -> Self {
-        let healthy = unreachable.is_empty() && !results.is_empty() && results.iter().all(|r| r.healthy);
+    pub fn new(
+        results: Vec<EndpointHealth>,
+        unreachable: Vec<Unreachable>,
+        multi_server: bool,
+    ) -> Self {
+        let healthy =
+            unreachable.is_empty() && !results.is_empty() && results.iter().all(|r| r.healthy);
         let mut endpoints: Vec<&str> = results.iter().map(|r| r.endpoint.as_str()).collect();
         endpoints.dedup();
         let multi_endpoint = endpoints.len() > 1;
-        HealthView { healthy, results, unreachable, multi_server, multi_endpoint }
+        HealthView {
+            healthy,
+            results,
+            unreachable,
+            multi_server,
+            multi_endpoint,
+        }
     }
 }
 
@@ -98,8 +109,11 @@ impl HealthView {
 /// Without `--all-apiservers`, any failure to get an answer; with it, only a failure to list
 /// identity leases (unreachable replicas are part of the view).
 pub async fn collect(cluster: &Cluster, query: &Query) -> Result<(HealthView, Option<String>)> {
-    let targets =
-        if query.all_apiservers { peers::discover(cluster).await? } else { peers::single(cluster) };
+    let targets = if query.all_apiservers {
+        peers::discover(cluster).await?
+    } else {
+        peers::single(cluster)
+    };
     let mut results = Vec::new();
     let mut unreachable = targets.unreachable;
     for target in &targets.reachable {
@@ -121,14 +135,21 @@ pub async fn collect(cluster: &Cluster, query: &Query) -> Result<(HealthView, Op
             }
         }
     }
-    Ok((HealthView::new(results, unreachable, query.all_apiservers), targets.note))
+    Ok((
+        HealthView::new(results, unreachable, query.all_apiservers),
+        targets.note,
+    ))
 }
 
 /// GETs `/<endpoint>?verbose[&exclude=…]` and parses the answer.
 ///
 /// # Errors
 /// No answer, 401/403, or 404 (endpoint not served).
-pub async fn check(cluster: &Cluster, endpoint: &str, exclude: &[String]) -> Result<EndpointHealth> {
+pub async fn check(
+    cluster: &Cluster,
+    endpoint: &str,
+    exclude: &[String],
+) -> Result<EndpointHealth> {
     let mut query = form_urlencoded::Serializer::new(String::new());
     for name in exclude {
         query.append_pair("exclude", name);
@@ -144,7 +165,8 @@ pub async fn check(cluster: &Cluster, endpoint: &str, exclude: &[String]) -> Res
         return Err(Error::NotServed {
             server: cluster.server().to_string(),
             what: format!("/{endpoint}"),
-            hint: "the server has no such health endpoint; check that it is a kube-apiserver".into(),
+            hint: "the server has no such health endpoint; check that it is a kube-apiserver"
+                .into(),
         });
     }
     let parsed = parse(&body);
@@ -154,7 +176,14 @@ pub async fn check(cluster: &Cluster, endpoint: &str, exclude: &[String]) -> Res
         endpoint: endpoint.to_string(),
         http_status: code,
         healthy: code == 200,
-        checks: parsed.checks.into_iter().map(|c| Check { name: c.name, status: c.status }).collect(),
+        checks: parsed
+            .checks
+            .into_iter()
+            .map(|c| Check {
+                name: c.name,
+                status: c.status,
+            })
+            .collect(),
         warnings: parsed.warnings,
     })
 }
@@ -211,11 +240,21 @@ impl Tabular for HealthView {
         };
         for res in &self.results {
             for c in &res.checks {
-                rows.push(row(&res.apiserver, &res.endpoint, Cell::plain(&c.name), status_cell(c.status)));
+                rows.push(row(
+                    &res.apiserver,
+                    &res.endpoint,
+                    Cell::plain(&c.name),
+                    status_cell(c.status),
+                ));
             }
         }
         for u in &self.unreachable {
-            rows.push(row(&u.apiserver, "-", Cell::plain("-"), Cell::toned("unreachable", Tone::Bad)));
+            rows.push(row(
+                &u.apiserver,
+                "-",
+                Cell::plain("-"),
+                Cell::toned("unreachable", Tone::Bad),
+            ));
         }
         rows
     }
@@ -223,7 +262,11 @@ impl Tabular for HealthView {
     fn names(&self) -> Vec<String> {
         self.results
             .iter()
-            .flat_map(|r| r.checks.iter().map(move |c| format!("healthcheck/{}/{}", r.endpoint, c.name)))
+            .flat_map(|r| {
+                r.checks
+                    .iter()
+                    .map(move |c| format!("healthcheck/{}/{}", r.endpoint, c.name))
+            })
             .collect()
     }
 }
@@ -240,7 +283,13 @@ mod tests {
             endpoint: endpoint.into(),
             http_status: code,
             healthy: code == 200,
-            checks: checks.iter().map(|(n, s)| Check { name: (*n).into(), status: *s }).collect(),
+            checks: checks
+                .iter()
+                .map(|(n, s)| Check {
+                    name: (*n).into(),
+                    status: *s,
+                })
+                .collect(),
             warnings: vec![],
         }
     }
@@ -256,7 +305,11 @@ mod tests {
         let v = HealthView::new(
             vec![result(
                 "readyz",
-                &[("ping", CheckStatus::Ok), ("etcd", CheckStatus::Excluded), ("poststarthook/x", CheckStatus::Failed)],
+                &[
+                    ("ping", CheckStatus::Ok),
+                    ("etcd", CheckStatus::Excluded),
+                    ("poststarthook/x", CheckStatus::Failed),
+                ],
                 500,
             )],
             vec![],
@@ -283,8 +336,15 @@ mod tests {
     #[test]
     fn all_endpoints_and_unreachable_replica() {
         let v = HealthView::new(
-            vec![result("livez", &[("ping", CheckStatus::Ok)], 200), result("readyz", &[("ping", CheckStatus::Ok)], 200)],
-            vec![Unreachable { apiserver: "10.0.0.2:6443".into(), identity: Some("apiserver-b".into()), error: "cannot reach".into() }],
+            vec![
+                result("livez", &[("ping", CheckStatus::Ok)], 200),
+                result("readyz", &[("ping", CheckStatus::Ok)], 200),
+            ],
+            vec![Unreachable {
+                apiserver: "10.0.0.2:6443".into(),
+                identity: Some("apiserver-b".into()),
+                error: "cannot reach".into(),
+            }],
             true,
         );
         assert!(!v.healthy, "an unreachable replica is not healthy");
@@ -299,7 +359,11 @@ mod tests {
 
     #[test]
     fn json_shape() {
-        let v = HealthView::new(vec![result("readyz", &[("ping", CheckStatus::Ok)], 200)], vec![], false);
+        let v = HealthView::new(
+            vec![result("readyz", &[("ping", CheckStatus::Ok)], 200)],
+            vec![],
+            false,
+        );
         let got: serde_json::Value = serde_json::from_str(&out(&v, Format::Json)).unwrap();
         assert_eq!(
             got,

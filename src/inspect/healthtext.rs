@@ -53,14 +53,23 @@ pub fn parse(body: &str) -> HealthText {
         let line = line.trim_end_matches('\r');
         if let Some(rest) = line.strip_prefix("[+]") {
             if let Some(name) = rest.strip_suffix(" excluded: ok") {
-                out.checks.push(CheckLine { name: name.into(), status: CheckStatus::Excluded });
+                out.checks.push(CheckLine {
+                    name: name.into(),
+                    status: CheckStatus::Excluded,
+                });
             } else if let Some(name) = rest.strip_suffix(" ok") {
-                out.checks.push(CheckLine { name: name.into(), status: CheckStatus::Ok });
+                out.checks.push(CheckLine {
+                    name: name.into(),
+                    status: CheckStatus::Ok,
+                });
             }
         } else if let Some(rest) = line.strip_prefix("[-]") {
             // "failed: reason withheld" today; older servers printed "failed: <reason>".
             let name = rest.split_once(" failed").map_or(rest, |(name, _)| name);
-            out.checks.push(CheckLine { name: name.into(), status: CheckStatus::Failed });
+            out.checks.push(CheckLine {
+                name: name.into(),
+                status: CheckStatus::Failed,
+            });
         } else if let Some(w) = line.strip_prefix("warn: ") {
             out.warnings.push(w.to_string());
         } else if line.ends_with(" check passed") {
@@ -75,7 +84,9 @@ pub fn parse(body: &str) -> HealthText {
 /// Extracts the reason from a per-check sub-path body (`internal server error: <reason>\n`).
 pub(crate) fn sub_path_reason(body: &str) -> String {
     let body = body.trim();
-    body.strip_prefix("internal server error: ").unwrap_or(body).to_string()
+    body.strip_prefix("internal server error: ")
+        .unwrap_or(body)
+        .to_string()
 }
 
 #[cfg(test)]
@@ -83,7 +94,10 @@ mod tests {
     use super::*;
 
     fn check(name: &str, status: CheckStatus) -> CheckLine {
-        CheckLine { name: name.into(), status }
+        CheckLine {
+            name: name.into(),
+            status,
+        }
     }
 
     #[test]
@@ -109,7 +123,10 @@ mod tests {
         let got = parse(body);
         assert_eq!(
             got.checks,
-            vec![check("ping", CheckStatus::Ok), check("etcd", CheckStatus::Excluded)]
+            vec![
+                check("ping", CheckStatus::Ok),
+                check("etcd", CheckStatus::Excluded)
+            ]
         );
         assert_eq!(
             got.warnings,
@@ -129,12 +146,18 @@ mod tests {
     fn check_names_may_contain_slashes_and_spaces_before_ok() {
         let got = parse("[+]poststarthook/rbac/bootstrap-roles ok\n[-]poststarthook/a/b failed: reason withheld\nhealthz check failed\n");
         assert_eq!(got.checks[0].name, "poststarthook/rbac/bootstrap-roles");
-        assert_eq!(got.checks[1], check("poststarthook/a/b", CheckStatus::Failed));
+        assert_eq!(
+            got.checks[1],
+            check("poststarthook/a/b", CheckStatus::Failed)
+        );
     }
 
     #[test]
     fn sub_path_reason_strips_prefix() {
-        assert_eq!(sub_path_reason("internal server error: not finished\n"), "not finished");
+        assert_eq!(
+            sub_path_reason("internal server error: not finished\n"),
+            "not finished"
+        );
         assert_eq!(sub_path_reason("ok"), "ok");
     }
 }

@@ -87,7 +87,10 @@ impl HooksView {
     /// True when every hook of every reached replica is ok and none was unreachable.
     pub fn all_ok(&self) -> bool {
         self.unreachable.is_empty()
-            && self.apiservers.iter().all(|a| a.hooks.iter().all(|h| h.status == HookStatus::Ok))
+            && self
+                .apiservers
+                .iter()
+                .all(|a| a.hooks.iter().all(|h| h.status == HookStatus::Ok))
     }
 }
 
@@ -97,8 +100,11 @@ impl HooksView {
 /// Without `--all-apiservers`, any failure to get an answer; with it, only a failure to list
 /// identity leases.
 pub async fn collect(cluster: &Cluster, query: &Query) -> Result<(HooksView, Option<String>)> {
-    let targets =
-        if query.all_apiservers { peers::discover(cluster).await? } else { peers::single(cluster) };
+    let targets = if query.all_apiservers {
+        peers::discover(cluster).await?
+    } else {
+        peers::single(cluster)
+    };
     let mut apiservers = Vec::new();
     let mut unreachable = targets.unreachable;
     for target in &targets.reachable {
@@ -121,7 +127,14 @@ pub async fn collect(cluster: &Cluster, query: &Query) -> Result<(HooksView, Opt
             Err(e) => return Err(e),
         }
     }
-    Ok((HooksView { apiservers, unreachable, multi_server: query.all_apiservers }, targets.note))
+    Ok((
+        HooksView {
+            apiservers,
+            unreachable,
+            multi_server: query.all_apiservers,
+        },
+        targets.note,
+    ))
 }
 
 /// The hooks of one server.
@@ -139,9 +152,15 @@ pub async fn hooks_of(cluster: &Cluster) -> Result<Vec<Hook>> {
     }
     let mut hooks = Vec::new();
     for check in parse(&body).checks {
-        let Some(name) = check.name.strip_prefix(HOOK_PREFIX) else { continue };
+        let Some(name) = check.name.strip_prefix(HOOK_PREFIX) else {
+            continue;
+        };
         if check.status != CheckStatus::Failed {
-            hooks.push(Hook { name: name.to_string(), status: HookStatus::Ok, reason: None });
+            hooks.push(Hook {
+                name: name.to_string(),
+                status: HookStatus::Ok,
+                reason: None,
+            });
             continue;
         }
         let (status, reason) = match cluster.get_text(&format!("/readyz/{}", check.name)).await {
@@ -149,14 +168,22 @@ pub async fn hooks_of(cluster: &Cluster) -> Result<Vec<Hook>> {
             Ok((_, body)) => classify(&sub_path_reason(&body)),
             Err(e) => (HookStatus::Failed, Some(format!("reason unavailable: {e}"))),
         };
-        hooks.push(Hook { name: name.to_string(), status, reason });
+        hooks.push(Hook {
+            name: name.to_string(),
+            status,
+            reason,
+        });
     }
     Ok(hooks)
 }
 
 /// Maps a sub-path reason to a status: `not finished` is pending, anything else failed.
 pub fn classify(reason: &str) -> (HookStatus, Option<String>) {
-    let status = if reason == "not finished" { HookStatus::Pending } else { HookStatus::Failed };
+    let status = if reason == "not finished" {
+        HookStatus::Pending
+    } else {
+        HookStatus::Failed
+    };
     (status, Some(reason.to_string()))
 }
 
@@ -198,15 +225,21 @@ impl Tabular for HooksView {
             }
         }
         for u in &self.unreachable {
-            let cells =
-                [Cell::plain("-"), Cell::toned("unreachable", Tone::Bad), Cell::plain(&u.error)];
+            let cells = [
+                Cell::plain("-"),
+                Cell::toned("unreachable", Tone::Bad),
+                Cell::plain(&u.error),
+            ];
             rows.push(row(&u.apiserver, cells));
         }
         rows
     }
 
     fn names(&self) -> Vec<String> {
-        self.apiservers.iter().flat_map(|a| a.hooks.iter().map(|h| format!("hook/{}", h.name))).collect()
+        self.apiservers
+            .iter()
+            .flat_map(|a| a.hooks.iter().map(|h| format!("hook/{}", h.name)))
+            .collect()
     }
 }
 
@@ -221,9 +254,21 @@ mod tests {
                 apiserver: "https://127.0.0.1:6443".into(),
                 identity: None,
                 hooks: vec![
-                    Hook { name: "start-system-namespaces-controller".into(), status: HookStatus::Ok, reason: None },
-                    Hook { name: "slow".into(), status: HookStatus::Pending, reason: Some("not finished".into()) },
-                    Hook { name: "broken".into(), status: HookStatus::Failed, reason: Some("etcd down".into()) },
+                    Hook {
+                        name: "start-system-namespaces-controller".into(),
+                        status: HookStatus::Ok,
+                        reason: None,
+                    },
+                    Hook {
+                        name: "slow".into(),
+                        status: HookStatus::Pending,
+                        reason: Some("not finished".into()),
+                    },
+                    Hook {
+                        name: "broken".into(),
+                        status: HookStatus::Failed,
+                        reason: Some("etcd down".into()),
+                    },
                 ],
             }],
             unreachable: vec![],
@@ -256,18 +301,32 @@ mod tests {
 
     #[test]
     fn json_and_name() {
-        let got: serde_json::Value = serde_json::from_str(&out(&view(false), Format::Json)).unwrap();
-        assert_eq!(got["apiservers"][0]["hooks"][1], serde_json::json!({"name": "slow", "status": "pending", "reason": "not finished"}));
-        assert_eq!(got["apiservers"][0]["hooks"][0]["reason"], serde_json::Value::Null);
+        let got: serde_json::Value =
+            serde_json::from_str(&out(&view(false), Format::Json)).unwrap();
+        assert_eq!(
+            got["apiservers"][0]["hooks"][1],
+            serde_json::json!({"name": "slow", "status": "pending", "reason": "not finished"})
+        );
+        assert_eq!(
+            got["apiservers"][0]["hooks"][0]["reason"],
+            serde_json::Value::Null
+        );
         assert_eq!(got["unreachable"], serde_json::json!([]));
-        assert_eq!(out(&view(false), Format::Name), "hook/start-system-namespaces-controller\nhook/slow\nhook/broken\n");
+        assert_eq!(
+            out(&view(false), Format::Name),
+            "hook/start-system-namespaces-controller\nhook/slow\nhook/broken\n"
+        );
     }
 
     #[test]
     fn unreachable_rows() {
         let mut v = view(true);
         v.apiservers[0].hooks.truncate(1);
-        v.unreachable.push(Unreachable { apiserver: "10.0.0.2:6443".into(), identity: None, error: "cannot reach".into() });
+        v.unreachable.push(Unreachable {
+            apiserver: "10.0.0.2:6443".into(),
+            identity: None,
+            error: "cannot reach".into(),
+        });
         assert!(!v.all_ok());
         assert_eq!(
             out(&v, Format::Table),

@@ -155,11 +155,21 @@ pub async fn collect(cluster: &Cluster, query: &Query) -> Result<LeasesView> {
     if let Some(sel) = query.label_selector() {
         params = params.labels(&sel);
     }
-    let list = cluster.within("leases in kube-system", api.list(&params)).await?;
+    let list = cluster
+        .within("leases in kube-system", api.list(&params))
+        .await?;
     let now = Utc::now();
-    let mut leases: Vec<LeaseRow> = list.items.iter().map(|l| LeaseRow::from_lease(l, now)).collect();
+    let mut leases: Vec<LeaseRow> = list
+        .items
+        .iter()
+        .map(|l| LeaseRow::from_lease(l, now))
+        .collect();
     sort(&mut leases);
-    Ok(LeasesView { leases, all: query.all, now })
+    Ok(LeasesView {
+        leases,
+        all: query.all,
+        now,
+    })
 }
 
 /// Orders rows: identity leases first, then by name.
@@ -198,7 +208,11 @@ impl LeaseRow {
         LeaseRow {
             namespace: meta.namespace.clone().unwrap_or_default(),
             name: meta.name.clone().unwrap_or_default(),
-            lease_type: if component.is_some() { LeaseType::Identity } else { LeaseType::LeaderElection },
+            lease_type: if component.is_some() {
+                LeaseType::Identity
+            } else {
+                LeaseType::LeaderElection
+            },
             component,
             holder,
             hostname: label(HOSTNAME_LABEL),
@@ -263,7 +277,14 @@ pub fn headers(all: bool, wide: bool) -> Vec<&'static str> {
     if all {
         h.push("TYPE");
     }
-    h.extend(["COMPONENT", "HOLDER", "HOSTNAME", "RENEWED", "EXPIRES", "STATE"]);
+    h.extend([
+        "COMPONENT",
+        "HOLDER",
+        "HOSTNAME",
+        "RENEWED",
+        "EXPIRES",
+        "STATE",
+    ]);
     if all {
         h.extend(["STRATEGY", "PREFERRED-HOLDER"]);
     }
@@ -279,11 +300,17 @@ impl Tabular for LeasesView {
     }
 
     fn rows(&self, wide: bool) -> Vec<Vec<Cell>> {
-        self.leases.iter().map(|l| l.cells(self.all, wide, self.now)).collect()
+        self.leases
+            .iter()
+            .map(|l| l.cells(self.all, wide, self.now))
+            .collect()
     }
 
     fn names(&self) -> Vec<String> {
-        self.leases.iter().map(|l| format!("lease.coordination.k8s.io/{}", l.name)).collect()
+        self.leases
+            .iter()
+            .map(|l| format!("lease.coordination.k8s.io/{}", l.name))
+            .collect()
     }
 }
 
@@ -317,28 +344,30 @@ pub fn watch(
     }
     let known: std::collections::HashMap<String, LeaseRow> =
         known.into_iter().map(|r| (r.name.clone(), r)).collect();
-    watcher::watcher(api, config).default_backoff().scan(known, |known, event| {
-        let change = match event {
-            Ok(watcher::Event::Apply(l) | watcher::Event::InitApply(l)) => {
-                let row = LeaseRow::from_lease(&l, Utc::now());
-                if known.get(&row.name) == Some(&row) {
-                    None
-                } else {
-                    known.insert(row.name.clone(), row.clone());
-                    Some(Change::Updated(row))
+    watcher::watcher(api, config)
+        .default_backoff()
+        .scan(known, |known, event| {
+            let change = match event {
+                Ok(watcher::Event::Apply(l) | watcher::Event::InitApply(l)) => {
+                    let row = LeaseRow::from_lease(&l, Utc::now());
+                    if known.get(&row.name) == Some(&row) {
+                        None
+                    } else {
+                        known.insert(row.name.clone(), row.clone());
+                        Some(Change::Updated(row))
+                    }
                 }
-            }
-            Ok(watcher::Event::Delete(l)) => {
-                let row = LeaseRow::from_lease(&l, Utc::now());
-                known.remove(&row.name);
-                Some(Change::Deleted(row))
-            }
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
-            Err(e) => Some(Change::Retrying(super::one_line(&e.to_string()))),
-        };
-        futures::future::ready(Some(change))
-    })
-    .filter_map(futures::future::ready)
+                Ok(watcher::Event::Delete(l)) => {
+                    let row = LeaseRow::from_lease(&l, Utc::now());
+                    known.remove(&row.name);
+                    Some(Change::Deleted(row))
+                }
+                Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+                Err(e) => Some(Change::Retrying(super::one_line(&e.to_string()))),
+            };
+            futures::future::ready(Some(change))
+        })
+        .filter_map(futures::future::ready)
 }
 
 #[cfg(test)]

@@ -44,7 +44,16 @@ fn view(all: bool) -> LeasesView {
 
 fn out(v: &LeasesView, format: Format, no_headers: bool) -> String {
     let mut buf = Vec::new();
-    render(v, format, Options { no_headers, color: false }, &mut buf).unwrap();
+    render(
+        v,
+        format,
+        Options {
+            no_headers,
+            color: false,
+        },
+        &mut buf,
+    )
+    .unwrap();
     String::from_utf8(buf).unwrap()
 }
 
@@ -84,7 +93,8 @@ fn wide_all_no_headers() {
 
 #[test]
 fn json_shape() {
-    let got: serde_json::Value = serde_json::from_str(&out(&view(true), Format::Json, false)).unwrap();
+    let got: serde_json::Value =
+        serde_json::from_str(&out(&view(true), Format::Json, false)).unwrap();
     assert_eq!(
         got,
         serde_json::json!({"leases": [
@@ -109,7 +119,10 @@ fn json_shape() {
 fn yaml_and_name() {
     let yaml = out(&view(false), Format::Yaml, false);
     assert!(yaml.starts_with("leases:\n- namespace: kube-system\n  name: apiserver-lgabes5ywnaqeagh5dny4zlzs4\n  type: identity\n"), "{yaml}");
-    assert!(yaml.contains("\n  renewTime: 2026-01-01T00:00:00Z\n"), "{yaml}");
+    assert!(
+        yaml.contains("\n  renewTime: 2026-01-01T00:00:00Z\n"),
+        "{yaml}"
+    );
     assert!(yaml.contains("\n  state: Live\n"), "{yaml}");
     assert_eq!(
         out(&view(true), Format::Name, false),
@@ -120,10 +133,17 @@ fn yaml_and_name() {
 #[test]
 fn selectors() {
     let q = |all, component: Option<&str>, sel: Option<&str>| {
-        Query { all, component: component.map(Into::into), selector: sel.map(Into::into) }
-            .label_selector()
+        Query {
+            all,
+            component: component.map(Into::into),
+            selector: sel.map(Into::into),
+        }
+        .label_selector()
     };
-    assert_eq!(q(false, None, None).as_deref(), Some("apiserver.kubernetes.io/identity"));
+    assert_eq!(
+        q(false, None, None).as_deref(),
+        Some("apiserver.kubernetes.io/identity")
+    );
     assert_eq!(q(true, None, None), None);
     assert_eq!(
         q(false, Some("kube-apiserver"), Some("a=b")).as_deref(),

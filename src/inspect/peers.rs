@@ -60,7 +60,10 @@ pub(crate) fn single(cluster: &Cluster) -> Targets {
 pub(crate) async fn discover(cluster: &Cluster) -> Result<Targets> {
     let api: Api<Lease> = Api::namespaced(cluster.client().clone(), NAMESPACE);
     let list = cluster
-        .within("identity leases", api.list(&ListParams::default().labels(IDENTITY_LABEL)))
+        .within(
+            "identity leases",
+            api.list(&ListParams::default().labels(IDENTITY_LABEL)),
+        )
         .await?;
     let mut out = Targets::default();
     let mut names: Vec<(String, Option<String>)> = list

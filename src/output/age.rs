@@ -7,11 +7,13 @@ use chrono::{DateTime, Utc};
 /// `2y10d`, `9y`; `0s` for up to one second in the future, `<invalid>` beyond that.
 pub fn human_duration(d: chrono::TimeDelta) -> String {
     // Go: int(d.Seconds()) truncates toward zero; integer division on nanoseconds does too.
-    let nanos = d.num_nanoseconds().unwrap_or(if d < chrono::TimeDelta::zero() {
-        i64::MIN
-    } else {
-        i64::MAX
-    });
+    let nanos = d
+        .num_nanoseconds()
+        .unwrap_or(if d < chrono::TimeDelta::zero() {
+            i64::MIN
+        } else {
+            i64::MAX
+        });
     let seconds = nanos / 1_000_000_000;
     if seconds < -1 {
         return "<invalid>".to_string();
@@ -60,7 +62,9 @@ pub fn human_duration(d: chrono::TimeDelta) -> String {
 /// Formats `at` relative to `now`: `in 58m` for the future, `3s ago` for the past,
 /// `<none>` when absent. Within one second either way counts as `0s ago`.
 pub fn relative_time(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
-    let Some(at) = at else { return "<none>".to_string() };
+    let Some(at) = at else {
+        return "<none>".to_string();
+    };
     let delta = at - now;
     if delta.num_milliseconds() >= 1000 {
         format!("in {}", human_duration(delta))

@@ -86,7 +86,11 @@ where
     match format {
         Format::Table | Format::Wide => {
             let wide = format == Format::Wide;
-            let headers = if opts.no_headers { None } else { Some(view.headers(wide)) };
+            let headers = if opts.no_headers {
+                None
+            } else {
+                Some(view.headers(wide))
+            };
             table::write(headers.as_deref(), &view.rows(wide), opts.color, out)
         }
         Format::Json => {

@@ -31,12 +31,18 @@ pub struct Cell {
 impl Cell {
     /// A plain cell.
     pub fn plain(text: impl Into<String>) -> Self {
-        Self { text: text.into(), tone: Tone::Plain }
+        Self {
+            text: text.into(),
+            tone: Tone::Plain,
+        }
     }
 
     /// A cell with a tone.
     pub fn toned(text: impl Into<String>, tone: Tone) -> Self {
-        Self { text: text.into(), tone }
+        Self {
+            text: text.into(),
+            tone,
+        }
     }
 }
 
@@ -62,7 +68,10 @@ pub(crate) fn write(
     color: bool,
     out: &mut dyn Write,
 ) -> io::Result<()> {
-    let columns = headers.map(<[_]>::len).or_else(|| rows.first().map(Vec::len)).unwrap_or(0);
+    let columns = headers
+        .map(<[_]>::len)
+        .or_else(|| rows.first().map(Vec::len))
+        .unwrap_or(0);
     if columns == 0 || (headers.is_none() && rows.is_empty()) {
         return Ok(());
     }
@@ -76,7 +85,7 @@ pub(crate) fn write(
         table.force_no_tty();
     }
     if let Some(headers) = headers {
-        table.set_header(headers.iter().map(|h| comfy_table::Cell::new(h)));
+        table.set_header(headers.iter().map(comfy_table::Cell::new));
     }
     for row in rows {
         table.add_row(row.iter().map(|c| to_comfy(c, color)));
@@ -119,7 +128,11 @@ mod tests {
     #[test]
     fn borderless_three_space_gap_no_trailing_space() {
         let rows = vec![
-            vec![Cell::plain("a"), Cell::plain("longer-value"), Cell::plain("x")],
+            vec![
+                Cell::plain("a"),
+                Cell::plain("longer-value"),
+                Cell::plain("x"),
+            ],
             vec![Cell::plain("bbbbbb"), Cell::plain("v"), Cell::plain("")],
         ];
         let got = render(Some(&["NAME", "VALUE", "LAST"]), &rows, false);

@@ -17,7 +17,9 @@ fn repo() -> PathBuf {
 
 fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
-    let Ok(entries) = std::fs::read_dir(dir) else { return out };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
     for e in entries.flatten() {
         if e.path().is_file() {
             let name = e.file_name().to_string_lossy().into_owned();
@@ -27,11 +29,22 @@ fn files(dir: &Path) -> BTreeMap<String, Vec<u8>> {
     out
 }
 
-fn assert_same(area: &str, committed: &BTreeMap<String, Vec<u8>>, fresh: &BTreeMap<String, Vec<u8>>) {
+fn assert_same(
+    area: &str,
+    committed: &BTreeMap<String, Vec<u8>>,
+    fresh: &BTreeMap<String, Vec<u8>>,
+) {
     let names = |m: &BTreeMap<String, Vec<u8>>| m.keys().cloned().collect::<Vec<_>>();
-    assert_eq!(names(committed), names(fresh), "{area}/ has a different set of files: {FIX}");
+    assert_eq!(
+        names(committed),
+        names(fresh),
+        "{area}/ has a different set of files: {FIX}"
+    );
     for (name, bytes) in fresh {
-        assert!(committed[name] == *bytes, "{area}/{name} is out of date: {FIX}");
+        assert!(
+            committed[name] == *bytes,
+            "{area}/{name} is out of date: {FIX}"
+        );
     }
 }
 
@@ -39,14 +52,31 @@ fn assert_same(area: &str, committed: &BTreeMap<String, Vec<u8>>, fresh: &BTreeM
 fn man_pages_are_up_to_date() {
     let tmp = tempfile::tempdir().unwrap();
     let out = kapi().arg("man").arg(tmp.path()).output().unwrap();
-    assert!(out.status.success(), "kapi man failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "kapi man failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let fresh = files(tmp.path());
-    for page in ["kapi.1", "kapi-serve.1", "kapi-leases.1", "kapi-candidates.1", "kapi-hooks.1", "kapi-health.1"] {
+    for page in [
+        "kapi.1",
+        "kapi-serve.1",
+        "kapi-leases.1",
+        "kapi-candidates.1",
+        "kapi-hooks.1",
+        "kapi-health.1",
+    ] {
         assert!(fresh.contains_key(page), "kapi man did not write {page}");
     }
     let leases = String::from_utf8_lossy(&fresh["kapi-leases.1"]);
-    assert!(leases.contains("Exit codes"), "exit codes missing from kapi-leases.1");
-    assert!(leases.contains("peerAddress"), "JSON shape missing from kapi-leases.1");
+    assert!(
+        leases.contains("Exit codes"),
+        "exit codes missing from kapi-leases.1"
+    );
+    assert!(
+        leases.contains("peerAddress"),
+        "JSON shape missing from kapi-leases.1"
+    );
     assert_same("man", &files(&repo().join("man")), &fresh);
 }
 
@@ -62,7 +92,10 @@ fn completions_are_up_to_date() {
     ] {
         let out = kapi().args(["completions", shell]).output().unwrap();
         assert!(out.status.success(), "kapi completions {shell} failed");
-        assert!(!out.stdout.is_empty(), "kapi completions {shell} printed nothing");
+        assert!(
+            !out.stdout.is_empty(),
+            "kapi completions {shell} printed nothing"
+        );
         fresh.insert(file.to_string(), out.stdout);
     }
     assert_same("completions", &files(&repo().join("completions")), &fresh);

@@ -26,7 +26,9 @@ async fn kapi_with(kubeconfig: &Path, args: &[&str]) -> Run {
         .stdin(Stdio::null())
         .kill_on_drop(true)
         .output();
-    let out = within(Duration::from_secs(90), &format!("kapi {args:?}"), fut).await.expect("spawn kapi");
+    let out = within(Duration::from_secs(90), &format!("kapi {args:?}"), fut)
+        .await
+        .expect("spawn kapi");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8(out.stdout).expect("utf-8 stdout"),
@@ -41,7 +43,10 @@ async fn kapi(server: &TestServer, args: &[&str]) -> Run {
 /// Splits a table into whitespace-separated fields per line (cells here never contain spaces,
 /// except REASON, which callers check separately).
 fn fields(table: &str) -> Vec<Vec<String>> {
-    table.lines().map(|l| l.split_whitespace().map(str::to_string).collect()).collect()
+    table
+        .lines()
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
 }
 
 /// The server's own verbose listing of an endpoint: (name, "ok"|"failed"|"excluded").
@@ -53,7 +58,10 @@ async fn server_checks(server: &TestServer, path: &str) -> (u16, Vec<(String, St
             if let Some(r) = l.strip_prefix("[+]") {
                 r.strip_suffix(" excluded: ok")
                     .map(|n| (n.to_string(), "excluded".to_string()))
-                    .or_else(|| r.strip_suffix(" ok").map(|n| (n.to_string(), "ok".to_string())))
+                    .or_else(|| {
+                        r.strip_suffix(" ok")
+                            .map(|n| (n.to_string(), "ok".to_string()))
+                    })
             } else {
                 l.strip_prefix("[-]")
                     .and_then(|r| r.split_once(" failed"))
@@ -65,7 +73,11 @@ async fn server_checks(server: &TestServer, path: &str) -> (u16, Vec<(String, St
 }
 
 /// A kubeconfig copy with `edit` applied to its YAML.
-fn edited_kubeconfig(server: &TestServer, dir: &Path, edit: impl FnOnce(&mut serde_yaml::Value)) -> std::path::PathBuf {
+fn edited_kubeconfig(
+    server: &TestServer,
+    dir: &Path,
+    edit: impl FnOnce(&mut serde_yaml::Value),
+) -> std::path::PathBuf {
     let mut doc: serde_yaml::Value =
         serde_yaml::from_str(&std::fs::read_to_string(server.kubeconfig()).unwrap()).unwrap();
     edit(&mut doc);
@@ -75,15 +87,32 @@ fn edited_kubeconfig(server: &TestServer, dir: &Path, edit: impl FnOnce(&mut ser
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn assert_one_line_error(run: &Run, needle: &str) {
     let lines: Vec<&str> = run.stderr.lines().collect();
-    assert_eq!(lines.len(), 1, "expected one stderr line, got {:?}", run.stderr);
+    assert_eq!(
+        lines.len(),
+        1,
+        "expected one stderr line, got {:?}",
+        run.stderr
+    );
     assert!(lines[0].starts_with("kapi: error: "), "{:?}", run.stderr);
-    assert!(lines[0].contains(needle), "{:?} lacks {needle:?}", run.stderr);
-    assert!(run.stdout.is_empty(), "stdout must carry data only: {:?}", run.stdout);
+    assert!(
+        lines[0].contains(needle),
+        "{:?} lacks {needle:?}",
+        run.stderr
+    );
+    assert!(
+        run.stdout.is_empty(),
+        "stdout must carry data only: {:?}",
+        run.stdout
+    );
 }
 
 #[tokio::test]
@@ -97,15 +126,29 @@ async fn health_outputs_match_the_server() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     let rows = fields(&run.stdout);
     assert_eq!(rows[0], ["CHECK", "STATUS"]);
-    let got: Vec<(String, String)> = rows[1..].iter().map(|r| (r[0].clone(), r[1].clone())).collect();
+    let got: Vec<(String, String)> = rows[1..]
+        .iter()
+        .map(|r| (r[0].clone(), r[1].clone()))
+        .collect();
     assert_eq!(got, want);
     assert_eq!(run.stderr, "readyz: ok\n");
-    assert!(!run.stdout.contains('\u{1b}'), "no colour when stdout is not a terminal");
+    assert!(
+        !run.stdout.contains('\u{1b}'),
+        "no colour when stdout is not a terminal"
+    );
 
     let run = kapi(&server, &["health", "-o", "wide", "--no-headers"]).await;
     assert_eq!(run.code, 0);
     for (row, (name, _)) in fields(&run.stdout).iter().zip(&want) {
-        assert_eq!(row, &[name.clone(), "ok".into(), "readyz".into(), server.url.clone()]);
+        assert_eq!(
+            row,
+            &[
+                name.clone(),
+                "ok".into(),
+                "readyz".into(),
+                server.url.clone()
+            ]
+        );
     }
 
     let run = kapi(&server, &["health", "-o", "json"]).await;
@@ -124,7 +167,12 @@ async fn health_outputs_match_the_server() {
         .as_array()
         .unwrap()
         .iter()
-        .map(|c| (c["name"].as_str().unwrap().into(), c["status"].as_str().unwrap().into()))
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().into(),
+                c["status"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     assert_eq!(checks, want);
 
@@ -133,8 +181,16 @@ async fn health_outputs_match_the_server() {
     let yaml: Value = serde_yaml::from_str(&run.stdout).unwrap();
     assert_eq!(yaml, json);
 
+    let run = kapi(&server, &["health", "--color", "always", "--no-headers"]).await;
+    assert!(run.stdout.contains("\u{1b}[") && run.stdout.contains("ok"), "{:?}", run.stdout);
+    let run = kapi(&server, &["health", "--color", "never", "--no-headers"]).await;
+    assert!(!run.stdout.contains('\u{1b}'));
+
     let run = kapi(&server, &["health", "-o", "name"]).await;
-    let names: Vec<String> = want.iter().map(|(n, _)| format!("healthcheck/readyz/{n}")).collect();
+    let names: Vec<String> = want
+        .iter()
+        .map(|(n, _)| format!("healthcheck/readyz/{n}"))
+        .collect();
     assert_eq!(run.stdout.lines().collect::<Vec<_>>(), names);
 }
 
@@ -152,33 +208,90 @@ async fn health_all_and_exclude() {
     assert_eq!(fields(&run.stdout), want);
     assert_eq!(run.stderr, "livez: ok\nreadyz: ok\nhealthz: ok\n");
 
-    let run = kapi(&server, &["health", "--exclude", "etcd", "--exclude", "nope", "--no-headers"]).await;
+    let run = kapi(
+        &server,
+        &[
+            "health",
+            "--exclude",
+            "etcd",
+            "--exclude",
+            "nope",
+            "--no-headers",
+        ],
+    )
+    .await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(fields(&run.stdout).contains(&vec!["etcd".to_string(), "excluded".to_string()]), "{}", run.stdout);
-    assert!(run.stderr.contains("no matches for \\\"nope\\\"") || run.stderr.contains("no matches for \"nope\""), "{}", run.stderr);
+    assert!(
+        fields(&run.stdout).contains(&vec!["etcd".to_string(), "excluded".to_string()]),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stderr.contains("no matches for \\\"nope\\\"")
+            || run.stderr.contains("no matches for \"nope\""),
+        "{}",
+        run.stderr
+    );
 }
 
 #[tokio::test]
 async fn failing_hook_gives_exit_1_with_its_reason() {
     let server = TestServer::start_with(
-        Options::default().args(["--debug-failing-hook", "flaky=100000"]).wait_for("/livez/ping"),
+        Options::default()
+            .args(["--debug-failing-hook", "flaky=100000"])
+            .wait_for("/livez/ping"),
     )
+    .await;
+    // Let every other hook finish, so that flaky is the only failing check.
+    within(Duration::from_secs(30), "only flaky failing", async {
+        loop {
+            let (_, checks) = server_checks(&server, "/readyz?verbose").await;
+            let failed: Vec<_> = checks
+                .iter()
+                .filter(|(_, s)| s == "failed")
+                .map(|(n, _)| n.as_str())
+                .collect();
+            if failed == ["poststarthook/flaky"] {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
     .await;
     let run = kapi(&server, &["health"]).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(fields(&run.stdout).contains(&vec!["poststarthook/flaky".to_string(), "failed".to_string()]));
-    assert!(run.stderr.contains("readyz: failed (1 failing: poststarthook/flaky)"), "{}", run.stderr);
+    assert!(fields(&run.stdout).contains(&vec![
+        "poststarthook/flaky".to_string(),
+        "failed".to_string()
+    ]));
+    assert!(
+        run.stderr
+            .contains("readyz: failed (1 failing: poststarthook/flaky)"),
+        "{}",
+        run.stderr
+    );
 
     let quiet = kapi(&server, &["health", "-q"]).await;
-    assert_eq!((quiet.code, quiet.stdout.as_str(), quiet.stderr.as_str()), (1, "", ""));
+    assert_eq!(
+        (quiet.code, quiet.stdout.as_str(), quiet.stderr.as_str()),
+        (1, "", "")
+    );
 
     let run = kapi(&server, &["hooks"]).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
-    let line = run.stdout.lines().find(|l| l.starts_with("flaky ")).expect("flaky row");
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("flaky "))
+        .expect("flaky row");
     let row: Vec<&str> = line.split_whitespace().collect();
     assert_eq!(row[..2], ["flaky", "failed"]);
     assert!(line.contains("failing on purpose (attempt "), "{line}");
-    assert!(run.stderr.contains("1 post-start hook(s) not ok"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("1 post-start hook(s) not ok"),
+        "{}",
+        run.stderr
+    );
 
     let run = kapi(&server, &["hooks", "--failing", "-o", "json"]).await;
     assert_eq!(run.code, 1);
@@ -187,18 +300,25 @@ async fn failing_hook_gives_exit_1_with_its_reason() {
     assert_eq!(hooks.len(), 1, "{hooks:?}");
     assert_eq!(hooks[0]["name"], "flaky");
     assert_eq!(hooks[0]["status"], "failed");
-    assert!(hooks[0]["reason"].as_str().unwrap().starts_with("failing on purpose"));
+    assert!(hooks[0]["reason"]
+        .as_str()
+        .unwrap()
+        .starts_with("failing on purpose"));
 
     let waited = std::time::Instant::now();
     let run = kapi(&server, &["health", "--wait", "--timeout", "2s"]).await;
     assert_eq!(run.code, 1, "{}", run.stderr);
-    assert!(waited.elapsed() >= Duration::from_secs(2), "returned before the timeout");
+    assert!(
+        waited.elapsed() >= Duration::from_secs(2),
+        "returned before the timeout"
+    );
     assert!(run.stdout.contains("poststarthook/flaky"), "{}", run.stdout);
 }
 
 #[tokio::test]
 async fn healthy_hooks_give_exit_0() {
-    let server = TestServer::start_with(Options::default().args(["--debug-failing-hook", "flaky=1"])).await;
+    let server =
+        TestServer::start_with(Options::default().args(["--debug-failing-hook", "flaky=1"])).await;
     let run = kapi(&server, &["hooks", "-o", "wide"]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
     let rows = fields(&run.stdout);
@@ -218,13 +338,20 @@ async fn healthy_hooks_give_exit_0() {
 async fn health_wait_returns_0_once_ready() {
     // About 1.5s of failures with the supervisor's backoff, then ready.
     let server = TestServer::start_with(
-        Options::default().args(["--debug-failing-hook", "flaky=4"]).wait_for("/livez/ping"),
+        Options::default()
+            .args(["--debug-failing-hook", "flaky=4"])
+            .wait_for("/livez/ping"),
     )
     .await;
     let run = kapi(&server, &["health", "--wait", "--timeout", "60s"]).await;
     assert_eq!(run.code, 0, "{}", run.stderr);
-    assert!(fields(&run.stdout).contains(&vec!["poststarthook/flaky".to_string(), "ok".to_string()]));
-    assert_eq!(run.stderr, "readyz: ok\n", "silent while waiting when stderr is not a terminal");
+    assert!(
+        fields(&run.stdout).contains(&vec!["poststarthook/flaky".to_string(), "ok".to_string()])
+    );
+    assert_eq!(
+        run.stderr, "readyz: ok\n",
+        "silent while waiting when stderr is not a terminal"
+    );
 }
 
 #[tokio::test]
@@ -245,7 +372,11 @@ async fn no_answer_gives_exit_3() {
     assert_one_line_error(&run, "cannot reach");
 
     // Missing kubeconfig.
-    let run = kapi(&server, &["leases", "--kubeconfig", "/nonexistent/kubeconfig"]).await;
+    let run = kapi(
+        &server,
+        &["leases", "--kubeconfig", "/nonexistent/kubeconfig"],
+    )
+    .await;
     assert_eq!(run.code, 3);
     assert_one_line_error(&run, "does not exist");
     let fut = tokio::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
@@ -254,7 +385,9 @@ async fn no_answer_gives_exit_3() {
         .env("HOME", tmp.path())
         .env_remove("KUBERNETES_SERVICE_HOST")
         .output();
-    let out = within(Duration::from_secs(30), "kapi hooks", fut).await.unwrap();
+    let out = within(Duration::from_secs(30), "kapi hooks", fut)
+        .await
+        .unwrap();
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
@@ -276,7 +409,10 @@ async fn no_answer_gives_exit_3() {
 
     // TLS failure: a CA that did not sign the serving certificate.
     let other_ca = rcgen::generate_simple_self_signed(vec!["other-ca".to_string()]).unwrap();
-    let b64 = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, other_ca.cert.pem());
+    let b64 = base64::Engine::encode(
+        &base64::engine::general_purpose::STANDARD,
+        other_ca.cert.pem(),
+    );
     let bad_ca = edited_kubeconfig(&server, tmp.path(), |doc| {
         doc["clusters"][0]["cluster"]["certificate-authority-data"] = b64.into();
     });
@@ -314,7 +450,18 @@ async fn usage_errors_give_exit_2_and_closed_stdout_exits_quietly() {
         .spawn()
         .unwrap();
     drop(child.stdout.take());
-    let out = within(Duration::from_secs(30), "kapi health all", child.wait_with_output()).await.unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = within(
+        Duration::from_secs(30),
+        "kapi health all",
+        child.wait_with_output(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }

@@ -13,6 +13,8 @@ mod ha;
 mod health;
 mod hooks;
 mod inspect;
+mod inspect_leases;
+mod inspect_replicas;
 mod layering;
 mod patch;
 mod shutdown;
