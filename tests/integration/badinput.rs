@@ -47,6 +47,11 @@ async fn bad_requests_are_precise_and_store_nothing() {
     }
     let (_, list, _) = call(&c, M::GET, &cms, None).await;
     assert_eq!(list["items"], json!([]), "nothing stored");
+    // The default fieldValidation (Warn) drops unknown fields with a Warning header.
+    let (code, cm, headers) = call(&c, M::POST, &cms, js(json!({"metadata": {"name": "warned"}, "spec": {"x": 1}}))).await;
+    assert_eq!(code, 201, "{cm}");
+    assert!(cm.get("spec").is_none());
+    assert_eq!(headers["warning"], r#"299 - "unknown field \"spec\"""#);
     let (_, events, _) = call(&c, M::GET, &server.url("/api/v1/namespaces/default/events"), None).await;
     assert!(events["items"].as_array().unwrap().iter().all(|e| e["metadata"]["name"] != "huge"));
 }
