@@ -94,7 +94,8 @@ impl Config {
         let storage = storage::open(storage_config(&options))
             .await
             .map_err(Error::Storage)?;
-        let api = Arc::new(ApiServer::new(Arc::new(Registry::new(storage.clone()))));
+        let registry = Registry::with_prefix(storage.clone(), &options.storage.prefix);
+        let api = Arc::new(ApiServer::new(Arc::new(registry)));
         Ok(Config {
             options,
             pki,
