@@ -290,7 +290,7 @@ async fn ensure_kube_system(client: &Client) {
         ..Namespace::default()
     };
     if let Err(e) = ns_api.create(&PostParams::default(), &ns).await {
-        debug!(error = %e, "creating kube-system failed");
+        debug!(error = %util::Brief(&e), "creating kube-system failed");
     }
 }
 

@@ -179,7 +179,7 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
                         known.insert(key.clone());
                         queue.add(key);
                     },
-                    Err(e) => debug!(error = %e, "sweeping lease candidates failed"),
+                    Err(e) => debug!(error = %util::Brief(&e), "sweeping lease candidates failed"),
                 }
             }
         }

@@ -194,7 +194,7 @@ impl Heartbeat {
         loop {
             match self.ensure().await {
                 Ok(found) => return Some(found),
-                Err(e) => warn!(error = %e, "failed to ensure identity lease exists, will retry"),
+                Err(e) => warn!(error = %util::Brief(&e), "failed to ensure identity lease exists, will retry"),
             }
             if !util::sleep_or_cancel(backoff.next_delay(), &self.stop).await {
                 return None;
@@ -232,7 +232,7 @@ impl Heartbeat {
                     return true;
                 }
                 Err(e) if util::is_conflict(&e) || util::is_not_found(&e) => {
-                    debug!(error = %e, "identity lease changed underneath us, refetching");
+                    debug!(error = %util::Brief(&e), "identity lease changed underneath us, refetching");
                     match self.backoff_ensure().await {
                         Some((fresh, true)) => {
                             self.cached = Some(fresh);
@@ -242,7 +242,7 @@ impl Heartbeat {
                         None => return false,
                     }
                 }
-                Err(e) => warn!(error = %e, "failed to update identity lease"),
+                Err(e) => warn!(error = %util::Brief(&e), "failed to update identity lease"),
             }
         }
         false

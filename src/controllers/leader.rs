@@ -153,7 +153,7 @@ impl Elector {
         let write = self.api.replace(&self.config.name, &pp, &lease);
         match tokio::time::timeout(Duration::from_secs(2), write).await {
             Ok(Ok(_)) => info!(lease = %self.config.name, "released leader lease"),
-            Ok(Err(e)) => debug!(error = %e, "failed to release leader lease"),
+            Ok(Err(e)) => debug!(error = %util::Brief(&e), "failed to release leader lease"),
             Err(_) => debug!("releasing the leader lease timed out"),
         }
     }
@@ -188,7 +188,7 @@ pub(crate) async fn run<F, Fut>(
             match elector.try_acquire_or_renew().await {
                 Ok(true) => break,
                 Ok(false) => {}
-                Err(e) => debug!(error = %e, lease = %config.name, "failed to acquire lease"),
+                Err(e) => debug!(error = %util::Brief(&e), lease = %config.name, "failed to acquire lease"),
             }
             let wait = util::jitter(config.retry_period, 1.2);
             if !util::sleep_or_cancel(wait, &cancel).await {
@@ -227,7 +227,7 @@ async fn renew_until_lost(
         match attempt.await {
             Ok(Ok(true)) => last_renew = Instant::now(),
             Ok(Ok(false)) => return,
-            Ok(Err(e)) => debug!(error = %e, "failed to renew lease"),
+            Ok(Err(e)) => debug!(error = %util::Brief(&e), "failed to renew lease"),
             Err(_) => debug!("renewing the lease timed out"),
         }
         if last_renew.elapsed() >= config.renew_deadline {

@@ -179,7 +179,15 @@ pub fn hooks(config: &Config) -> Hooks {
     let period = o.system_namespaces_period;
     h.post_start.push((
         "start-system-namespaces-controller".into(),
-        spawning(move |ctx| system_namespaces::run(ctx.client, period, ctx.cancel)),
+        // Better than upstream: the hook (and so /readyz) completes only once the system
+        // namespaces exist, so a client that waits for readiness can use `default` at once.
+        post_start(move |ctx: HookContext| async move {
+            let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+                kube::Api::all(ctx.client.clone());
+            system_namespaces::sync(&api).await.map_err(|e| Box::new(e) as HookError)?;
+            ctx.tasks.spawn(system_namespaces::run(ctx.client, period, ctx.cancel));
+            Ok(())
+        }),
     ));
 
     if o.gate("CoordinatedLeaderElection") {

@@ -104,7 +104,7 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
                 Ok(list) => for ns in list.items.iter().filter(|n| terminating_with_finalizer(n)) {
                     due.entry(ns.name_any()).or_insert_with(Instant::now);
                 },
-                Err(e) => debug!(error = %e, "listing namespaces failed"),
+                Err(e) => debug!(error = %util::Brief(&e), "listing namespaces failed"),
             },
         }
     }

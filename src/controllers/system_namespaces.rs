@@ -26,7 +26,7 @@ pub(crate) async fn run(client: Client, period: Duration, cancel: CancellationTo
         let wait = match sync(&api).await {
             Ok(()) => period,
             Err(e) => {
-                warn!(error = %e, "system namespaces sync failed, retrying");
+                warn!(error = %util::Brief(&e), "system namespaces sync failed, retrying");
                 period.min(RETRY)
             }
         };
@@ -39,7 +39,7 @@ pub(crate) async fn run(client: Client, period: Duration, cancel: CancellationTo
 /// One pass: creates every missing system namespace (AlreadyExists counts as success).
 ///
 /// # Errors
-/// Listing namespaces failed; per-namespace create errors are logged and retried next pass.
+/// Listing namespaces or creating a missing one failed (retried by the caller).
 pub(crate) async fn sync(api: &Api<Namespace>) -> Result<(), kube::Error> {
     let existing: HashSet<String> = api
         .list(&ListParams::default())
@@ -48,6 +48,7 @@ pub(crate) async fn sync(api: &Api<Namespace>) -> Result<(), kube::Error> {
         .iter()
         .map(ResourceExt::name_any)
         .collect();
+    let mut failed = None;
     for name in SYSTEM_NAMESPACES.iter().filter(|n| !existing.contains(**n)) {
         let ns = Namespace {
             metadata: ObjectMeta {
@@ -59,8 +60,8 @@ pub(crate) async fn sync(api: &Api<Namespace>) -> Result<(), kube::Error> {
         match api.create(&PostParams::default(), &ns).await {
             Ok(_) => info!(namespace = name, "created system namespace"),
             Err(e) if util::is_already_exists(&e) => {}
-            Err(e) => warn!(namespace = name, error = %e, "creating system namespace failed"),
+            Err(e) => failed = Some(e),
         }
     }
-    Ok(())
+    failed.map_or(Ok(()), Err)
 }

@@ -89,7 +89,7 @@ async fn sync(api: &Api<ConfigMap>, last_create: &mut Option<Instant>) -> Option
     let current = match api.get_opt(CONFIGMAP_NAME).await {
         Ok(c) => c,
         Err(e) => {
-            warn!(error = %e, "reading the token tracking configmap failed");
+            warn!(error = %util::Brief(&e), "reading the token tracking configmap failed");
             return Some(CREATE_RETRY);
         }
     };
@@ -122,7 +122,7 @@ async fn sync(api: &Api<ConfigMap>, last_create: &mut Option<Instant>) -> Option
                 }
                 Err(e) if util::is_already_exists(&e) => None,
                 Err(e) => {
-                    warn!(error = %e, "creating the token tracking configmap failed");
+                    warn!(error = %util::Brief(&e), "creating the token tracking configmap failed");
                     Some(CREATE_RETRY)
                 }
             }
@@ -138,7 +138,7 @@ async fn sync(api: &Api<ConfigMap>, last_create: &mut Option<Instant>) -> Option
             {
                 Ok(_) => info!("repaired legacy token tracking configmap"),
                 Err(e) if util::is_not_found(&e) || util::is_conflict(&e) => {}
-                Err(e) => warn!(error = %e, "updating the token tracking configmap failed"),
+                Err(e) => warn!(error = %util::Brief(&e), "updating the token tracking configmap failed"),
             }
             None
         }

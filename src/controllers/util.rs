@@ -172,3 +172,16 @@ mod tests {
         }
     }
 }
+
+/// Displays a kube error in one line for logs: the API's message and code rather than the
+/// client's debug dump of the whole Status.
+pub(crate) struct Brief<'a>(pub(crate) &'a kube::Error);
+
+impl std::fmt::Display for Brief<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            kube::Error::Api(status) => write!(f, "{} ({})", status.message, status.code),
+            other => write!(f, "{other}"),
+        }
+    }
+}
