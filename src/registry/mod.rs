@@ -100,6 +100,15 @@ impl Registry {
         Registry { resources }
     }
 
+    /// Stops serving one resource (e.g. LeaseCandidates when CoordinatedLeaderElection is off).
+    pub fn without(mut self, group: &str, version: &str, resource: &str) -> Self {
+        self.resources.retain(|r| {
+            let i = r.info();
+            !(i.group == group && i.version == version && i.resource == resource)
+        });
+        self
+    }
+
     /// All resources, in discovery order.
     pub fn resources(&self) -> &[Resource] {
         &self.resources

@@ -385,7 +385,6 @@ async fn candidates_joined_with_their_lease() {
 }
 
 #[tokio::test]
-#[ignore = "kapi serve still serves leasecandidates when CoordinatedLeaderElection=false"]
 async fn candidates_not_served_gives_exit_3() {
     let server = TestServer::start_with(
         Options::default().args(["--feature-gates", "CoordinatedLeaderElection=false"]),
