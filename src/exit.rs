@@ -35,7 +35,10 @@ pub struct CodedError {
 impl CodedError {
     /// Builds an error with the given exit code and message.
     pub fn new(code: ExitCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 }
 

@@ -17,7 +17,11 @@ pub struct GroupVersionKind {
 impl GroupVersionKind {
     /// Builds a GVK from its parts.
     pub fn new(group: &str, version: &str, kind: &str) -> Self {
-        GroupVersionKind { group: group.into(), version: version.into(), kind: kind.into() }
+        GroupVersionKind {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
     }
 
     /// The `apiVersion` string: `v1` for the core group, `<group>/<version>` otherwise.
@@ -28,7 +32,11 @@ impl GroupVersionKind {
     /// Parses an `apiVersion` + `kind` pair as found in an object.
     pub fn from_api_version_kind(api_version: &str, kind: &str) -> Self {
         let (group, version) = split_api_version(api_version);
-        GroupVersionKind { group: group.into(), version: version.into(), kind: kind.into() }
+        GroupVersionKind {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
     }
 }
 
@@ -112,9 +120,15 @@ mod tests {
         let gvk = GroupVersionKind::new("coordination.k8s.io", "v1", "Lease");
         assert_eq!(gvk.api_version(), "coordination.k8s.io/v1");
         assert_eq!(gvk.to_string(), "coordination.k8s.io/v1, Kind=Lease");
-        assert_eq!(GroupVersionKind::from_api_version_kind("v1", "ConfigMap").group, "");
+        assert_eq!(
+            GroupVersionKind::from_api_version_kind("v1", "ConfigMap").group,
+            ""
+        );
         let gvr = GroupVersionResource::new("", "v1", "configmaps");
         assert_eq!(gvr.group_resource(), "configmaps");
-        assert_eq!(GroupVersionResource::new("coordination.k8s.io", "v1", "leases").group_resource(), "leases.coordination.k8s.io");
+        assert_eq!(
+            GroupVersionResource::new("coordination.k8s.io", "v1", "leases").group_resource(),
+            "leases.coordination.k8s.io"
+        );
     }
 }

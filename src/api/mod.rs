@@ -20,7 +20,9 @@ pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error
 /// Builds a complete (non-streaming) body.
 pub fn full_body(bytes: impl Into<Bytes>) -> Body {
     use http_body_util::BodyExt;
-    http_body_util::Full::new(bytes.into()).map_err(|never| match never {}).boxed_unsync()
+    http_body_util::Full::new(bytes.into())
+        .map_err(|never| match never {})
+        .boxed_unsync()
 }
 
 /// Builds an empty body.

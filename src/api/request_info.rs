@@ -56,12 +56,19 @@ impl RequestInfo {
             verb: method.as_str().to_ascii_lowercase(),
             ..RequestInfo::default()
         };
-        let mut parts: Vec<String> =
-            path.trim_matches('/').split('/').filter(|s| !s.is_empty()).map(String::from).collect();
+        let mut parts: Vec<String> = path
+            .trim_matches('/')
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .map(String::from)
+            .collect();
         if parts.len() < 3 || (parts[0] != "api" && parts[0] != "apis") {
             return non_resource();
         }
-        let mut info = RequestInfo { path: path.to_string(), ..RequestInfo::default() };
+        let mut info = RequestInfo {
+            path: path.to_string(),
+            ..RequestInfo::default()
+        };
         info.api_prefix = parts.remove(0);
         if info.api_prefix == "apis" {
             if parts.len() < 3 {
@@ -134,8 +141,10 @@ fn exact_name(selector: &str) -> Option<String> {
     if selector.contains(',') {
         return None;
     }
-    let (key, value) =
-        selector.split_once("==").or_else(|| selector.split_once('=')).filter(|(k, _)| !k.ends_with('!'))?;
+    let (key, value) = selector
+        .split_once("==")
+        .or_else(|| selector.split_once('='))
+        .filter(|(k, _)| !k.ends_with('!'))?;
     (key.trim() == "metadata.name" && !value.is_empty() && !value.contains('/'))
         .then(|| value.trim().to_string())
 }
@@ -147,38 +156,85 @@ mod tests {
 
     #[test]
     fn parses_namespaced_resources() {
-        let i = RequestInfo::parse(&Method::GET, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x", None);
+        let i = RequestInfo::parse(
+            &Method::GET,
+            "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/x",
+            None,
+        );
         assert!(i.is_resource_request);
-        assert_eq!((i.verb.as_str(), i.api_group.as_str(), i.api_version.as_str()), ("get", "coordination.k8s.io", "v1"));
-        assert_eq!((i.namespace.as_str(), i.resource.as_str(), i.name.as_str()), ("kube-system", "leases", "x"));
+        assert_eq!(
+            (
+                i.verb.as_str(),
+                i.api_group.as_str(),
+                i.api_version.as_str()
+            ),
+            ("get", "coordination.k8s.io", "v1")
+        );
+        assert_eq!(
+            (i.namespace.as_str(), i.resource.as_str(), i.name.as_str()),
+            ("kube-system", "leases", "x")
+        );
     }
 
     #[test]
     fn list_watch_and_deletecollection() {
-        let i = RequestInfo::parse(&Method::GET, "/api/v1/namespaces/default/configmaps", Some("watch=true"));
+        let i = RequestInfo::parse(
+            &Method::GET,
+            "/api/v1/namespaces/default/configmaps",
+            Some("watch=true"),
+        );
         assert_eq!(i.verb, "watch");
         let i = RequestInfo::parse(&Method::GET, "/api/v1/configmaps", None);
         assert_eq!((i.verb.as_str(), i.namespace.as_str()), ("list", ""));
-        let i = RequestInfo::parse(&Method::GET, "/api/v1/watch/namespaces/default/configmaps", None);
-        assert_eq!((i.verb.as_str(), i.resource.as_str()), ("watch", "configmaps"));
-        let i = RequestInfo::parse(&Method::DELETE, "/api/v1/namespaces/default/configmaps", None);
+        let i = RequestInfo::parse(
+            &Method::GET,
+            "/api/v1/watch/namespaces/default/configmaps",
+            None,
+        );
+        assert_eq!(
+            (i.verb.as_str(), i.resource.as_str()),
+            ("watch", "configmaps")
+        );
+        let i = RequestInfo::parse(
+            &Method::DELETE,
+            "/api/v1/namespaces/default/configmaps",
+            None,
+        );
         assert_eq!(i.verb, "deletecollection");
-        let i = RequestInfo::parse(&Method::GET, "/api/v1/namespaces/a/configmaps", Some("fieldSelector=metadata.name%3Dfoo"));
+        let i = RequestInfo::parse(
+            &Method::GET,
+            "/api/v1/namespaces/a/configmaps",
+            Some("fieldSelector=metadata.name%3Dfoo"),
+        );
         assert_eq!((i.verb.as_str(), i.name.as_str()), ("list", "foo"));
     }
 
     #[test]
     fn namespace_objects_and_subresources() {
         let i = RequestInfo::parse(&Method::PUT, "/api/v1/namespaces/foo/finalize", None);
-        assert_eq!((i.resource.as_str(), i.name.as_str(), i.subresource.as_str()), ("namespaces", "foo", "finalize"));
+        assert_eq!(
+            (i.resource.as_str(), i.name.as_str(), i.subresource.as_str()),
+            ("namespaces", "foo", "finalize")
+        );
         assert_eq!(i.namespace, "foo");
         let i = RequestInfo::parse(&Method::GET, "/api/v1/namespaces", None);
-        assert_eq!((i.resource.as_str(), i.verb.as_str()), ("namespaces", "list"));
+        assert_eq!(
+            (i.resource.as_str(), i.verb.as_str()),
+            ("namespaces", "list")
+        );
     }
 
     #[test]
     fn discovery_is_non_resource() {
-        for p in ["/api", "/api/v1", "/apis", "/apis/coordination.k8s.io", "/apis/coordination.k8s.io/v1", "/readyz", "/version"] {
+        for p in [
+            "/api",
+            "/api/v1",
+            "/apis",
+            "/apis/coordination.k8s.io",
+            "/apis/coordination.k8s.io/v1",
+            "/readyz",
+            "/version",
+        ] {
             let i = RequestInfo::parse(&Method::GET, p, None);
             assert!(!i.is_resource_request, "{p}");
             assert_eq!(i.verb, "get");

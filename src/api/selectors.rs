@@ -160,11 +160,22 @@ impl Parser {
             .ok_or_else(|| format!("found '{}', expected: identifier", tok.text()))?;
         validate_label_key(&key).map_err(|e| format!("unable to parse requirement: {e}"))?;
         if matches!(self.peek(), Token::End | Token::Comma) {
-            let op = if negated { LabelOp::DoesNotExist } else { LabelOp::Exists };
-            return Ok(Requirement { key, op, values: vec![] });
+            let op = if negated {
+                LabelOp::DoesNotExist
+            } else {
+                LabelOp::Exists
+            };
+            return Ok(Requirement {
+                key,
+                op,
+                values: vec![],
+            });
         }
         if negated {
-            return Err(format!("found '{}', expected: ',' or 'end of string'", self.peek().text()));
+            return Err(format!(
+                "found '{}', expected: ',' or 'end of string'",
+                self.peek().text()
+            ));
         }
         let op_tok = self.next();
         let op = match op_tok {
@@ -188,7 +199,9 @@ impl Parser {
         for v in &values {
             validate_label_value(v).map_err(|e| format!("unable to parse requirement: {e}"))?;
         }
-        if matches!(op, LabelOp::GreaterThan | LabelOp::LessThan) && values[0].parse::<i64>().is_err() {
+        if matches!(op, LabelOp::GreaterThan | LabelOp::LessThan)
+            && values[0].parse::<i64>().is_err()
+        {
             return Err(format!(
                 "unable to parse requirement: for 'Gt', 'Lt' operators, the value must be an integer: {}",
                 values[0]
@@ -237,7 +250,12 @@ impl Parser {
                         values.push(v);
                         expect_value = false;
                     }
-                    _ => return Err(format!("found '{}', expected: ',', ')' or identifier", other.text())),
+                    _ => {
+                        return Err(format!(
+                            "found '{}', expected: ',', ')' or identifier",
+                            other.text()
+                        ))
+                    }
                 },
             }
         }
@@ -247,7 +265,10 @@ impl Parser {
 impl LabelSelector {
     /// Parses a label selector string (labels.Parse). Errors carry kube's parser messages.
     pub fn parse(s: &str) -> Result<Self, String> {
-        let mut p = Parser { tokens: lex(s), pos: 0 };
+        let mut p = Parser {
+            tokens: lex(s),
+            pos: 0,
+        };
         let mut requirements = Vec::new();
         if *p.peek() == Token::End {
             return Ok(LabelSelector::default());
@@ -262,7 +283,10 @@ impl LabelSelector {
                     }
                 }
                 other => {
-                    return Err(format!("found '{}', expected: ',' or 'end of string'", other.text()))
+                    return Err(format!(
+                        "found '{}', expected: ',' or 'end of string'",
+                        other.text()
+                    ))
                 }
             }
         }
@@ -309,7 +333,11 @@ pub fn validate_label_key(key: &str) -> Result<(), String> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(format!("key: Invalid value: {:?}: {}", key, errs.join("; ")))
+        Err(format!(
+            "key: Invalid value: {:?}: {}",
+            key,
+            errs.join("; ")
+        ))
     }
 }
 
@@ -319,7 +347,11 @@ pub fn validate_label_value(v: &str) -> Result<(), String> {
     if errs.is_empty() {
         Ok(())
     } else {
-        Err(format!("values[0]: Invalid value: {:?}: {}", v, errs.join("; ")))
+        Err(format!(
+            "values[0]: Invalid value: {:?}: {}",
+            v,
+            errs.join("; ")
+        ))
     }
 }
 
@@ -331,7 +363,8 @@ fn is_name_part(s: &str) -> bool {
     !b.is_empty()
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
 }
 
 /// Whether `s` is a DNS-1123 subdomain (lowercase, dots, ≤253).
@@ -346,7 +379,8 @@ pub fn is_dns1123_label(s: &str) -> bool {
         && b.len() <= 63
         && b[0].is_ascii_alphanumeric()
         && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
 }
 
 /// The problems of a qualified name (IsQualifiedName in k8s), empty when valid.
@@ -431,7 +465,11 @@ impl FieldSelector {
             let (field, negated, raw) = split_term(&term)
                 .ok_or_else(|| format!("invalid selector: '{s}'; can't understand '{term}'"))?;
             let value = unescape(raw).map_err(|e| format!("invalid selector: '{s}'; {e}"))?;
-            requirements.push(FieldRequirement { field: field.trim().to_string(), negated, value });
+            requirements.push(FieldRequirement {
+                field: field.trim().to_string(),
+                negated,
+                value,
+            });
         }
         Ok(FieldSelector { requirements })
     }
@@ -451,7 +489,10 @@ impl FieldSelector {
 
     /// The value of a positive `field=value` requirement, if any.
     pub fn exact(&self, field: &str) -> Option<&str> {
-        self.requirements.iter().find(|r| r.field == field && !r.negated).map(|r| r.value.as_str())
+        self.requirements
+            .iter()
+            .find(|r| r.field == field && !r.negated)
+            .map(|r| r.value.as_str())
     }
 }
 
@@ -487,7 +528,9 @@ fn split_term(term: &str) -> Option<(&str, bool, &str)> {
         match b[i] {
             b'\\' => i += 2,
             b'!' if b.get(i + 1) == Some(&b'=') => return Some((&term[..i], true, &term[i + 2..])),
-            b'=' if b.get(i + 1) == Some(&b'=') => return Some((&term[..i], false, &term[i + 2..])),
+            b'=' if b.get(i + 1) == Some(&b'=') => {
+                return Some((&term[..i], false, &term[i + 2..]))
+            }
             b'=' => return Some((&term[..i], false, &term[i + 1..])),
             _ => i += 1,
         }
@@ -519,16 +562,40 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn parses_every_label_form() {
-        let s = LabelSelector::parse("a=1, b==2,c!=3,d in (x, y),e notin (z),f,!g,h>5,i<7").unwrap();
+        let s =
+            LabelSelector::parse("a=1, b==2,c!=3,d in (x, y),e notin (z),f,!g,h>5,i<7").unwrap();
         let ops: Vec<LabelOp> = s.requirements.iter().map(|r| r.op).collect();
         use LabelOp::*;
-        assert_eq!(ops, vec![Equals, Equals, NotEquals, In, NotIn, Exists, DoesNotExist, GreaterThan, LessThan]);
-        let l = labels(&[("a", "1"), ("b", "2"), ("d", "y"), ("f", ""), ("h", "6"), ("i", "6")]);
+        assert_eq!(
+            ops,
+            vec![
+                Equals,
+                Equals,
+                NotEquals,
+                In,
+                NotIn,
+                Exists,
+                DoesNotExist,
+                GreaterThan,
+                LessThan
+            ]
+        );
+        let l = labels(&[
+            ("a", "1"),
+            ("b", "2"),
+            ("d", "y"),
+            ("f", ""),
+            ("h", "6"),
+            ("i", "6"),
+        ]);
         assert!(s.matches(&l));
         assert!(!s.matches(&labels(&[("a", "1")])));
         let e = LabelSelector::parse("k in (a,,b)").unwrap();
@@ -539,7 +606,9 @@ mod tests {
 
     #[test]
     fn rejects_bad_label_syntax() {
-        for bad in ["a b", "a=(b", "k in a", "!k=v", "a=b c", "k>x", "a,", "-bad=1", "a=b$", "==a"] {
+        for bad in [
+            "a b", "a=(b", "k in a", "!k=v", "a=b c", "k>x", "a,", "-bad=1", "a=b$", "==a",
+        ] {
             assert!(LabelSelector::parse(bad).is_err(), "{bad}");
         }
         assert_eq!(

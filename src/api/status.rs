@@ -96,7 +96,11 @@ impl Status {
 
     /// A success Status (e.g. the body of a DELETE of a collection-less resource).
     pub fn success(details: StatusDetails) -> Self {
-        Status { status: "Success", details, ..Status::failure(200, "", "") }
+        Status {
+            status: "Success",
+            details,
+            ..Status::failure(200, "", "")
+        }
     }
 
     /// Adds details.
@@ -121,14 +125,25 @@ impl Status {
 
     /// 404 for a path nothing serves.
     pub fn not_found_path() -> Self {
-        Status::failure(404, "NotFound", "the server could not find the requested resource")
-            .with_details(StatusDetails::default())
+        Status::failure(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+        .with_details(StatusDetails::default())
     }
 
     /// 429 from the max-in-flight filter.
     pub fn too_many_requests() -> Self {
-        Status::failure(429, "TooManyRequests", "Too many requests, please try again later.")
-            .with_details(StatusDetails { retry_after_seconds: Some(1), ..Default::default() })
+        Status::failure(
+            429,
+            "TooManyRequests",
+            "Too many requests, please try again later.",
+        )
+        .with_details(StatusDetails {
+            retry_after_seconds: Some(1),
+            ..Default::default()
+        })
     }
 
     /// 413 for a body over the limit.
@@ -147,8 +162,15 @@ impl Status {
 
     /// 504 for a request that hit the request timeout.
     pub fn timeout() -> Self {
-        Status::failure(504, "Timeout", "request did not complete within the allotted timeout")
-            .with_details(StatusDetails { retry_after_seconds: Some(0), ..Default::default() })
+        Status::failure(
+            504,
+            "Timeout",
+            "request did not complete within the allotted timeout",
+        )
+        .with_details(StatusDetails {
+            retry_after_seconds: Some(0),
+            ..Default::default()
+        })
     }
 
     /// 503 while the server shuts down.
@@ -184,7 +206,11 @@ mod tests {
     #[test]
     fn matches_kube_apiserver_bytes() {
         let s = Status::failure(404, "NotFound", "configmaps \"x\" not found").with_details(
-            StatusDetails { name: "x".into(), kind: "configmaps".into(), ..Default::default() },
+            StatusDetails {
+                name: "x".into(),
+                kind: "configmaps".into(),
+                ..Default::default()
+            },
         );
         assert_eq!(
             String::from_utf8(s.to_json()).unwrap(),

@@ -9,13 +9,16 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn duration(s: &str) -> Result<Duration, String> {
-    humantime::parse_duration(s).map_err(|e| format!("{e} (expected a duration such as 500ms, 10s, 1m0s)"))
+    humantime::parse_duration(s)
+        .map_err(|e| format!("{e} (expected a duration such as 500ms, 10s, 1m0s)"))
 }
 
 /// `kapi serve` flags.
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Storage: the embedded durable store under --data-dir is the default; \
---etcd-servers switches to a real etcd v3 cluster, so several replicas form one control plane.")]
+#[command(
+    after_help = "Storage: the embedded durable store under --data-dir is the default; \
+--etcd-servers switches to a real etcd v3 cluster, so several replicas form one control plane."
+)]
 pub struct ServeArgs {
     /// IP address to listen on.
     #[arg(long, default_value = "127.0.0.1", help_heading = "Serving")]
@@ -152,15 +155,22 @@ fn parse_gate(s: &str) -> Result<(String, bool), String> {
 }
 
 fn parse_failing_hook(s: &str) -> Result<(String, u32), String> {
-    let (name, count) = s.rsplit_once('=').ok_or_else(|| format!("{s:?} is not NAME=COUNT"))?;
-    let count = count.parse().map_err(|_| format!("{s:?}: COUNT must be a number"))?;
+    let (name, count) = s
+        .rsplit_once('=')
+        .ok_or_else(|| format!("{s:?} is not NAME=COUNT"))?;
+    let count = count
+        .parse()
+        .map_err(|_| format!("{s:?}: COUNT must be a number"))?;
     Ok((name.to_string(), count))
 }
 
 impl ServeArgs {
     /// Converts the flags into plain options (defaults resolved, nothing validated yet).
     pub fn into_options(self) -> ServerOptions {
-        let cert_dir = self.cert_dir.clone().unwrap_or_else(|| self.data_dir.join("pki"));
+        let cert_dir = self
+            .cert_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("pki"));
         let backend = if self.etcd_servers.is_empty() {
             Backend::Embedded
         } else {
@@ -214,7 +224,9 @@ impl ServeArgs {
                 system_namespaces_period: self.system_namespaces_period,
                 debug_failing_hooks: self.debug_failing_hook,
             },
-            shutdown: ShutdownOptions { delay: self.shutdown_delay_duration },
+            shutdown: ShutdownOptions {
+                delay: self.shutdown_delay_duration,
+            },
         }
     }
 }

@@ -2,10 +2,10 @@
 //! run until SIGINT/SIGTERM (a second signal exits at once).
 
 use crate::cli::serve::ServeArgs;
+use crate::controllers;
 use crate::exit::{CodedError, ExitCode};
 use crate::options::ServerOptions;
 use crate::server::{hooks, Config, GenericServer};
-use crate::controllers;
 use crate::storage::{self, KeyValue, Storage, Update};
 use anyhow::Context;
 use bytes::Bytes;
@@ -36,10 +36,15 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 async fn serve(options: ServerOptions) -> anyhow::Result<()> {
     let debug_hooks = options.controllers.debug_failing_hooks.clone();
     let options_for_controllers = options.clone();
-    let config = Config::load(options).await.context("while loading the server configuration")?;
+    let config = Config::load(options)
+        .await
+        .context("while loading the server configuration")?;
     eprintln!("export KUBECONFIG={}", config.kubeconfig_path().display());
     let controllers = controllers_config(&options_for_controllers, &config)?;
-    let mut server = config.complete().context("while completing the server configuration")?.new_server();
+    let mut server = config
+        .complete()
+        .context("while completing the server configuration")?
+        .new_server();
     register_hooks(&mut server, &debug_hooks)?;
     register_controllers(&mut server, &controllers)?;
     let prepared = server.prepare_run();
@@ -63,9 +68,15 @@ fn register_hooks(server: &mut GenericServer, debug_hooks: &[(String, u32)]) -> 
 }
 
 /// The controllers' settings: options plus what the loaded server knows.
-fn controllers_config(options: &ServerOptions, config: &Config) -> anyhow::Result<controllers::Config> {
+fn controllers_config(
+    options: &ServerOptions,
+    config: &Config,
+) -> anyhow::Result<controllers::Config> {
     let local = config.local_addr();
-    let advertise = options.serving.advertise_address.unwrap_or_else(|| local.ip());
+    let advertise = options
+        .serving
+        .advertise_address
+        .unwrap_or_else(|| local.ip());
     let mut cc = controllers::Config::new(&options.controllers, advertise, local.port())
         .context("while configuring the controllers")?;
     cc.auth = controllers::AuthInfo {
@@ -81,7 +92,10 @@ fn controllers_config(options: &ServerOptions, config: &Config) -> anyhow::Resul
 }
 
 /// Registers the control-plane controllers (pkg/controlplane/apiserver/server.go).
-fn register_controllers(server: &mut GenericServer, config: &controllers::Config) -> anyhow::Result<()> {
+fn register_controllers(
+    server: &mut GenericServer,
+    config: &controllers::Config,
+) -> anyhow::Result<()> {
     let hooks = controllers::hooks(config);
     for (name, hook) in hooks.post_start {
         server

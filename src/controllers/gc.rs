@@ -87,11 +87,15 @@ pub(crate) async fn run_candidate_gc(client: Client, period: Duration, cancel: C
                         Ok(true) => info!(namespace = %ns, candidate = %c.name_any(),
                             "garbage-collected expired lease candidate"),
                         Ok(false) => {}
-                        Err(e) => warn!(error = %util::Brief(&e), "deleting an expired lease candidate failed"),
+                        Err(e) => {
+                            warn!(error = %util::Brief(&e), "deleting an expired lease candidate failed")
+                        }
                     }
                 }
             }
-            Err(e) => warn!(error = %util::Brief(&e), "listing lease candidates for garbage collection failed"),
+            Err(e) => {
+                warn!(error = %util::Brief(&e), "listing lease candidates for garbage collection failed")
+            }
         }
         if !util::sleep_or_cancel(wait, &cancel).await {
             return;

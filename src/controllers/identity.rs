@@ -194,7 +194,9 @@ impl Heartbeat {
         loop {
             match self.ensure().await {
                 Ok(found) => return Some(found),
-                Err(e) => warn!(error = %util::Brief(&e), "failed to ensure identity lease exists, will retry"),
+                Err(e) => {
+                    warn!(error = %util::Brief(&e), "failed to ensure identity lease exists, will retry")
+                }
             }
             if !util::sleep_or_cancel(backoff.next_delay(), &self.stop).await {
                 return None;

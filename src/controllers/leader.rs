@@ -188,7 +188,9 @@ pub(crate) async fn run<F, Fut>(
             match elector.try_acquire_or_renew().await {
                 Ok(true) => break,
                 Ok(false) => {}
-                Err(e) => debug!(error = %util::Brief(&e), lease = %config.name, "failed to acquire lease"),
+                Err(e) => {
+                    debug!(error = %util::Brief(&e), lease = %config.name, "failed to acquire lease")
+                }
             }
             let wait = util::jitter(config.retry_period, 1.2);
             if !util::sleep_or_cancel(wait, &cancel).await {

@@ -184,8 +184,11 @@ pub fn hooks(config: &Config) -> Hooks {
         post_start(move |ctx: HookContext| async move {
             let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
                 kube::Api::all(ctx.client.clone());
-            system_namespaces::sync(&api).await.map_err(|e| Box::new(e) as HookError)?;
-            ctx.tasks.spawn(system_namespaces::run(ctx.client, period, ctx.cancel));
+            system_namespaces::sync(&api)
+                .await
+                .map_err(|e| Box::new(e) as HookError)?;
+            ctx.tasks
+                .spawn(system_namespaces::run(ctx.client, period, ctx.cancel));
             Ok(())
         }),
     ));

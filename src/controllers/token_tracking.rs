@@ -138,7 +138,9 @@ async fn sync(api: &Api<ConfigMap>, last_create: &mut Option<Instant>) -> Option
             {
                 Ok(_) => info!("repaired legacy token tracking configmap"),
                 Err(e) if util::is_not_found(&e) || util::is_conflict(&e) => {}
-                Err(e) => warn!(error = %util::Brief(&e), "updating the token tracking configmap failed"),
+                Err(e) => {
+                    warn!(error = %util::Brief(&e), "updating the token tracking configmap failed")
+                }
             }
             None
         }

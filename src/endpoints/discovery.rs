@@ -2,7 +2,9 @@
 //! the legacy form, and aggregated discovery (apidiscovery.k8s.io/v2) for /api and /apis when
 //! the Accept header asks for it. Built once from the registry. May use: registry, api.
 
-use super::negotiate::{respond, respond_typed, wants_aggregated_discovery, Output, AGGREGATED_DISCOVERY};
+use super::negotiate::{
+    respond, respond_typed, wants_aggregated_discovery, Output, AGGREGATED_DISCOVERY,
+};
 use crate::api::Body;
 use crate::registry::{Registry, ResourceInfo};
 use base64::Engine;
@@ -143,13 +145,20 @@ impl Discovery {
 
     /// Serves a discovery path, `None` when the path is not a discovery document.
     pub(crate) fn serve(&self, path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
-        let parts: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+        let parts: Vec<&str> = path
+            .trim_matches('/')
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
         let aggregated = wants_aggregated_discovery(headers);
         let doc = match parts.as_slice() {
             ["api"] if aggregated => return Some(self.aggregated_response(true)),
             ["apis"] if aggregated => return Some(self.aggregated_response(false)),
             ["api"] => {
-                let host = headers.get(http::header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+                let host = headers
+                    .get(http::header::HOST)
+                    .and_then(|h| h.to_str().ok())
+                    .unwrap_or("");
                 json!({
                     "kind": "APIVersions",
                     "versions": ["v1"],
@@ -158,12 +167,19 @@ impl Discovery {
             }
             ["api", version] => self.resource_list("", version)?,
             ["apis"] => {
-                let groups: Vec<Value> =
-                    self.groups.iter().filter(|(g, _)| !g.is_empty()).map(|(g, vs)| self.group_json(g, vs)).collect();
+                let groups: Vec<Value> = self
+                    .groups
+                    .iter()
+                    .filter(|(g, _)| !g.is_empty())
+                    .map(|(g, vs)| self.group_json(g, vs))
+                    .collect();
                 json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
             }
             ["apis", group] => {
-                let (g, vs) = self.groups.iter().find(|(g, _)| g == group && !g.is_empty())?;
+                let (g, vs) = self
+                    .groups
+                    .iter()
+                    .find(|(g, _)| g == group && !g.is_empty())?;
                 let mut doc = self.group_json(g, vs);
                 if let Some(m) = doc.as_object_mut() {
                     let mut out = serde_json::Map::new();
@@ -198,11 +214,15 @@ impl Discovery {
         if let Ok(v) = http::HeaderValue::from_str(&format!("\"{etag}\"")) {
             resp.headers_mut().insert(http::header::ETAG, v);
         }
-        resp.headers_mut().insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
+        resp.headers_mut()
+            .insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
         resp
     }
 }
 
 fn hex_sha512(bytes: &[u8]) -> String {
-    sha2::Sha512::digest(bytes).iter().map(|b| format!("{b:02X}")).collect()
+    sha2::Sha512::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect()
 }

@@ -26,15 +26,26 @@ impl ApiServer {
     /// Installs every served group over the registry.
     pub fn new(registry: Arc<Registry>) -> Self {
         let discovery = discovery::Discovery::new(&registry);
-        ApiServer { registry, discovery }
+        ApiServer {
+            registry,
+            discovery,
+        }
     }
 
     /// Serves one authenticated, authorized request whose body was read already
     /// (bounded by the chain). Unknown paths answer 404 Status.
-    pub async fn handle(&self, req: http::Request<Bytes>, ctx: RequestContext) -> http::Response<Body> {
+    pub async fn handle(
+        &self,
+        req: http::Request<Bytes>,
+        ctx: RequestContext,
+    ) -> http::Response<Body> {
         let path = req.uri().path();
         if path == "/openapi" || path.starts_with("/openapi/") {
-            let target = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or(path);
+            let target = req
+                .uri()
+                .path_and_query()
+                .map(|p| p.as_str())
+                .unwrap_or(path);
             return openapi::handle(target, req.headers())
                 .unwrap_or_else(|| Status::not_found_path().into_response());
         }
@@ -45,7 +56,10 @@ impl ApiServer {
         if !info.is_resource_request {
             return Status::not_found_path().into_response();
         }
-        let Some(resource) = self.registry.lookup(&info.api_group, &info.api_version, &info.resource) else {
+        let Some(resource) =
+            self.registry
+                .lookup(&info.api_group, &info.api_version, &info.resource)
+        else {
             return Status::not_found_path().into_response();
         };
         let r = handlers::Req {

@@ -11,7 +11,8 @@ use http::{header, HeaderMap, HeaderValue, Response};
 use serde_json::Value;
 
 /// The media type of aggregated discovery responses.
-pub(crate) const AGGREGATED_DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub(crate) const AGGREGATED_DISCOVERY: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
 /// Media types accepted in request bodies (the 415 message lists them).
 const BODY_TYPES: &str = "application/json, application/yaml, application/vnd.kubernetes.protobuf";
@@ -37,12 +38,20 @@ struct MediaRange {
 
 impl MediaRange {
     fn param(&self, key: &str) -> &str {
-        self.params.iter().find(|(k, _)| k == key).map_or("", |(_, v)| v.as_str())
+        self.params
+            .iter()
+            .find(|(k, _)| k == key)
+            .map_or("", |(_, v)| v.as_str())
     }
 }
 
 fn accept_ranges(headers: &HeaderMap) -> Vec<MediaRange> {
-    let raw = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(",");
+    let raw = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect::<Vec<_>>()
+        .join(",");
     raw.split(',')
         .filter(|s| !s.trim().is_empty())
         .map(|entry| {
@@ -61,14 +70,22 @@ fn accept_ranges(headers: &HeaderMap) -> Vec<MediaRange> {
 /// matches (kube-apiserver is lenient the same way).
 pub(crate) fn output(headers: &HeaderMap) -> Output {
     for r in accept_ranges(headers) {
-        let json_like = matches!(r.essence.as_str(), "application/json" | "*/*" | "application/*");
+        let json_like = matches!(
+            r.essence.as_str(),
+            "application/json" | "*/*" | "application/*"
+        );
         match (json_like, r.param("as"), r.param("g"), r.param("v")) {
             (true, "Table", "meta.k8s.io", "v1") => return Output::Table("v1"),
             (true, "Table", "meta.k8s.io", "v1beta1") => return Output::Table("v1beta1"),
-            (true, "PartialObjectMetadata" | "PartialObjectMetadataList", "meta.k8s.io", "v1") => return Output::Metadata("v1"),
-            (true, "PartialObjectMetadata" | "PartialObjectMetadataList", "meta.k8s.io", "v1beta1") => {
-                return Output::Metadata("v1beta1")
+            (true, "PartialObjectMetadata" | "PartialObjectMetadataList", "meta.k8s.io", "v1") => {
+                return Output::Metadata("v1")
             }
+            (
+                true,
+                "PartialObjectMetadata" | "PartialObjectMetadataList",
+                "meta.k8s.io",
+                "v1beta1",
+            ) => return Output::Metadata("v1beta1"),
             (true, "", _, _) => return Output::Json,
             _ if r.essence == "application/yaml" => return Output::Yaml,
             _ => {}
@@ -80,8 +97,15 @@ pub(crate) fn output(headers: &HeaderMap) -> Output {
 /// Whether the client asked for aggregated discovery v2 before plain JSON.
 pub(crate) fn wants_aggregated_discovery(headers: &HeaderMap) -> bool {
     for r in accept_ranges(headers) {
-        let json_like = matches!(r.essence.as_str(), "application/json" | "*/*" | "application/*");
-        if json_like && r.param("as") == "APIGroupDiscoveryList" && r.param("g") == "apidiscovery.k8s.io" && r.param("v") == "v2" {
+        let json_like = matches!(
+            r.essence.as_str(),
+            "application/json" | "*/*" | "application/*"
+        );
+        if json_like
+            && r.param("as") == "APIGroupDiscoveryList"
+            && r.param("g") == "apidiscovery.k8s.io"
+            && r.param("v") == "v2"
+        {
             return true;
         }
         if json_like && r.param("as").is_empty() {
@@ -103,7 +127,11 @@ pub(crate) fn content_type(headers: &HeaderMap) -> String {
 }
 
 /// Decodes a create/update body into JSON by its Content-Type.
-pub(crate) fn decode_body(headers: &HeaderMap, body: &Bytes, gvk: &GroupVersionKind) -> Result<Value, Status> {
+pub(crate) fn decode_body(
+    headers: &HeaderMap,
+    body: &Bytes,
+    gvk: &GroupVersionKind,
+) -> Result<Value, Status> {
     let ct = content_type(headers);
     let value = match ct.as_str() {
         "" | "application/json" | "*/*" => serde_json::from_slice::<Value>(body).map_err(|e| {
@@ -124,7 +152,11 @@ pub(crate) fn decode_body(headers: &HeaderMap, body: &Bytes, gvk: &GroupVersionK
         return Err(Status::failure(
             400,
             "BadRequest",
-            format!("{k} in version \"{v}\" cannot be handled as a {k}: the body is not a JSON object", k = gvk.kind, v = gvk.version),
+            format!(
+                "{k} in version \"{v}\" cannot be handled as a {k}: the body is not a JSON object",
+                k = gvk.kind,
+                v = gvk.version
+            ),
         ));
     }
     Ok(value)
@@ -132,8 +164,13 @@ pub(crate) fn decode_body(headers: &HeaderMap, body: &Bytes, gvk: &GroupVersionK
 
 /// YAML → JSON (yaml.YAMLToJSON).
 pub(crate) fn yaml_to_json(body: &[u8]) -> Result<Value, Status> {
-    serde_yaml::from_slice::<Value>(body)
-        .map_err(|e| Status::failure(400, "BadRequest", format!("error converting YAML to JSON: yaml: {e}")))
+    serde_yaml::from_slice::<Value>(body).map_err(|e| {
+        Status::failure(
+            400,
+            "BadRequest",
+            format!("error converting YAML to JSON: yaml: {e}"),
+        )
+    })
 }
 
 /// A `Warning: 299 - "<text>"` header value (NewWarningHeader).
@@ -143,15 +180,29 @@ fn warning_value(text: &str) -> Option<HeaderValue> {
 }
 
 /// Encodes `value` for `out` (JSON unless YAML was asked for).
-pub(crate) fn respond(code: u16, value: &Value, out: Output, warnings: &[String]) -> Response<Body> {
+pub(crate) fn respond(
+    code: u16,
+    value: &Value,
+    out: Output,
+    warnings: &[String],
+) -> Response<Body> {
     let (bytes, ct) = if out == Output::Yaml {
-        (serde_yaml::to_string(value).unwrap_or_default().into_bytes(), "application/yaml")
+        (
+            serde_yaml::to_string(value)
+                .unwrap_or_default()
+                .into_bytes(),
+            "application/yaml",
+        )
     } else {
-        (serde_json::to_vec(value).unwrap_or_default(), "application/json")
+        (
+            serde_json::to_vec(value).unwrap_or_default(),
+            "application/json",
+        )
     };
     let mut resp = Response::new(full_body(bytes));
     *resp.status_mut() = http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::OK);
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
     for w in warnings {
         if let Some(v) = warning_value(w) {
             resp.headers_mut().append(header::WARNING, v);
@@ -163,7 +214,8 @@ pub(crate) fn respond(code: u16, value: &Value, out: Output, warnings: &[String]
 /// A JSON response with an explicit Content-Type.
 pub(crate) fn respond_typed(value: &Value, content_type: &'static str) -> Response<Body> {
     let mut resp = Response::new(full_body(serde_json::to_vec(value).unwrap_or_default()));
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp
 }
 
@@ -182,7 +234,12 @@ mod tests {
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(output(&headers(kubectl)), Output::Table("v1"));
         assert_eq!(output(&headers("application/json")), Output::Json);
-        assert_eq!(output(&headers("application/vnd.kubernetes.protobuf,application/json")), Output::Json);
+        assert_eq!(
+            output(&headers(
+                "application/vnd.kubernetes.protobuf,application/json"
+            )),
+            Output::Json
+        );
         let disc = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
         assert!(wants_aggregated_discovery(&headers(disc)));
         assert!(!wants_aggregated_discovery(&headers("application/json")));
@@ -190,6 +247,9 @@ mod tests {
 
     #[test]
     fn warning_header_format() {
-        assert_eq!(warning_value("unknown field \"spec.x\"").unwrap(), "299 - \"unknown field \\\"spec.x\\\"\"");
+        assert_eq!(
+            warning_value("unknown field \"spec.x\"").unwrap(),
+            "299 - \"unknown field \\\"spec.x\\\"\""
+        );
     }
 }

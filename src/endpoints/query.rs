@@ -19,12 +19,19 @@ fn bad(message: String) -> Status {
 impl Query {
     /// Parses a raw query string.
     pub(crate) fn parse(raw: Option<&str>) -> Query {
-        Query(form_urlencoded::parse(raw.unwrap_or("").as_bytes()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+        Query(
+            form_urlencoded::parse(raw.unwrap_or("").as_bytes())
+                .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                .collect(),
+        )
     }
 
     /// The first value of `key`.
     pub(crate) fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// A boolean like Go's strconv.ParseBool; absent or empty → None.
@@ -33,7 +40,9 @@ impl Query {
             None | Some("") => Ok(None),
             Some("1" | "t" | "T" | "TRUE" | "true" | "True") => Ok(Some(true)),
             Some("0" | "f" | "F" | "FALSE" | "false" | "False") => Ok(Some(false)),
-            Some(v) => Err(bad(format!("strconv.ParseBool: parsing {v:?}: invalid syntax"))),
+            Some(v) => Err(bad(format!(
+                "strconv.ParseBool: parsing {v:?}: invalid syntax"
+            ))),
         }
     }
 
@@ -41,7 +50,10 @@ impl Query {
     pub(crate) fn int(&self, key: &str) -> Result<Option<i64>, Status> {
         match self.get(key) {
             None | Some("") => Ok(None),
-            Some(v) => v.parse().map(Some).map_err(|_| bad(format!("strconv.ParseInt: parsing {v:?}: invalid syntax"))),
+            Some(v) => v
+                .parse()
+                .map(Some)
+                .map_err(|_| bad(format!("strconv.ParseInt: parsing {v:?}: invalid syntax"))),
         }
     }
 
@@ -54,16 +66,27 @@ impl Query {
             label,
             field,
             limit,
-            continue_token: self.get("continue").filter(|c| !c.is_empty()).map(String::from),
+            continue_token: self
+                .get("continue")
+                .filter(|c| !c.is_empty())
+                .map(String::from),
             resource_version: self.get("resourceVersion").map(String::from),
-            resource_version_match: self.get("resourceVersionMatch").filter(|v| !v.is_empty()).map(String::from),
+            resource_version_match: self
+                .get("resourceVersionMatch")
+                .filter(|v| !v.is_empty())
+                .map(String::from),
             send_initial_events: self.bool("sendInitialEvents")?,
             allow_bookmarks: self.bool("allowWatchBookmarks")?.unwrap_or(false),
         })
     }
 
     /// The registry context of a request: namespace, user, dryRun, fieldValidation.
-    pub(crate) fn context(&self, namespace: &str, user: &crate::api::UserInfo, options_kind: &str) -> Result<Context, Status> {
+    pub(crate) fn context(
+        &self,
+        namespace: &str,
+        user: &crate::api::UserInfo,
+        options_kind: &str,
+    ) -> Result<Context, Status> {
         let dry_run = match self.get("dryRun") {
             None | Some("") => false,
             Some("All") => true,
@@ -79,12 +102,15 @@ impl Query {
             None | Some("") | Some("Warn") => FieldValidation::Warn,
             Some("Strict") => FieldValidation::Strict,
             Some("Ignore") => FieldValidation::Ignore,
-            Some(other) => {
-                return Err(bad(format!(
-                    "fieldValidation must be one of \"Ignore\", \"Strict\", or \"Warn\", got {other:?}"
-                )))
-            }
+            Some(other) => return Err(bad(format!(
+                "fieldValidation must be one of \"Ignore\", \"Strict\", or \"Warn\", got {other:?}"
+            ))),
         };
-        Ok(Context { namespace: namespace.to_string(), user: user.clone(), dry_run, field_validation })
+        Ok(Context {
+            namespace: namespace.to_string(),
+            user: user.clone(),
+            dry_run,
+            field_validation,
+        })
     }
 }

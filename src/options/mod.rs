@@ -144,7 +144,11 @@ impl ControllerOptions {
     /// Whether a feature gate is on (explicit setting, else kapi's default).
     pub fn gate(&self, name: &str) -> bool {
         self.feature_gates.get(name).copied().unwrap_or_else(|| {
-            FEATURE_GATES.iter().find(|(n, _)| *n == name).map(|(_, d)| *d).unwrap_or(false)
+            FEATURE_GATES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, d)| *d)
+                .unwrap_or(false)
         })
     }
 }
@@ -176,7 +180,10 @@ impl ServerOptions {
             }
         }
         if !self.storage.prefix.starts_with('/') {
-            errs.push(format!("--etcd-prefix: {:?} must start with /", self.storage.prefix));
+            errs.push(format!(
+                "--etcd-prefix: {:?} must start with /",
+                self.storage.prefix
+            ));
         }
         let c = &self.controllers;
         for name in c.feature_gates.keys() {

@@ -73,7 +73,11 @@ impl FieldError {
     }
 
     /// An `Invalid value` error on a value rendered verbatim (numbers, booleans).
-    pub fn invalid_raw(field: impl Into<String>, value: impl ToString, detail: impl Into<String>) -> Self {
+    pub fn invalid_raw(
+        field: impl Into<String>,
+        value: impl ToString,
+        detail: impl Into<String>,
+    ) -> Self {
         FieldError {
             kind: FieldErrorKind::Invalid,
             field: field.into(),
@@ -84,12 +88,22 @@ impl FieldError {
 
     /// A `Required value` error.
     pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        FieldError { kind: FieldErrorKind::Required, field: field.into(), value: None, detail: detail.into() }
+        FieldError {
+            kind: FieldErrorKind::Required,
+            field: field.into(),
+            value: None,
+            detail: detail.into(),
+        }
     }
 
     /// A `Forbidden` error.
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
-        FieldError { kind: FieldErrorKind::Forbidden, field: field.into(), value: None, detail: detail.into() }
+        FieldError {
+            kind: FieldErrorKind::Forbidden,
+            field: field.into(),
+            value: None,
+            detail: detail.into(),
+        }
     }
 
     /// A `Too long` error.
@@ -245,6 +259,11 @@ pub enum Error {
 impl Error {
     /// A 422 with one field error.
     pub fn invalid(group: &str, kind: &str, name: &str, errors: Vec<FieldError>) -> Self {
-        Error::Invalid { group: group.into(), kind: kind.into(), name: name.into(), errors }
+        Error::Invalid {
+            group: group.into(),
+            kind: kind.into(),
+            name: name.into(),
+            errors,
+        }
     }
 }

@@ -20,7 +20,8 @@ use std::sync::{Arc, Mutex};
 pub(crate) const MAX_OBJECT_BYTES: usize = 1536 * 1024;
 
 /// Namespaces that can never be deleted (NamespaceLifecycle's immortal namespaces).
-pub(crate) const IMMORTAL_NAMESPACES: [&str; 4] = ["default", "kube-system", "kube-public", "kube-node-lease"];
+pub(crate) const IMMORTAL_NAMESPACES: [&str; 4] =
+    ["default", "kube-system", "kube-public", "kube-node-lease"];
 
 /// The caller's transform of the current object into the desired one (rest.UpdatedObjectInfo).
 /// `None` = the object does not exist (create-on-update, e.g. server-side apply).
@@ -57,8 +58,18 @@ pub struct GenericStore {
 
 impl GenericStore {
     /// A store for `strategy` under `prefix` (e.g. `/registry`).
-    pub fn new(storage: Arc<dyn Storage>, prefix: &str, strategy: Arc<dyn Strategy>, key_root: &'static str) -> Self {
-        GenericStore { storage, prefix: prefix.trim_end_matches('/').to_string(), strategy, key_root }
+    pub fn new(
+        storage: Arc<dyn Storage>,
+        prefix: &str,
+        strategy: Arc<dyn Strategy>,
+        key_root: &'static str,
+    ) -> Self {
+        GenericStore {
+            storage,
+            prefix: prefix.trim_end_matches('/').to_string(),
+            strategy,
+            key_root,
+        }
     }
 
     /// The strategy.
@@ -85,12 +96,21 @@ impl GenericStore {
 
     pub(crate) fn not_found(&self, name: &str) -> Error {
         let i = self.strategy.info();
-        Error::NotFound { group: i.group.into(), resource: i.resource.into(), name: name.into() }
+        Error::NotFound {
+            group: i.group.into(),
+            resource: i.resource.into(),
+            name: name.into(),
+        }
     }
 
     pub(crate) fn conflict(&self, name: &str, message: impl Into<String>) -> Error {
         let i = self.strategy.info();
-        Error::Conflict { group: i.group.into(), resource: i.resource.into(), name: name.into(), message: message.into() }
+        Error::Conflict {
+            group: i.group.into(),
+            resource: i.resource.into(),
+            name: name.into(),
+            message: message.into(),
+        }
     }
 
     pub(crate) fn invalid(&self, name: &str, errors: Vec<FieldError>) -> Error {
@@ -123,7 +143,10 @@ impl GenericStore {
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
         if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.insert("resourceVersion".into(), Value::from(kv.mod_revision.to_string()));
+            meta.insert(
+                "resourceVersion".into(),
+                Value::from(kv.mod_revision.to_string()),
+            );
         }
         Ok(self.strategy.to_served(obj))
     }
@@ -176,9 +199,15 @@ impl GenericStore {
             Some(_) => {}
         }
         let (obj, unknown) = self.strategy.canonicalize(obj).map_err(|e| {
-            Error::BadRequest(format!("{} in version \"{}\" cannot be handled as a {}: {e}", i.kind, i.version, i.kind))
+            Error::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                i.kind, i.version, i.kind
+            ))
         })?;
-        let texts: Vec<String> = unknown.iter().map(|f| format!("unknown field \"{f}\"")).collect();
+        let texts: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
         match ctx.field_validation {
             FieldValidation::Strict if !texts.is_empty() => Err(Error::BadRequest(format!(
                 "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
@@ -194,7 +223,11 @@ impl GenericStore {
 
     /// Reads one object.
     pub async fn get(&self, ctx: &Context, name: &str) -> Result<Value> {
-        let kv = self.storage.get(&self.key(&ctx.namespace, name)).await.map_err(|e| self.storage_error(name, e))?;
+        let kv = self
+            .storage
+            .get(&self.key(&ctx.namespace, name))
+            .await
+            .map_err(|e| self.storage_error(name, e))?;
         self.decode_kv(&kv)
     }
 
@@ -207,7 +240,11 @@ impl GenericStore {
         let kv = match self.storage.get(&key).await {
             Ok(kv) => kv,
             Err(storage::Error::NotFound { .. }) => {
-                return Err(Error::NotFound { group: String::new(), resource: "namespaces".into(), name: namespace.into() })
+                return Err(Error::NotFound {
+                    group: String::new(),
+                    resource: "namespaces".into(),
+                    name: namespace.into(),
+                })
             }
             Err(e) => return Err(self.storage_error(name, e)),
         };
@@ -233,7 +270,11 @@ impl GenericStore {
     fn ensure_namespace(&self, ctx: &Context, obj: &mut Value) -> Result<()> {
         let namespaced = self.strategy.info().namespaced;
         let meta = metadata_mut(obj);
-        let body_ns = meta.get("namespace").and_then(Value::as_str).unwrap_or("").to_string();
+        let body_ns = meta
+            .get("namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if !namespaced {
             meta.remove("namespace");
             return Ok(());
@@ -252,11 +293,25 @@ impl GenericStore {
     fn prepare_create(&self, ctx: &Context, obj: &mut Value) -> Result<()> {
         self.ensure_namespace(ctx, obj)?;
         let meta = metadata_mut(obj);
-        if meta.get("resourceVersion").and_then(Value::as_str).is_some_and(|rv| !rv.is_empty()) {
-            return Err(Error::Internal("resourceVersion should not be set on objects to be created".into()));
+        if meta
+            .get("resourceVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|rv| !rv.is_empty())
+        {
+            return Err(Error::Internal(
+                "resourceVersion should not be set on objects to be created".into(),
+            ));
         }
-        let name = meta.get("name").and_then(Value::as_str).unwrap_or("").to_string();
-        let generate = meta.get("generateName").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let generate = meta
+            .get("generateName")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if name.is_empty() && !generate.is_empty() {
             meta.insert("name".into(), Value::from(generate_name(&generate)));
         }
@@ -289,16 +344,28 @@ impl GenericStore {
         let bytes = self.encode(&obj)?;
         if ctx.dry_run {
             return match self.storage.get(&self.key(&ns, &name)).await {
-                Ok(_) => Err(self.storage_error(&name, storage::Error::AlreadyExists { key: name.clone() })),
+                Ok(_) => {
+                    Err(self
+                        .storage_error(&name, storage::Error::AlreadyExists { key: name.clone() }))
+                }
                 Err(_) => Ok(obj),
             };
         }
         let generated = obj.pointer("/metadata/generateName").is_some();
-        match self.storage.create(&self.key(&ns, &name), bytes, None).await {
+        match self
+            .storage
+            .create(&self.key(&ns, &name), bytes, None)
+            .await
+        {
             Ok(kv) => self.decode_kv(&kv),
             Err(storage::Error::AlreadyExists { .. }) => {
                 let i = self.strategy.info();
-                Err(Error::AlreadyExists { group: i.group.into(), resource: i.resource.into(), name, generated })
+                Err(Error::AlreadyExists {
+                    group: i.group.into(),
+                    resource: i.resource.into(),
+                    name,
+                    generated,
+                })
             }
             Err(e) => Err(self.storage_error(&name, e)),
         }
@@ -328,11 +395,18 @@ impl GenericStore {
             return Err(Error::BadRequest("the object must be a JSON object".into()));
         }
         let old_rv = kv.mod_revision.to_string();
-        let new_rv = new.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+        let new_rv = new
+            .pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
         if !new_rv.is_empty() && new_rv != old_rv {
             return Err(self.conflict(name, super::OPTIMISTIC_LOCK_MSG));
         }
-        let old_uid = old.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_string();
+        let old_uid = old
+            .pointer("/metadata/uid")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if let Some(uid) = new.pointer("/metadata/uid").and_then(Value::as_str) {
             if !uid.is_empty() && uid != old_uid {
                 return Err(self.conflict(
@@ -345,7 +419,13 @@ impl GenericStore {
         {
             let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
             let meta = metadata_mut(&mut new);
-            for f in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+            for f in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
                 match old_meta.get(f) {
                     Some(v) => meta.insert(f.into(), v.clone()),
                     None => meta.remove(f),
@@ -356,11 +436,18 @@ impl GenericStore {
         }
         if subresource.is_empty() {
             self.strategy.prepare_for_update(&mut new, &old);
-        } else if !self.strategy.prepare_for_subresource_update(subresource, &mut new, &old) {
+        } else if !self
+            .strategy
+            .prepare_for_subresource_update(subresource, &mut new, &old)
+        {
             return Err(self.not_found(name));
         }
         if self.strategy.uses_generation() && spec_changed(&new, &old) {
-            let g = old.pointer("/metadata/generation").and_then(Value::as_i64).unwrap_or(0) + 1;
+            let g = old
+                .pointer("/metadata/generation")
+                .and_then(Value::as_i64)
+                .unwrap_or(0)
+                + 1;
             metadata_mut(&mut new).insert("generation".into(), Value::from(g));
         }
         let i = self.strategy.info();
@@ -397,8 +484,13 @@ impl GenericStore {
                 Err(e) => return Err(self.storage_error(name, e)),
             };
             let created = current.is_none();
-            let (obj, _) = self.compute_update(ctx, name, subresource, current.as_ref(), transform)?;
-            return Ok(WriteResult { object: obj, warnings: vec![], created_or_gone: created });
+            let (obj, _) =
+                self.compute_update(ctx, name, subresource, current.as_ref(), transform)?;
+            return Ok(WriteResult {
+                object: obj,
+                warnings: vec![],
+                created_or_gone: created,
+            });
         }
         let failure: Mutex<Option<Error>> = Mutex::new(None);
         let created = Mutex::new(false);
@@ -410,7 +502,9 @@ impl GenericStore {
             storage::Error::Aborted(msg)
         };
         let update = |current: Option<&KeyValue>| -> storage::Result<Update> {
-            let (obj, changed) = self.compute_update(ctx, name, subresource, current, transform).map_err(stash)?;
+            let (obj, changed) = self
+                .compute_update(ctx, name, subresource, current, transform)
+                .map_err(stash)?;
             if let Ok(mut c) = created.lock() {
                 *c = current.is_none();
             }
@@ -419,7 +513,11 @@ impl GenericStore {
             }
             Ok(Update::Set(self.encode(&obj).map_err(stash)?))
         };
-        let kv = match self.storage.guaranteed_update(&key, allow_create, &update).await {
+        let kv = match self
+            .storage
+            .guaranteed_update(&key, allow_create, &update)
+            .await
+        {
             Ok(kv) => kv,
             Err(storage::Error::Aborted(msg)) => {
                 let e = failure.lock().ok().and_then(|mut f| f.take());
@@ -443,31 +541,55 @@ impl GenericStore {
                 Err(e) => return Err(self.storage_error(name, e)),
             }
         }
-        Ok(WriteResult { object: obj, warnings: vec![], created_or_gone: created })
+        Ok(WriteResult {
+            object: obj,
+            warnings: vec![],
+            created_or_gone: created,
+        })
     }
 
     /// ShouldDeleteDuringUpdate: deletion pending and no finalizer left.
     fn should_delete_during_update(&self, obj: &Value) -> bool {
         obj.pointer("/metadata/deletionTimestamp").is_some()
-            && obj.pointer("/metadata/finalizers").and_then(Value::as_array).is_none_or(Vec::is_empty)
+            && obj
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
             && self.strategy.may_delete(obj)
     }
 
     /// Deletes one object, honouring preconditions and finalizers (graceful deletion:
     /// with finalizers the object gets a deletionTimestamp and stays).
-    pub async fn delete(&self, ctx: &Context, name: &str, opts: &DeleteOptions) -> Result<WriteResult> {
+    pub async fn delete(
+        &self,
+        ctx: &Context,
+        name: &str,
+        opts: &DeleteOptions,
+    ) -> Result<WriteResult> {
         self.strategy.admit_delete(name).map_err(|message| {
             let i = self.strategy.info();
-            Error::Forbidden { group: i.group.into(), resource: i.resource.into(), name: name.into(), message, causes: vec![] }
+            Error::Forbidden {
+                group: i.group.into(),
+                resource: i.resource.into(),
+                name: name.into(),
+                message,
+                causes: vec![],
+            }
         })?;
         let key = self.key(&ctx.namespace, name);
-        let kv = self.storage.get(&key).await.map_err(|e| self.storage_error(name, e))?;
+        let kv = self
+            .storage
+            .get(&key)
+            .await
+            .map_err(|e| self.storage_error(name, e))?;
         let current = self.decode_kv(&kv)?;
         self.check_preconditions(name, &current, opts)?;
         let mut pending = current.clone();
         let keep = self.strategy.begin_delete(&mut pending);
-        let has_finalizers =
-            pending.pointer("/metadata/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty());
+        let has_finalizers = pending
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty());
         if keep || has_finalizers {
             if pending.pointer("/metadata/deletionTimestamp").is_none() {
                 let meta = metadata_mut(&mut pending);
@@ -475,40 +597,74 @@ impl GenericStore {
                 meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
             }
             if pending == current || ctx.dry_run {
-                return Ok(WriteResult { object: pending, warnings: vec![], created_or_gone: false });
+                return Ok(WriteResult {
+                    object: pending,
+                    warnings: vec![],
+                    created_or_gone: false,
+                });
             }
             let next = pending.clone();
             let rev = kv.mod_revision;
             let write = |cur: Option<&KeyValue>| -> storage::Result<Update> {
                 match cur {
-                    Some(c) if c.mod_revision == rev => {
-                        Ok(Update::Set(self.encode(&next).map_err(|e| storage::Error::Aborted(e.to_string()))?))
-                    }
-                    _ => Err(storage::Error::Conflict { key: key.clone(), message: super::OPTIMISTIC_LOCK_MSG.into() }),
+                    Some(c) if c.mod_revision == rev => Ok(Update::Set(
+                        self.encode(&next)
+                            .map_err(|e| storage::Error::Aborted(e.to_string()))?,
+                    )),
+                    _ => Err(storage::Error::Conflict {
+                        key: key.clone(),
+                        message: super::OPTIMISTIC_LOCK_MSG.into(),
+                    }),
                 }
             };
-            let kv = self.storage.guaranteed_update(&key, false, &write).await.map_err(|e| self.storage_error(name, e))?;
-            return Ok(WriteResult { object: self.decode_kv(&kv)?, warnings: vec![], created_or_gone: false });
+            let kv = self
+                .storage
+                .guaranteed_update(&key, false, &write)
+                .await
+                .map_err(|e| self.storage_error(name, e))?;
+            return Ok(WriteResult {
+                object: self.decode_kv(&kv)?,
+                warnings: vec![],
+                created_or_gone: false,
+            });
         }
         if ctx.dry_run {
-            return Ok(WriteResult { object: current, warnings: vec![], created_or_gone: true });
+            return Ok(WriteResult {
+                object: current,
+                warnings: vec![],
+                created_or_gone: true,
+            });
         }
         let rv = opts.resource_version.clone();
         let check = move |cur: &KeyValue| -> storage::Result<()> {
             if let Some(rv) = &rv {
                 if cur.mod_revision.to_string() != *rv {
-                    return Err(storage::Error::Conflict { key: cur.key.clone(), message: rv_precondition_msg(rv, cur.mod_revision) });
+                    return Err(storage::Error::Conflict {
+                        key: cur.key.clone(),
+                        message: rv_precondition_msg(rv, cur.mod_revision),
+                    });
                 }
             }
             Ok(())
         };
-        let deleted = self.storage.delete(&key, &check).await.map_err(|e| self.storage_error(name, e))?;
-        Ok(WriteResult { object: self.decode_kv(&deleted)?, warnings: vec![], created_or_gone: true })
+        let deleted = self
+            .storage
+            .delete(&key, &check)
+            .await
+            .map_err(|e| self.storage_error(name, e))?;
+        Ok(WriteResult {
+            object: self.decode_kv(&deleted)?,
+            warnings: vec![],
+            created_or_gone: true,
+        })
     }
 
     fn check_preconditions(&self, name: &str, obj: &Value, opts: &DeleteOptions) -> Result<()> {
         if let Some(uid) = &opts.uid {
-            let have = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("");
+            let have = obj
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if have != uid {
                 return Err(self.conflict(
                     name,
@@ -517,7 +673,10 @@ impl GenericStore {
             }
         }
         if let Some(rv) = &opts.resource_version {
-            let have = obj.pointer("/metadata/resourceVersion").and_then(Value::as_str).unwrap_or("");
+            let have = obj
+                .pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("");
             if have != rv {
                 return Err(self.conflict(
                     name,
@@ -544,7 +703,8 @@ pub(crate) fn metadata_mut(obj: &mut Value) -> &mut serde_json::Map<String, Valu
     if !meta.is_object() {
         *meta = json!({});
     }
-    meta.as_object_mut().expect("metadata was just made an object")
+    meta.as_object_mut()
+        .expect("metadata was just made an object")
 }
 
 fn spec_changed(new: &Value, old: &Value) -> bool {

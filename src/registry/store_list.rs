@@ -84,7 +84,10 @@ fn list_options_invalid(errors: Vec<FieldError>) -> Error {
 }
 
 fn parse_rv(rv: &str) -> Result<Revision> {
-    rv.parse::<Revision>().ok().filter(|r| *r >= 0).ok_or_else(|| Error::BadRequest(format!("invalid resource version: {rv}")))
+    rv.parse::<Revision>()
+        .ok()
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| Error::BadRequest(format!("invalid resource version: {rv}")))
 }
 
 impl GenericStore {
@@ -92,7 +95,8 @@ impl GenericStore {
     fn check_fields(&self, field: &FieldSelector) -> Result<()> {
         for r in &field.requirements {
             let f = r.field.as_str();
-            if f != "metadata.name" && f != "metadata.namespace" && !self.strategy.supports_field(f) {
+            if f != "metadata.name" && f != "metadata.namespace" && !self.strategy.supports_field(f)
+            {
                 return Err(Error::BadRequest(format!("field label not supported: {f}")));
             }
         }
@@ -100,12 +104,21 @@ impl GenericStore {
     }
 
     /// Whether an object passes the selectors.
-    pub(crate) fn matches(&self, obj: &Value, label: &LabelSelector, field: &FieldSelector) -> bool {
+    pub(crate) fn matches(
+        &self,
+        obj: &Value,
+        label: &LabelSelector,
+        field: &FieldSelector,
+    ) -> bool {
         if !label.is_empty() {
             let labels: BTreeMap<String, String> = obj
                 .pointer("/metadata/labels")
                 .and_then(Value::as_object)
-                .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
+                .map(|m| {
+                    m.iter()
+                        .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                        .collect()
+                })
                 .unwrap_or_default();
             if !label.matches(&labels) {
                 return false;
@@ -113,8 +126,16 @@ impl GenericStore {
         }
         field.is_empty()
             || field.matches(|f| match f {
-                "metadata.name" => obj.pointer("/metadata/name").and_then(Value::as_str).map(String::from),
-                "metadata.namespace" => Some(obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string()),
+                "metadata.name" => obj
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .map(String::from),
+                "metadata.namespace" => Some(
+                    obj.pointer("/metadata/namespace")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                ),
                 other => self.strategy.field(obj, other),
             })
     }
@@ -124,19 +145,35 @@ impl GenericStore {
         let rvm = opts.resource_version_match.as_deref().unwrap_or("");
         let mut errs = Vec::new();
         if !rvm.is_empty() && rv.is_empty() {
-            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
         }
         if !rvm.is_empty() && opts.continue_token.is_some() {
-            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided"));
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
         }
         if rvm == "Exact" && rv == "0" {
-            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""));
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
         }
         if !matches!(rvm, "" | "Exact" | "NotOlderThan") {
-            errs.push(FieldError::not_supported("resourceVersionMatch", rvm, &["Exact", "NotOlderThan", ""]));
+            errs.push(FieldError::not_supported(
+                "resourceVersionMatch",
+                rvm,
+                &["Exact", "NotOlderThan", ""],
+            ));
         }
         if opts.send_initial_events.is_some() {
-            errs.push(FieldError::forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"));
+            errs.push(FieldError::forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
         }
         if !errs.is_empty() {
             return Err(list_options_invalid(errs));
@@ -153,8 +190,12 @@ impl GenericStore {
 
     fn list_error(&self, err: storage::Error, continuing: bool) -> Error {
         match err {
-            storage::Error::Compacted { .. } if continuing => Error::Expired { message: CONTINUE_EXPIRED_MSG.into() },
-            storage::Error::Compacted { .. } => Error::Expired { message: "The resourceVersion for the provided list is too old.".into() },
+            storage::Error::Compacted { .. } if continuing => Error::Expired {
+                message: CONTINUE_EXPIRED_MSG.into(),
+            },
+            storage::Error::Compacted { .. } => Error::Expired {
+                message: "The resourceVersion for the provided list is too old.".into(),
+            },
             e => self.storage_error("", e),
         }
     }
@@ -165,11 +206,20 @@ impl GenericStore {
         let prefix = self.list_prefix(&ctx.namespace);
         let (mut revision, mut start) = match &opts.continue_token {
             Some(token) => {
-                if opts.resource_version.as_deref().is_some_and(|rv| !rv.is_empty() && rv != "0") {
-                    return Err(Error::BadRequest("specifying resource version is not allowed when using continue".into()));
+                if opts
+                    .resource_version
+                    .as_deref()
+                    .is_some_and(|rv| !rv.is_empty() && rv != "0")
+                {
+                    return Err(Error::BadRequest(
+                        "specifying resource version is not allowed when using continue".into(),
+                    ));
                 }
                 let t = decode_continue(token)?;
-                (ListRevision::Exact(t.rv), Some(format!("{prefix}{}", t.start)))
+                (
+                    ListRevision::Exact(t.rv),
+                    Some(format!("{prefix}{}", t.start)),
+                )
             }
             None => (self.list_revision(opts)?, None),
         };
@@ -180,7 +230,14 @@ impl GenericStore {
         'pages: loop {
             let page = self
                 .storage
-                .list(&prefix, storage::ListOptions { revision, limit: opts.limit, start_key: start.clone() })
+                .list(
+                    &prefix,
+                    storage::ListOptions {
+                        revision,
+                        limit: opts.limit,
+                        start_key: start.clone(),
+                    },
+                )
                 .await
                 .map_err(|e| self.list_error(e, continuing))?;
             list_rev.get_or_insert(page.revision);
@@ -195,7 +252,8 @@ impl GenericStore {
                     let more = idx + 1 < n || page.next_key.is_some();
                     if more {
                         let rel = kv.key.strip_prefix(&prefix).unwrap_or(&kv.key);
-                        out.continue_token = Some(encode_continue(page.revision, &format!("{rel}\u{0}")));
+                        out.continue_token =
+                            Some(encode_continue(page.revision, &format!("{rel}\u{0}")));
                         if !filtering {
                             let left = page.remaining.unwrap_or(0) + (n - idx - 1) as i64;
                             out.remaining = (left > 0).then_some(left);
@@ -215,29 +273,48 @@ impl GenericStore {
 
     /// WATCH: a stream of events; errors found before streaming are returned, later ones
     /// (a too-old resourceVersion) arrive as an ERROR event.
-    pub async fn watch(self: &Arc<Self>, ctx: &Context, opts: &ListOptions) -> Result<BoxStream<'static, WatchEvent>> {
+    pub async fn watch(
+        self: &Arc<Self>,
+        ctx: &Context,
+        opts: &ListOptions,
+    ) -> Result<BoxStream<'static, WatchEvent>> {
         self.check_fields(&opts.field)?;
         let rv = opts.resource_version.as_deref().unwrap_or("");
         let rvm = opts.resource_version_match.as_deref().unwrap_or("");
         let mut errs = Vec::new();
         if opts.send_initial_events.is_some() {
             if rvm != "NotOlderThan" {
-                errs.push(FieldError::forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan"));
+                errs.push(FieldError::forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                ));
             }
             if !opts.allow_bookmarks {
-                errs.push(FieldError::forbidden("allowWatchBookmarks", "sendInitialEvents requires setting allowWatchBookmarks to true"));
+                errs.push(FieldError::forbidden(
+                    "allowWatchBookmarks",
+                    "sendInitialEvents requires setting allowWatchBookmarks to true",
+                ));
             }
         } else if !rvm.is_empty() {
-            errs.push(FieldError::forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided"));
+            errs.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
         }
         if !matches!(rvm, "" | "NotOlderThan") {
-            errs.push(FieldError::not_supported("resourceVersionMatch", rvm, &["NotOlderThan"]));
+            errs.push(FieldError::not_supported(
+                "resourceVersionMatch",
+                rvm,
+                &["NotOlderThan"],
+            ));
         }
         if !errs.is_empty() {
             return Err(list_options_invalid(errs));
         }
         let prefix = self.list_prefix(&ctx.namespace);
-        let send_initial = opts.send_initial_events.unwrap_or(rv.is_empty() || rv == "0");
+        let send_initial = opts
+            .send_initial_events
+            .unwrap_or(rv.is_empty() || rv == "0");
         let mut initial = Vec::new();
         let after = if send_initial {
             let revision = match rv {
@@ -247,7 +324,14 @@ impl GenericStore {
             };
             let all = self
                 .storage
-                .list(&prefix, storage::ListOptions { revision, limit: 0, start_key: None })
+                .list(
+                    &prefix,
+                    storage::ListOptions {
+                        revision,
+                        limit: 0,
+                        start_key: None,
+                    },
+                )
                 .await
                 .map_err(|e| self.list_error(e, false))?;
             for kv in &all.items {
@@ -257,7 +341,10 @@ impl GenericStore {
                 }
             }
             if opts.send_initial_events == Some(true) {
-                initial.push(WatchEvent::Bookmark { resource_version: all.revision.to_string(), initial_events_end: true });
+                initial.push(WatchEvent::Bookmark {
+                    resource_version: all.revision.to_string(),
+                    initial_events_end: true,
+                });
             }
             all.revision
         } else {
@@ -272,7 +359,8 @@ impl GenericStore {
             Err(e) => return Err(self.storage_error("", e)),
         };
         let store = Arc::clone(self);
-        let (label, field, bookmarks) = (opts.label.clone(), opts.field.clone(), opts.allow_bookmarks);
+        let (label, field, bookmarks) =
+            (opts.label.clone(), opts.field.clone(), opts.allow_bookmarks);
         let live = live
             .filter_map(move |ev| {
                 let out = store.convert_event(ev, &label, &field, bookmarks);
@@ -300,12 +388,16 @@ impl GenericStore {
         match ev {
             Ok(storage::WatchEvent::Created(kv)) => {
                 let obj = decode(&kv)?;
-                self.matches(&obj, label, field).then_some(WatchEvent::Added(obj))
+                self.matches(&obj, label, field)
+                    .then_some(WatchEvent::Added(obj))
             }
             Ok(storage::WatchEvent::Updated { kv, prev }) => {
                 let obj = decode(&kv)?;
                 let old = decode(&prev)?;
-                match (self.matches(&old, label, field), self.matches(&obj, label, field)) {
+                match (
+                    self.matches(&old, label, field),
+                    self.matches(&obj, label, field),
+                ) {
                     (true, true) => Some(WatchEvent::Modified(obj)),
                     (false, true) => Some(WatchEvent::Added(obj)),
                     (true, false) => Some(WatchEvent::Deleted(obj)),
@@ -317,17 +409,24 @@ impl GenericStore {
                 if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                     m.insert("resourceVersion".into(), Value::from(revision.to_string()));
                 }
-                self.matches(&obj, label, field).then_some(WatchEvent::Deleted(obj))
+                self.matches(&obj, label, field)
+                    .then_some(WatchEvent::Deleted(obj))
             }
-            Ok(storage::WatchEvent::Progress(rev)) => bookmarks
-                .then(|| WatchEvent::Bookmark { resource_version: rev.to_string(), initial_events_end: false }),
+            Ok(storage::WatchEvent::Progress(rev)) => bookmarks.then(|| WatchEvent::Bookmark {
+                resource_version: rev.to_string(),
+                initial_events_end: false,
+            }),
             Err(e) => Some(WatchEvent::Error(self.storage_error("", e))),
         }
     }
 }
 
 fn encode_continue(rv: Revision, start: &str) -> String {
-    let token = ContinueToken { v: "meta.k8s.io/v1".into(), rv, start: start.into() };
+    let token = ContinueToken {
+        v: "meta.k8s.io/v1".into(),
+        rv,
+        start: start.into(),
+    };
     let json = serde_json::to_vec(&token).unwrap_or_default();
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
 }
@@ -337,7 +436,8 @@ fn decode_continue(token: &str) -> Result<ContinueToken> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token.trim_end_matches('='))
         .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
-    let t: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let t: ContinueToken = serde_json::from_slice(&bytes)
+        .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
     if t.v != "meta.k8s.io/v1" {
         return Err(bad("server does not recognize this encoded version"));
     }
@@ -345,7 +445,9 @@ fn decode_continue(token: &str) -> Result<ContinueToken> {
         return Err(bad("continue key is not valid"));
     }
     if t.rv <= 0 {
-        return Err(bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"));
+        return Err(bad(
+            "incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+        ));
     }
     Ok(t)
 }

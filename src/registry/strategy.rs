@@ -34,8 +34,16 @@ pub struct ResourceInfo {
 }
 
 /// The full verb set of a stored resource.
-pub(crate) const STORED_VERBS: &[&str] =
-    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+pub(crate) const STORED_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 impl ResourceInfo {
     /// `v1` or `<group>/<version>`.
@@ -76,8 +84,18 @@ pub struct Column {
 }
 
 /// A column with priority 0.
-pub(crate) const fn col(name: &'static str, type_: &'static str, description: &'static str) -> Column {
-    Column { name, type_, format: "", description, priority: 0 }
+pub(crate) const fn col(
+    name: &'static str,
+    type_: &'static str,
+    description: &'static str,
+) -> Column {
+    Column {
+        name,
+        type_,
+        format: "",
+        description,
+        priority: 0,
+    }
 }
 
 /// The Name column every printer starts with.
@@ -151,7 +169,12 @@ pub trait Strategy: Send + Sync + 'static {
 
     /// Table cells of one object, one per column.
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![Value::from(name_of(obj)), obj.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null)]
+        vec![
+            Value::from(name_of(obj)),
+            obj.pointer("/metadata/creationTimestamp")
+                .cloned()
+                .unwrap_or(Value::Null),
+        ]
     }
 
     /// Whether DELETE returns the deleted object rather than a Success Status.
@@ -218,13 +241,17 @@ fn field_path(path: &serde_ignored::Path<'_>) -> String {
                 format!("{p}.{key}")
             }
         }
-        Path::Some { parent } | Path::NewtypeStruct { parent } | Path::NewtypeVariant { parent } => field_path(parent),
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => field_path(parent),
     }
 }
 
 /// `metadata.name` of an object.
 pub(crate) fn name_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("")
+    obj.pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
 }
 
 /// The string at a JSON pointer, or "".
@@ -268,7 +295,11 @@ pub(crate) fn human_duration(seconds: i64) -> String {
     let minutes = seconds / 60;
     if minutes < 10 {
         let s = seconds % 60;
-        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
     }
     if minutes < 180 {
         return format!("{minutes}m");
@@ -276,14 +307,22 @@ pub(crate) fn human_duration(seconds: i64) -> String {
     let hours = seconds / 3600;
     if hours < 8 {
         let m = minutes % 60;
-        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
     }
     if hours < 48 {
         return format!("{hours}h");
     }
     if hours < 24 * 8 {
         let h = hours % 24;
-        return if h == 0 { format!("{}d", hours / 24) } else { format!("{}d{}h", hours / 24, h) };
+        return if h == 0 {
+            format!("{}d", hours / 24)
+        } else {
+            format!("{}d{}h", hours / 24, h)
+        };
     }
     if hours < 24 * 365 * 2 {
         return format!("{}d", hours / 24);
@@ -316,7 +355,10 @@ mod tests {
     fn roundtrip_finds_unknown_fields() {
         let v = serde_json::json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","bogus":1},"data":{"k":"v"},"spec":{"x":1}});
         let (out, unknown) = typed_roundtrip::<k8s_openapi::api::core::v1::ConfigMap>(v).unwrap();
-        assert_eq!(unknown, vec!["metadata.bogus".to_string(), "spec".to_string()]);
+        assert_eq!(
+            unknown,
+            vec!["metadata.bogus".to_string(), "spec".to_string()]
+        );
         assert!(out.get("spec").is_none());
         let bad = serde_json::json!({"apiVersion":"v1","kind":"ConfigMap","data":{"k":1}});
         assert!(typed_roundtrip::<k8s_openapi::api::core::v1::ConfigMap>(bad).is_err());

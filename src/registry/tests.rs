@@ -9,7 +9,9 @@ use std::time::Duration;
 async fn registry() -> (tempfile::TempDir, Registry) {
     let dir = tempfile::tempdir().unwrap();
     let storage = storage::open(Config {
-        backend: BackendConfig::Embedded { dir: dir.path().to_path_buf() },
+        backend: BackendConfig::Embedded {
+            dir: dir.path().to_path_buf(),
+        },
         prefix: "/registry".into(),
         compaction_interval: Duration::ZERO,
         watch_cache: false,
@@ -28,7 +30,11 @@ fn store<'a>(r: &'a Registry, group: &str, version: &str, resource: &str) -> &'a
 }
 
 fn ctx(ns: &str) -> Context {
-    Context { namespace: ns.into(), field_validation: FieldValidation::Strict, ..Default::default() }
+    Context {
+        namespace: ns.into(),
+        field_validation: FieldValidation::Strict,
+        ..Default::default()
+    }
 }
 
 async fn create(s: &GenericStore, c: &Context, obj: Value) -> Result<Value> {
@@ -37,11 +43,19 @@ async fn create(s: &GenericStore, c: &Context, obj: Value) -> Result<Value> {
 }
 
 async fn make_ns(r: &Registry, name: &str) -> Value {
-    create(store(r, "", "v1", "namespaces"), &ctx(""), json!({"metadata": {"name": name}})).await.unwrap()
+    create(
+        store(r, "", "v1", "namespaces"),
+        &ctx(""),
+        json!({"metadata": {"name": name}}),
+    )
+    .await
+    .unwrap()
 }
 
 async fn timed<T>(f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(10), f).await.expect("test step timed out")
+    tokio::time::timeout(Duration::from_secs(10), f)
+        .await
+        .expect("test step timed out")
 }
 
 #[tokio::test]
@@ -50,11 +64,29 @@ async fn namespace_create_sets_phase_finalizer_and_system_fields() {
     let ns = timed(make_ns(&r, "team-a")).await;
     assert_eq!(ns["status"]["phase"], "Active");
     assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
-    assert_eq!(ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "team-a");
+    assert_eq!(
+        ns["metadata"]["labels"]["kubernetes.io/metadata.name"],
+        "team-a"
+    );
     assert!(ns["metadata"]["uid"].as_str().unwrap().len() == 36);
-    assert!(ns["metadata"]["resourceVersion"].as_str().unwrap().parse::<i64>().unwrap() > 0);
-    assert!(ns["metadata"]["creationTimestamp"].as_str().unwrap().ends_with('Z'));
-    let bad = timed(create(store(&r, "", "v1", "namespaces"), &ctx(""), json!({"metadata": {"name": "Bad_Name"}}))).await;
+    assert!(
+        ns["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .parse::<i64>()
+            .unwrap()
+            > 0
+    );
+    assert!(ns["metadata"]["creationTimestamp"]
+        .as_str()
+        .unwrap()
+        .ends_with('Z'));
+    let bad = timed(create(
+        store(&r, "", "v1", "namespaces"),
+        &ctx(""),
+        json!({"metadata": {"name": "Bad_Name"}}),
+    ))
+    .await;
     assert!(matches!(bad, Err(Error::Invalid { .. })), "{bad:?}");
 }
 
@@ -62,25 +94,47 @@ async fn namespace_create_sets_phase_finalizer_and_system_fields() {
 async fn configmap_crud_conflict_and_lifecycle_admission() {
     let (_d, r) = registry().await;
     let cms = store(&r, "", "v1", "configmaps");
-    let missing = timed(create(cms, &ctx("nope"), json!({"metadata": {"name": "x"}}))).await;
-    assert!(matches!(&missing, Err(Error::NotFound { resource, name, .. }) if resource == "namespaces" && name == "nope"));
+    let missing = timed(create(
+        cms,
+        &ctx("nope"),
+        json!({"metadata": {"name": "x"}}),
+    ))
+    .await;
+    assert!(
+        matches!(&missing, Err(Error::NotFound { resource, name, .. }) if resource == "namespaces" && name == "nope")
+    );
     timed(make_ns(&r, "default")).await;
     let cm = timed(create(cms, &ctx("default"), json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "1"}}))).await.unwrap();
     assert_eq!(cm["metadata"]["namespace"], "default");
-    let dup = timed(create(cms, &ctx("default"), json!({"metadata": {"name": "x"}}))).await;
+    let dup = timed(create(
+        cms,
+        &ctx("default"),
+        json!({"metadata": {"name": "x"}}),
+    ))
+    .await;
     assert!(matches!(dup, Err(Error::AlreadyExists { .. })));
     // Stale update → Conflict with kube's message.
     let mut stale = cm.clone();
     stale["data"]["a"] = json!("2");
     let t = |_: Option<&Value>| Ok(stale.clone());
-    timed(cms.update(&ctx("default"), "x", "", false, &t)).await.unwrap();
+    timed(cms.update(&ctx("default"), "x", "", false, &t))
+        .await
+        .unwrap();
     let again = timed(cms.update(&ctx("default"), "x", "", false, &t)).await;
-    assert!(matches!(&again, Err(Error::Conflict { message, .. }) if message == OPTIMISTIC_LOCK_MSG), "{again:?}");
+    assert!(
+        matches!(&again, Err(Error::Conflict { message, .. }) if message == OPTIMISTIC_LOCK_MSG),
+        "{again:?}"
+    );
     let got = timed(cms.get(&ctx("default"), "x")).await.unwrap();
     assert_eq!(got["data"]["a"], "2");
-    let gone = timed(cms.delete(&ctx("default"), "x", &DeleteOptions::default())).await.unwrap();
+    let gone = timed(cms.delete(&ctx("default"), "x", &DeleteOptions::default()))
+        .await
+        .unwrap();
     assert!(gone.created_or_gone);
-    assert!(matches!(timed(cms.get(&ctx("default"), "x")).await, Err(Error::NotFound { .. })));
+    assert!(matches!(
+        timed(cms.get(&ctx("default"), "x")).await,
+        Err(Error::NotFound { .. })
+    ));
 }
 
 #[tokio::test]
@@ -88,24 +142,61 @@ async fn strict_validation_and_invalid_keys() {
     let (_d, r) = registry().await;
     timed(make_ns(&r, "default")).await;
     let cms = store(&r, "", "v1", "configmaps");
-    let strict = cms.decode_request(&ctx("default"), json!({"metadata": {"name": "x"}, "spec": {"x": 1}}));
-    assert!(matches!(&strict, Err(Error::BadRequest(m)) if m.contains("strict decoding error: unknown field \"spec\"")), "{strict:?}");
+    let strict = cms.decode_request(
+        &ctx("default"),
+        json!({"metadata": {"name": "x"}, "spec": {"x": 1}}),
+    );
+    assert!(
+        matches!(&strict, Err(Error::BadRequest(m)) if m.contains("strict decoding error: unknown field \"spec\"")),
+        "{strict:?}"
+    );
     let mut warn = ctx("default");
     warn.field_validation = FieldValidation::Warn;
-    let (_, warnings) = cms.decode_request(&warn, json!({"metadata": {"name": "x"}, "spec": {"x": 1}})).unwrap();
+    let (_, warnings) = cms
+        .decode_request(&warn, json!({"metadata": {"name": "x"}, "spec": {"x": 1}}))
+        .unwrap();
     assert_eq!(warnings, vec!["unknown field \"spec\"".to_string()]);
-    let kind = cms.decode_request(&ctx("default"), json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}));
+    let kind = cms.decode_request(
+        &ctx("default"),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "x"}}),
+    );
     assert!(matches!(kind, Err(Error::BadRequest(_))));
-    let bad = timed(create(cms, &ctx("default"), json!({"metadata": {"name": "x"}, "data": {"a b": "1"}}))).await;
-    assert!(matches!(&bad, Err(Error::Invalid { errors, .. }) if errors[0].field == "data[a b]"), "{bad:?}");
+    let bad = timed(create(
+        cms,
+        &ctx("default"),
+        json!({"metadata": {"name": "x"}, "data": {"a b": "1"}}),
+    ))
+    .await;
+    assert!(
+        matches!(&bad, Err(Error::Invalid { errors, .. }) if errors[0].field == "data[a b]"),
+        "{bad:?}"
+    );
     let leases = store(&r, "coordination.k8s.io", "v1", "leases");
-    let bad = timed(create(leases, &ctx("default"), json!({"metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": 0}}))).await;
-    assert!(matches!(&bad, Err(Error::Invalid { errors, .. }) if errors[0].to_string() == "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"), "{bad:?}");
+    let bad = timed(create(
+        leases,
+        &ctx("default"),
+        json!({"metadata": {"name": "l"}, "spec": {"leaseDurationSeconds": 0}}),
+    ))
+    .await;
+    assert!(
+        matches!(&bad, Err(Error::Invalid { errors, .. }) if errors[0].to_string() == "spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"),
+        "{bad:?}"
+    );
     let cands = store(&r, "coordination.k8s.io", "v1beta1", "leasecandidates");
-    let bad = timed(create(cands, &ctx("default"), json!({"metadata": {"name": "c"}, "spec": {}}))).await;
-    let Err(Error::Invalid { errors, .. }) = bad else { panic!("{bad:?}") };
+    let bad = timed(create(
+        cands,
+        &ctx("default"),
+        json!({"metadata": {"name": "c"}, "spec": {}}),
+    ))
+    .await;
+    let Err(Error::Invalid { errors, .. }) = bad else {
+        panic!("{bad:?}")
+    };
     let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
-    assert_eq!(fields, vec!["spec.leaseName", "spec.binaryVersion", "spec.strategy"]);
+    assert_eq!(
+        fields,
+        vec!["spec.leaseName", "spec.binaryVersion", "spec.strategy"]
+    );
 }
 
 #[tokio::test]
@@ -115,9 +206,18 @@ async fn list_paging_selectors_and_continue() {
     let cms = store(&r, "", "v1", "configmaps");
     for i in 0..5 {
         let tier = if i % 2 == 0 { "web" } else { "db" };
-        timed(create(cms, &ctx("default"), json!({"metadata": {"name": format!("cm{i}"), "labels": {"tier": tier}}}))).await.unwrap();
+        timed(create(
+            cms,
+            &ctx("default"),
+            json!({"metadata": {"name": format!("cm{i}"), "labels": {"tier": tier}}}),
+        ))
+        .await
+        .unwrap();
     }
-    let mut opts = ListOptions { limit: 2, ..Default::default() };
+    let mut opts = ListOptions {
+        limit: 2,
+        ..Default::default()
+    };
     let p1 = timed(cms.list(&ctx("default"), &opts)).await.unwrap();
     assert_eq!(p1.items.len(), 2);
     assert_eq!(p1.remaining, Some(3));
@@ -125,15 +225,44 @@ async fn list_paging_selectors_and_continue() {
     let p2 = timed(cms.list(&ctx("default"), &opts)).await.unwrap();
     assert_eq!(p2.items[0]["metadata"]["name"], "cm2");
     assert_eq!(p2.resource_version, p1.resource_version);
-    let sel = ListOptions { label: crate::api::selectors::LabelSelector::parse("tier in (web)").unwrap(), ..Default::default() };
-    assert_eq!(timed(cms.list(&ctx(""), &sel)).await.unwrap().items.len(), 3);
-    let f = ListOptions { field: crate::api::selectors::FieldSelector::parse("metadata.name=cm1").unwrap(), ..Default::default() };
-    assert_eq!(timed(cms.list(&ctx("default"), &f)).await.unwrap().items.len(), 1);
-    let bad = ListOptions { field: crate::api::selectors::FieldSelector::parse("spec.x=1").unwrap(), ..Default::default() };
-    assert!(matches!(timed(cms.list(&ctx("default"), &bad)).await, Err(Error::BadRequest(m)) if m == "field label not supported: spec.x"));
-    let bad_token = ListOptions { continue_token: Some("!!".into()), ..Default::default() };
-    assert!(matches!(timed(cms.list(&ctx("default"), &bad_token)).await, Err(Error::BadRequest(_))));
-    let empty = timed(cms.list(&ctx("other"), &ListOptions::default())).await.unwrap();
+    let sel = ListOptions {
+        label: crate::api::selectors::LabelSelector::parse("tier in (web)").unwrap(),
+        ..Default::default()
+    };
+    assert_eq!(
+        timed(cms.list(&ctx(""), &sel)).await.unwrap().items.len(),
+        3
+    );
+    let f = ListOptions {
+        field: crate::api::selectors::FieldSelector::parse("metadata.name=cm1").unwrap(),
+        ..Default::default()
+    };
+    assert_eq!(
+        timed(cms.list(&ctx("default"), &f))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let bad = ListOptions {
+        field: crate::api::selectors::FieldSelector::parse("spec.x=1").unwrap(),
+        ..Default::default()
+    };
+    assert!(
+        matches!(timed(cms.list(&ctx("default"), &bad)).await, Err(Error::BadRequest(m)) if m == "field label not supported: spec.x")
+    );
+    let bad_token = ListOptions {
+        continue_token: Some("!!".into()),
+        ..Default::default()
+    };
+    assert!(matches!(
+        timed(cms.list(&ctx("default"), &bad_token)).await,
+        Err(Error::BadRequest(_))
+    ));
+    let empty = timed(cms.list(&ctx("other"), &ListOptions::default()))
+        .await
+        .unwrap();
     assert!(empty.items.is_empty());
 }
 
@@ -142,7 +271,13 @@ async fn watch_list_sends_initial_events_then_bookmark_then_changes() {
     let (_d, r) = registry().await;
     timed(make_ns(&r, "default")).await;
     let leases = store(&r, "coordination.k8s.io", "v1", "leases");
-    timed(create(leases, &ctx("default"), json!({"metadata": {"name": "a"}, "spec": {"holderIdentity": "me"}}))).await.unwrap();
+    timed(create(
+        leases,
+        &ctx("default"),
+        json!({"metadata": {"name": "a"}, "spec": {"holderIdentity": "me"}}),
+    ))
+    .await
+    .unwrap();
     let opts = ListOptions {
         send_initial_events: Some(true),
         resource_version_match: Some("NotOlderThan".into()),
@@ -150,20 +285,54 @@ async fn watch_list_sends_initial_events_then_bookmark_then_changes() {
         ..Default::default()
     };
     let mut w = timed(leases.watch(&ctx("default"), &opts)).await.unwrap();
-    assert!(matches!(timed(w.next()).await, Some(WatchEvent::Added(o)) if o["metadata"]["name"] == "a"));
-    assert!(matches!(timed(w.next()).await, Some(WatchEvent::Bookmark { initial_events_end: true, .. })));
-    let b = timed(create(leases, &ctx("default"), json!({"metadata": {"name": "b"}}))).await.unwrap();
-    assert!(matches!(timed(w.next()).await, Some(WatchEvent::Added(o)) if o["metadata"]["name"] == "b"));
-    timed(leases.delete(&ctx("default"), "b", &DeleteOptions::default())).await.unwrap();
+    assert!(
+        matches!(timed(w.next()).await, Some(WatchEvent::Added(o)) if o["metadata"]["name"] == "a")
+    );
+    assert!(matches!(
+        timed(w.next()).await,
+        Some(WatchEvent::Bookmark {
+            initial_events_end: true,
+            ..
+        })
+    ));
+    let b = timed(create(
+        leases,
+        &ctx("default"),
+        json!({"metadata": {"name": "b"}}),
+    ))
+    .await
+    .unwrap();
+    assert!(
+        matches!(timed(w.next()).await, Some(WatchEvent::Added(o)) if o["metadata"]["name"] == "b")
+    );
+    timed(leases.delete(&ctx("default"), "b", &DeleteOptions::default()))
+        .await
+        .unwrap();
     match timed(w.next()).await {
         Some(WatchEvent::Deleted(o)) => {
-            let rv: i64 = o["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
-            assert!(rv > b["metadata"]["resourceVersion"].as_str().unwrap().parse::<i64>().unwrap());
+            let rv: i64 = o["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(
+                rv > b["metadata"]["resourceVersion"]
+                    .as_str()
+                    .unwrap()
+                    .parse::<i64>()
+                    .unwrap()
+            );
         }
         other => panic!("{other:?}"),
     }
-    let invalid = ListOptions { send_initial_events: Some(true), ..Default::default() };
-    assert!(matches!(timed(leases.watch(&ctx("default"), &invalid)).await, Err(Error::Invalid { .. })));
+    let invalid = ListOptions {
+        send_initial_events: Some(true),
+        ..Default::default()
+    };
+    assert!(matches!(
+        timed(leases.watch(&ctx("default"), &invalid)).await,
+        Err(Error::Invalid { .. })
+    ));
 }
 
 #[tokio::test]
@@ -174,32 +343,60 @@ async fn finalizers_and_namespace_termination() {
     let nss = store(&r, "", "v1", "namespaces");
     let immortal = timed(nss.delete(&ctx(""), "default", &DeleteOptions::default())).await;
     assert!(matches!(immortal, Err(Error::Forbidden { .. })));
-    let pending = timed(nss.delete(&ctx(""), "doomed", &DeleteOptions::default())).await.unwrap();
+    let pending = timed(nss.delete(&ctx(""), "doomed", &DeleteOptions::default()))
+        .await
+        .unwrap();
     assert!(!pending.created_or_gone);
     assert_eq!(pending.object["status"]["phase"], "Terminating");
     assert!(pending.object["metadata"]["deletionTimestamp"].is_string());
     let cms = store(&r, "", "v1", "configmaps");
-    let refused = timed(create(cms, &ctx("doomed"), json!({"metadata": {"name": "x"}}))).await;
-    assert!(matches!(&refused, Err(Error::Forbidden { causes, .. }) if causes[0].0 == "NamespaceTerminating"), "{refused:?}");
+    let refused = timed(create(
+        cms,
+        &ctx("doomed"),
+        json!({"metadata": {"name": "x"}}),
+    ))
+    .await;
+    assert!(
+        matches!(&refused, Err(Error::Forbidden { causes, .. }) if causes[0].0 == "NamespaceTerminating"),
+        "{refused:?}"
+    );
     // finalize removes the kubernetes finalizer and the namespace goes away.
     let fin = |cur: Option<&Value>| {
         let mut v = cur.unwrap().clone();
         v["spec"]["finalizers"] = json!([]);
         Ok(v)
     };
-    timed(nss.update(&ctx(""), "doomed", "finalize", false, &fin)).await.unwrap();
-    assert!(matches!(timed(nss.get(&ctx(""), "doomed")).await, Err(Error::NotFound { .. })));
+    timed(nss.update(&ctx(""), "doomed", "finalize", false, &fin))
+        .await
+        .unwrap();
+    assert!(matches!(
+        timed(nss.get(&ctx(""), "doomed")).await,
+        Err(Error::NotFound { .. })
+    ));
     // A configmap with a finalizer gets a deletionTimestamp and stays until it is removed.
-    timed(create(cms, &ctx("default"), json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}}))).await.unwrap();
-    let held = timed(cms.delete(&ctx("default"), "f", &DeleteOptions::default())).await.unwrap();
+    timed(create(
+        cms,
+        &ctx("default"),
+        json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}}),
+    ))
+    .await
+    .unwrap();
+    let held = timed(cms.delete(&ctx("default"), "f", &DeleteOptions::default()))
+        .await
+        .unwrap();
     assert!(!held.created_or_gone && held.object["metadata"]["deletionTimestamp"].is_string());
     let drop_fin = |cur: Option<&Value>| {
         let mut v = cur.unwrap().clone();
         v["metadata"]["finalizers"] = json!([]);
         Ok(v)
     };
-    timed(cms.update(&ctx("default"), "f", "", false, &drop_fin)).await.unwrap();
-    assert!(matches!(timed(cms.get(&ctx("default"), "f")).await, Err(Error::NotFound { .. })));
+    timed(cms.update(&ctx("default"), "f", "", false, &drop_fin))
+        .await
+        .unwrap();
+    assert!(matches!(
+        timed(cms.get(&ctx("default"), "f")).await,
+        Err(Error::NotFound { .. })
+    ));
 }
 
 #[tokio::test]
@@ -209,10 +406,21 @@ async fn dry_run_and_generate_name_store_nothing_extra() {
     let cms = store(&r, "", "v1", "configmaps");
     let mut dry = ctx("default");
     dry.dry_run = true;
-    let o = timed(create(cms, &dry, json!({"metadata": {"name": "d"}}))).await.unwrap();
+    let o = timed(create(cms, &dry, json!({"metadata": {"name": "d"}})))
+        .await
+        .unwrap();
     assert_eq!(o["metadata"]["name"], "d");
-    assert!(matches!(timed(cms.get(&ctx("default"), "d")).await, Err(Error::NotFound { .. })));
-    let g = timed(create(cms, &ctx("default"), json!({"metadata": {"generateName": "gen-"}}))).await.unwrap();
+    assert!(matches!(
+        timed(cms.get(&ctx("default"), "d")).await,
+        Err(Error::NotFound { .. })
+    ));
+    let g = timed(create(
+        cms,
+        &ctx("default"),
+        json!({"metadata": {"generateName": "gen-"}}),
+    ))
+    .await
+    .unwrap();
     let name = g["metadata"]["name"].as_str().unwrap();
     assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
 }
@@ -228,6 +436,16 @@ async fn events_are_shared_between_versions() {
     assert_eq!(got["apiVersion"], "events.k8s.io/v1");
     assert_eq!(got["note"], "hello");
     assert_eq!(got["regarding"]["name"], "l");
-    let sel = ListOptions { field: crate::api::selectors::FieldSelector::parse("involvedObject.name=l").unwrap(), ..Default::default() };
-    assert_eq!(timed(core.list(&ctx("default"), &sel)).await.unwrap().items.len(), 1);
+    let sel = ListOptions {
+        field: crate::api::selectors::FieldSelector::parse("involvedObject.name=l").unwrap(),
+        ..Default::default()
+    };
+    assert_eq!(
+        timed(core.list(&ctx("default"), &sel))
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
 }

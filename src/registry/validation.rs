@@ -4,8 +4,8 @@
 
 use super::error::FieldError;
 use crate::api::selectors::{
-    is_dns1123_label, label_value_errors, qualified_name_errors,
-    DNS1123_LABEL_MSG, DNS1123_SUBDOMAIN_MSG,
+    is_dns1123_label, label_value_errors, qualified_name_errors, DNS1123_LABEL_MSG,
+    DNS1123_SUBDOMAIN_MSG,
 };
 use serde_json::Value;
 
@@ -38,7 +38,9 @@ pub(crate) fn name_errors(name: &str, rule: NameRule) -> Vec<String> {
                 errs.push("must be no more than 63 characters".to_string());
             }
             let ok_shape = !name.is_empty()
-                && name.bytes().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+                && name
+                    .bytes()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
                 && name.as_bytes()[0].is_ascii_alphanumeric()
                 && name.as_bytes()[name.len() - 1].is_ascii_alphanumeric();
             if !ok_shape {
@@ -58,11 +60,18 @@ fn str_at<'a>(obj: &'a Value, path: &[&str]) -> Option<&'a str> {
 }
 
 /// ValidateObjectMeta: name, namespace, labels, annotations, finalizers.
-pub(crate) fn validate_object_meta(obj: &Value, namespaced: bool, rule: NameRule) -> Vec<FieldError> {
+pub(crate) fn validate_object_meta(
+    obj: &Value,
+    namespaced: bool,
+    rule: NameRule,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let name = str_at(obj, &["metadata", "name"]).unwrap_or("");
     if name.is_empty() {
-        errs.push(FieldError::required("metadata.name", "name or generateName is required"));
+        errs.push(FieldError::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
     } else {
         for e in name_errors(name, rule) {
             errs.push(FieldError::invalid("metadata.name", name, e));
@@ -78,9 +87,15 @@ pub(crate) fn validate_object_meta(obj: &Value, namespaced: bool, rule: NameRule
             }
         }
     } else if !namespace.is_empty() {
-        errs.push(FieldError::forbidden("metadata.namespace", "not allowed on this type"));
+        errs.push(FieldError::forbidden(
+            "metadata.namespace",
+            "not allowed on this type",
+        ));
     }
-    errs.extend(validate_labels(obj.pointer("/metadata/labels"), "metadata.labels"));
+    errs.extend(validate_labels(
+        obj.pointer("/metadata/labels"),
+        "metadata.labels",
+    ));
     if let Some(Value::Object(annotations)) = obj.pointer("/metadata/annotations") {
         let mut total = 0;
         for (k, v) in annotations {
@@ -90,14 +105,21 @@ pub(crate) fn validate_object_meta(obj: &Value, namespaced: bool, rule: NameRule
             total += k.len() + v.as_str().map_or(0, str::len);
         }
         if total > ANNOTATIONS_LIMIT {
-            errs.push(FieldError::too_long("metadata.annotations", ANNOTATIONS_LIMIT));
+            errs.push(FieldError::too_long(
+                "metadata.annotations",
+                ANNOTATIONS_LIMIT,
+            ));
         }
     }
     if let Some(Value::Array(finalizers)) = obj.pointer("/metadata/finalizers") {
         for (i, f) in finalizers.iter().enumerate() {
             let f = f.as_str().unwrap_or("");
             for e in qualified_name_errors(f) {
-                errs.push(FieldError::invalid(format!("metadata.finalizers[{i}]"), f, e));
+                errs.push(FieldError::invalid(
+                    format!("metadata.finalizers[{i}]"),
+                    f,
+                    e,
+                ));
             }
         }
     }
@@ -129,7 +151,11 @@ pub(crate) fn validate_object_meta_update(new: &Value, old: &Value) -> Vec<Field
         let names = |v: &Value| -> Vec<String> {
             v.pointer("/metadata/finalizers")
                 .and_then(Value::as_array)
-                .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|f| f.as_str().map(String::from))
+                        .collect()
+                })
                 .unwrap_or_default()
         };
         let old_f = names(old);
@@ -152,14 +178,35 @@ mod tests {
 
     #[test]
     fn object_meta_errors_match_kube() {
-        let errs = validate_object_meta(&json!({"metadata": {"name": "A_", "namespace": "default"}}), true, NameRule::Subdomain);
+        let errs = validate_object_meta(
+            &json!({"metadata": {"name": "A_", "namespace": "default"}}),
+            true,
+            NameRule::Subdomain,
+        );
         assert_eq!(errs.len(), 1);
-        assert!(errs[0].to_string().starts_with("metadata.name: Invalid value: \"A_\": a lowercase RFC 1123 subdomain"));
-        let errs = validate_object_meta(&json!({"metadata": {"namespace": "default"}}), true, NameRule::Subdomain);
-        assert_eq!(errs[0].to_string(), "metadata.name: Required value: name or generateName is required");
-        let errs = validate_object_meta(&json!({"metadata": {"name": "a.b"}}), false, NameRule::Label);
+        assert!(errs[0]
+            .to_string()
+            .starts_with("metadata.name: Invalid value: \"A_\": a lowercase RFC 1123 subdomain"));
+        let errs = validate_object_meta(
+            &json!({"metadata": {"namespace": "default"}}),
+            true,
+            NameRule::Subdomain,
+        );
+        assert_eq!(
+            errs[0].to_string(),
+            "metadata.name: Required value: name or generateName is required"
+        );
+        let errs = validate_object_meta(
+            &json!({"metadata": {"name": "a.b"}}),
+            false,
+            NameRule::Label,
+        );
         assert_eq!(errs.len(), 1);
-        let errs = validate_object_meta(&json!({"metadata": {"name": "a", "namespace": "d", "labels": {"x": "bad value"}}}), true, NameRule::Subdomain);
+        let errs = validate_object_meta(
+            &json!({"metadata": {"name": "a", "namespace": "d", "labels": {"x": "bad value"}}}),
+            true,
+            NameRule::Subdomain,
+        );
         assert_eq!(errs[0].field, "metadata.labels");
     }
 }

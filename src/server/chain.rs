@@ -11,9 +11,9 @@ use crate::filters::authz::{Authorizer, Decision};
 use crate::filters::{body_limit, in_flight::MaxInFlight, panic, timeout};
 use bytes::Bytes;
 use std::sync::Arc;
-use tracing::Instrument;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// Everything the chain needs, built once by the server.
 pub struct Chain {

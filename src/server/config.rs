@@ -124,7 +124,11 @@ impl Config {
 
     /// The client CA certificates the server trusts (generated client CA + `--client-ca-file`).
     pub fn client_ca_ders(&self) -> Vec<Vec<u8>> {
-        self.pki.client_cas.iter().map(|c| c.as_ref().to_vec()).collect()
+        self.pki
+            .client_cas
+            .iter()
+            .map(|c| c.as_ref().to_vec())
+            .collect()
     }
 
     /// The opened storage (for the few writers that bypass the API, like peer endpoints).

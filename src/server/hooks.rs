@@ -26,7 +26,8 @@ pub type PostStartHookFn =
     Arc<dyn Fn(HookContext) -> BoxFuture<'static, Result<(), HookError>> + Send + Sync>;
 
 /// A pre-shutdown hook: runs once at shutdown, before hook contexts are cancelled.
-pub type PreShutdownHookFn = Arc<dyn Fn() -> BoxFuture<'static, Result<(), HookError>> + Send + Sync>;
+pub type PreShutdownHookFn =
+    Arc<dyn Fn() -> BoxFuture<'static, Result<(), HookError>> + Send + Sync>;
 
 /// Why a hook could not be registered (messages as kube-apiserver's).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]

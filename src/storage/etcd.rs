@@ -15,7 +15,8 @@ use super::{
 };
 use bytes::Bytes;
 use etcd_client::{
-    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, TxnOp, WatchOptions,
+    Client, Compare, CompareOp, ConnectOptions, EventType, GetOptions, PutOptions, TxnOp,
+    WatchOptions,
 };
 use futures::StreamExt;
 use std::time::Duration;
@@ -54,7 +55,11 @@ pub struct EtcdStore {
 impl EtcdStore {
     /// Builds a client for `servers`. Fails only on bad settings (URLs, TLS files), never
     /// because etcd is down.
-    pub async fn connect(servers: &[String], tls: &EtcdTls, health_timeout: Duration) -> Result<EtcdStore> {
+    pub async fn connect(
+        servers: &[String],
+        tls: &EtcdTls,
+        health_timeout: Duration,
+    ) -> Result<EtcdStore> {
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(health_timeout.max(Duration::from_secs(1)))
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(5))
@@ -62,12 +67,22 @@ impl EtcdStore {
         if tls.ca_file.is_some() || tls.cert_file.is_some() {
             opts = opts.with_tls(tls_options(tls)?);
         }
-        let client = Client::connect(servers, Some(opts))
-            .await
-            .map_err(|e| Error::Unavailable(format!("--etcd-servers {}: {e}", servers.join(","))))?;
+        let client = Client::connect(servers, Some(opts)).await.map_err(|e| {
+            Error::Unavailable(format!("--etcd-servers {}: {e}", servers.join(",")))
+        })?;
         let token = CancellationToken::new();
-        tokio::spawn(monitor(client.clone(), servers.join(","), health_timeout, token.clone()));
-        Ok(EtcdStore { client, health_timeout, progress_ok: Default::default(), _monitor: token.drop_guard() })
+        tokio::spawn(monitor(
+            client.clone(),
+            servers.join(","),
+            health_timeout,
+            token.clone(),
+        ));
+        Ok(EtcdStore {
+            client,
+            health_timeout,
+            progress_ok: Default::default(),
+            _monitor: token.drop_guard(),
+        })
     }
 
     /// Whether watches may ask etcd for progress notifications: etcd before 3.5.13 can send
@@ -104,7 +119,13 @@ impl EtcdStore {
     }
 
     /// Writes `value` if the key's mod revision is still `expected` (0 = absent).
-    async fn put_if(&self, key: &str, value: Bytes, expected: Revision, ttl: Option<Duration>) -> Result<Option<KeyValue>> {
+    async fn put_if(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+        ttl: Option<Duration>,
+    ) -> Result<Option<KeyValue>> {
         let mut put_opts = PutOptions::new();
         if let Some(ttl) = ttl {
             let secs = ttl.as_secs_f64().ceil().max(1.0) as i64;
@@ -121,13 +142,19 @@ impl EtcdStore {
             return Ok(None);
         }
         let rev = resp.header().map(|h| h.revision()).unwrap_or_default();
-        Ok(Some(KeyValue { key: key.to_string(), value, create_revision: 0, mod_revision: rev }))
+        Ok(Some(KeyValue {
+            key: key.to_string(),
+            value,
+            create_revision: 0,
+            mod_revision: rev,
+        }))
     }
 }
 
 fn tls_options(tls: &EtcdTls) -> Result<etcd_client::TlsOptions> {
     let read = |p: &std::path::Path| {
-        std::fs::read(p).map_err(|e| Error::Unavailable(format!("cannot read {}: {e}", p.display())))
+        std::fs::read(p)
+            .map_err(|e| Error::Unavailable(format!("cannot read {}: {e}", p.display())))
     };
     let mut t = etcd_client::TlsOptions::new();
     if let Some(ca) = &tls.ca_file {
@@ -157,18 +184,27 @@ async fn call<T>(f: impl std::future::Future<Output = Result<T, etcd_client::Err
 fn map_err(e: etcd_client::Error) -> Error {
     let msg = e.to_string();
     if msg.contains("required revision has been compacted") {
-        return Error::Compacted { requested: 0, oldest: 0 };
+        return Error::Compacted {
+            requested: 0,
+            oldest: 0,
+        };
     }
     if msg.contains("required revision is a future revision") {
-        return Error::TooLargeRevision { requested: 0, current: 0 };
+        return Error::TooLargeRevision {
+            requested: 0,
+            current: 0,
+        };
     }
     Error::Unavailable(format!("etcd: {msg}"))
 }
 
 fn convert(kv: &etcd_client::KeyValue) -> Result<KeyValue> {
-    let key = kv
-        .key_str()
-        .map_err(|_| Error::Corrupt(format!("etcd key {:?} is not UTF-8", String::from_utf8_lossy(kv.key()))))?;
+    let key = kv.key_str().map_err(|_| {
+        Error::Corrupt(format!(
+            "etcd key {:?} is not UTF-8",
+            String::from_utf8_lossy(kv.key())
+        ))
+    })?;
     Ok(KeyValue {
         key: key.to_string(),
         value: Bytes::copy_from_slice(kv.value()),
@@ -191,8 +227,15 @@ fn prefix_end(prefix: &str) -> Vec<u8> {
 
 /// Whether a dotted version string is at least `min`.
 fn version_at_least(version: &str, min: (u64, u64, u64)) -> bool {
-    let mut parts = version.split(|c: char| !c.is_ascii_digit()).filter(|p| !p.is_empty()).map(|p| p.parse::<u64>().unwrap_or(0));
-    let v = (parts.next().unwrap_or(0), parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+    let mut parts = version
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|p| !p.is_empty())
+        .map(|p| p.parse::<u64>().unwrap_or(0));
+    let v = (
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+        parts.next().unwrap_or(0),
+    );
     v >= min
 }
 
@@ -228,17 +271,29 @@ async fn monitor(client: Client, servers: String, timeout: Duration, stop: Cance
 /// One health probe: a read of the key `health`, as kube-apiserver's etcd check does.
 async fn probe(client: &Client, timeout: Duration) -> Result<()> {
     let mut kv = client.kv_client();
-    match tokio::time::timeout(timeout, kv.get("health", Some(GetOptions::new().with_serializable().with_count_only()))).await {
+    match tokio::time::timeout(
+        timeout,
+        kv.get(
+            "health",
+            Some(GetOptions::new().with_serializable().with_count_only()),
+        ),
+    )
+    .await
+    {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(Error::Unavailable(format!("etcd: {e}"))),
-        Err(_) => Err(Error::Unavailable(format!("etcd did not answer within {timeout:?}"))),
+        Err(_) => Err(Error::Unavailable(format!(
+            "etcd did not answer within {timeout:?}"
+        ))),
     }
 }
 
 #[async_trait::async_trait]
 impl Storage for EtcdStore {
     async fn get(&self, key: &str) -> Result<KeyValue> {
-        self.get_kv(key).await?.ok_or_else(|| Error::NotFound { key: key.to_string() })
+        self.get_kv(key).await?.ok_or_else(|| Error::NotFound {
+            key: key.to_string(),
+        })
     }
 
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult> {
@@ -260,22 +315,39 @@ impl Storage for EtcdStore {
         }
         let mut kv = self.client.kv_client();
         let resp = call(kv.get(start, Some(get))).await.map_err(|e| match e {
-            Error::Compacted { .. } => Error::Compacted { requested: requested.unwrap_or(0), oldest: 0 },
-            Error::TooLargeRevision { .. } => Error::TooLargeRevision { requested: requested.unwrap_or(0), current: 0 },
+            Error::Compacted { .. } => Error::Compacted {
+                requested: requested.unwrap_or(0),
+                oldest: 0,
+            },
+            Error::TooLargeRevision { .. } => Error::TooLargeRevision {
+                requested: requested.unwrap_or(0),
+                current: 0,
+            },
             e => e,
         })?;
         let current = resp.header().map(|h| h.revision()).unwrap_or_default();
         if let Some(min) = min {
             if current < min {
-                return Err(Error::TooLargeRevision { requested: min, current });
+                return Err(Error::TooLargeRevision {
+                    requested: min,
+                    current,
+                });
             }
         }
         let items = resp.kvs().iter().map(convert).collect::<Result<Vec<_>>>()?;
         let (next_key, remaining) = match (resp.more(), items.last()) {
-            (true, Some(last)) => (Some(format!("{}\0", last.key)), Some(resp.count() - items.len() as i64)),
+            (true, Some(last)) => (
+                Some(format!("{}\0", last.key)),
+                Some(resp.count() - items.len() as i64),
+            ),
             _ => (None, None),
         };
-        Ok(ListResult { items, revision: requested.unwrap_or(current), next_key, remaining })
+        Ok(ListResult {
+            items,
+            revision: requested.unwrap_or(current),
+            next_key,
+            remaining,
+        })
     }
 
     async fn create(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue> {
@@ -284,20 +356,33 @@ impl Storage for EtcdStore {
                 kv.create_revision = kv.mod_revision;
                 Ok(kv)
             }
-            None => Err(Error::AlreadyExists { key: key.to_string() }),
+            None => Err(Error::AlreadyExists {
+                key: key.to_string(),
+            }),
         }
     }
 
-    async fn guaranteed_update(&self, key: &str, ignore_not_found: bool, update: UpdateFn<'_>) -> Result<KeyValue> {
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        update: UpdateFn<'_>,
+    ) -> Result<KeyValue> {
         loop {
             let cur = self.get_kv(key).await?;
             if cur.is_none() && !ignore_not_found {
-                return Err(Error::NotFound { key: key.to_string() });
+                return Err(Error::NotFound {
+                    key: key.to_string(),
+                });
             }
             let (value, ttl) = match update(cur.as_ref())? {
                 Update::Set(v) => (v, None),
                 Update::SetWithTtl(v, t) => (v, Some(t)),
-                Update::Unchanged => return cur.ok_or_else(|| Error::NotFound { key: key.to_string() }),
+                Update::Unchanged => {
+                    return cur.ok_or_else(|| Error::NotFound {
+                        key: key.to_string(),
+                    })
+                }
             };
             let expected = cur.as_ref().map(|c| c.mod_revision).unwrap_or(0);
             if let Some(mut kv) = self.put_if(key, value, expected, ttl).await? {
@@ -309,10 +394,16 @@ impl Storage for EtcdStore {
 
     async fn delete(&self, key: &str, check: DeleteCheck<'_>) -> Result<KeyValue> {
         loop {
-            let cur = self.get_kv(key).await?.ok_or_else(|| Error::NotFound { key: key.to_string() })?;
+            let cur = self.get_kv(key).await?.ok_or_else(|| Error::NotFound {
+                key: key.to_string(),
+            })?;
             check(&cur)?;
             let txn = etcd_client::Txn::new()
-                .when([Compare::mod_revision(key, CompareOp::Equal, cur.mod_revision)])
+                .when([Compare::mod_revision(
+                    key,
+                    CompareOp::Equal,
+                    cur.mod_revision,
+                )])
                 .and_then([TxnOp::delete(key, None)]);
             let mut kv = self.client.kv_client();
             if call(kv.txn(txn)).await?.succeeded() {
@@ -322,13 +413,20 @@ impl Storage for EtcdStore {
     }
 
     async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream> {
-        let mut opts = WatchOptions::new().with_range(prefix_end(prefix)).with_prev_key().with_progress_notify();
+        let mut opts = WatchOptions::new()
+            .with_range(prefix_end(prefix))
+            .with_prev_key()
+            .with_progress_notify();
         if let Some(after) = after {
             opts = opts.with_start_revision(after + 1);
         }
         let mut wc = self.client.watch_client();
         let stream = call(wc.watch(prefix, Some(opts))).await?;
-        Ok(watch_stream(stream, after.unwrap_or(0), self.progress_requests_safe().await))
+        Ok(watch_stream(
+            stream,
+            after.unwrap_or(0),
+            self.progress_requests_safe().await,
+        ))
     }
 
     async fn current_revision(&self) -> Result<Revision> {
@@ -352,7 +450,11 @@ impl Storage for EtcdStore {
 
 /// Turns etcd watch responses into storage events; the stream ends with `Err(Compacted)` when
 /// etcd cancels the watch for compaction, or `Err(Unavailable)` when the connection breaks.
-fn watch_stream(stream: etcd_client::WatchStream, after: Revision, request_progress: bool) -> WatchStream {
+fn watch_stream(
+    stream: etcd_client::WatchStream,
+    after: Revision,
+    request_progress: bool,
+) -> WatchStream {
     struct St {
         stream: etcd_client::WatchStream,
         pending: std::collections::VecDeque<Result<WatchEvent>>,
@@ -363,7 +465,14 @@ fn watch_stream(stream: etcd_client::WatchStream, after: Revision, request_progr
     }
     let mut tick = tokio::time::interval(PROGRESS_REQUEST_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let st = St { stream, pending: Default::default(), done: false, after, tick, request_progress };
+    let st = St {
+        stream,
+        pending: Default::default(),
+        done: false,
+        after,
+        tick,
+        request_progress,
+    };
     futures::stream::unfold(st, |mut st| async move {
         loop {
             if let Some(item) = st.pending.pop_front() {
@@ -392,9 +501,15 @@ fn watch_stream(stream: etcd_client::WatchStream, after: Revision, request_progr
                 Some(Ok(resp)) => {
                     if resp.canceled() {
                         let err = if resp.compact_revision() > 0 {
-                            Error::Compacted { requested: st.after, oldest: resp.compact_revision() }
+                            Error::Compacted {
+                                requested: st.after,
+                                oldest: resp.compact_revision(),
+                            }
                         } else {
-                            Error::Unavailable(format!("etcd cancelled the watch: {}", resp.cancel_reason()))
+                            Error::Unavailable(format!(
+                                "etcd cancelled the watch: {}",
+                                resp.cancel_reason()
+                            ))
                         };
                         st.pending.push_back(Err(err));
                         continue;
@@ -419,7 +534,9 @@ fn watch_stream(stream: etcd_client::WatchStream, after: Revision, request_progr
 }
 
 fn convert_event(ev: &etcd_client::Event) -> Result<WatchEvent> {
-    let kv = ev.kv().ok_or_else(|| Error::Corrupt("etcd watch event without a key".into()))?;
+    let kv = ev
+        .kv()
+        .ok_or_else(|| Error::Corrupt("etcd watch event without a key".into()))?;
     let kv = convert(kv)?;
     let prev = ev.prev_kv().map(convert).transpose()?;
     Ok(match ev.event_type() {
@@ -429,7 +546,10 @@ fn convert_event(ev: &etcd_client::Event) -> Result<WatchEvent> {
         },
         EventType::Delete => {
             let revision = kv.mod_revision;
-            let prev = prev.unwrap_or(KeyValue { mod_revision: revision, ..kv });
+            let prev = prev.unwrap_or(KeyValue {
+                mod_revision: revision,
+                ..kv
+            });
             WatchEvent::Deleted { prev, revision }
         }
     })

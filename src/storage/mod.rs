@@ -214,7 +214,11 @@ pub enum BackendConfig {
 pub async fn open(config: Config) -> Result<std::sync::Arc<dyn Storage>> {
     let backend = open_backend(&config).await?;
     if config.watch_cache {
-        return Ok(std::sync::Arc::new(Cacher::new(backend, &config.prefix, CacherOptions::default())));
+        return Ok(std::sync::Arc::new(Cacher::new(
+            backend,
+            &config.prefix,
+            CacherOptions::default(),
+        )));
     }
     Ok(backend)
 }
@@ -228,11 +232,22 @@ async fn open_backend(config: &Config) -> Result<std::sync::Arc<dyn Storage>> {
             // Opening may read and repair the file: keep it off the async workers.
             let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&dir, interval))
                 .await
-                .map_err(|e| Error::Unavailable(format!("opening the embedded store failed: {e}")))??;
+                .map_err(|e| {
+                    Error::Unavailable(format!("opening the embedded store failed: {e}"))
+                })??;
             Ok(std::sync::Arc::new(store))
         }
-        BackendConfig::Etcd { servers, ca_file, cert_file, key_file } => {
-            let tls = EtcdTls { ca_file: ca_file.clone(), cert_file: cert_file.clone(), key_file: key_file.clone() };
+        BackendConfig::Etcd {
+            servers,
+            ca_file,
+            cert_file,
+            key_file,
+        } => {
+            let tls = EtcdTls {
+                ca_file: ca_file.clone(),
+                cert_file: cert_file.clone(),
+                key_file: key_file.clone(),
+            };
             let store = EtcdStore::connect(servers, &tls, config.healthcheck_timeout).await?;
             Ok(std::sync::Arc::new(store))
         }

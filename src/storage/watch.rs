@@ -50,7 +50,13 @@ pub(crate) fn event_key(ev: &WatchEvent) -> &str {
 impl Hub {
     /// A hub whose last published revision is `revision`.
     pub fn new(revision: Revision, capacity: usize) -> Hub {
-        Hub { inner: Mutex::new(Inner { revision, slots: Vec::new() }), capacity: capacity.max(1) }
+        Hub {
+            inner: Mutex::new(Inner {
+                revision,
+                slots: Vec::new(),
+            }),
+            capacity: capacity.max(1),
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -76,7 +82,12 @@ impl Hub {
         let overflow = Arc::new(AtomicBool::new(false));
         let mut inner = self.lock();
         let rev = inner.revision;
-        inner.slots.push(Slot { prefix: prefix.to_string(), tx, overflow: overflow.clone(), last_sent: rev });
+        inner.slots.push(Slot {
+            prefix: prefix.to_string(),
+            tx,
+            overflow: overflow.clone(),
+            last_sent: rev,
+        });
         (rev, Subscription { rx, overflow })
     }
 
@@ -102,7 +113,9 @@ impl Hub {
     pub fn progress(&self) {
         let mut inner = self.lock();
         let rev = inner.revision;
-        inner.slots.retain_mut(|slot| slot.last_sent >= rev || send(slot, WatchEvent::Progress(rev)));
+        inner
+            .slots
+            .retain_mut(|slot| slot.last_sent >= rev || send(slot, WatchEvent::Progress(rev)));
     }
 
     /// Ends every watcher (their streams end without error).
@@ -139,7 +152,11 @@ fn send(slot: &mut Slot, ev: WatchEvent) -> bool {
 /// Builds a watch stream: `replay` first, then live events after `after` (events at or below
 /// it are skipped), ending with `Err(Compacted)` if the watcher was cut off for falling behind.
 pub(crate) fn stream(replay: Vec<WatchEvent>, sub: Subscription, after: Revision) -> WatchStream {
-    let last = replay.last().map(|e| e.revision()).unwrap_or(after).max(after);
+    let last = replay
+        .last()
+        .map(|e| e.revision())
+        .unwrap_or(after)
+        .max(after);
     let Subscription { rx, overflow } = sub;
     struct State {
         rx: mpsc::Receiver<WatchEvent>,
@@ -147,35 +164,47 @@ pub(crate) fn stream(replay: Vec<WatchEvent>, sub: Subscription, after: Revision
         last: Revision,
         done: bool,
     }
-    let live = futures::stream::unfold(State { rx, overflow, last, done: false }, |mut st| async move {
-        if st.done {
-            return None;
-        }
-        loop {
-            match st.rx.recv().await {
-                Some(ev) => {
-                    let rev = ev.revision();
-                    let skip = match ev {
-                        WatchEvent::Progress(_) => rev < st.last,
-                        _ => rev <= st.last,
-                    };
-                    if skip {
-                        continue;
-                    }
-                    st.last = rev;
-                    return Some((Ok(ev), st));
-                }
-                None if st.overflow.load(Ordering::Acquire) => {
-                    st.done = true;
-                    let err: Result<WatchEvent> =
-                        Err(Error::Compacted { requested: st.last + 1, oldest: st.last + 2 });
-                    return Some((err, st));
-                }
-                None => return None,
+    let live = futures::stream::unfold(
+        State {
+            rx,
+            overflow,
+            last,
+            done: false,
+        },
+        |mut st| async move {
+            if st.done {
+                return None;
             }
-        }
-    });
-    futures::stream::iter(replay.into_iter().map(Ok)).chain(live).boxed()
+            loop {
+                match st.rx.recv().await {
+                    Some(ev) => {
+                        let rev = ev.revision();
+                        let skip = match ev {
+                            WatchEvent::Progress(_) => rev < st.last,
+                            _ => rev <= st.last,
+                        };
+                        if skip {
+                            continue;
+                        }
+                        st.last = rev;
+                        return Some((Ok(ev), st));
+                    }
+                    None if st.overflow.load(Ordering::Acquire) => {
+                        st.done = true;
+                        let err: Result<WatchEvent> = Err(Error::Compacted {
+                            requested: st.last + 1,
+                            oldest: st.last + 2,
+                        });
+                        return Some((err, st));
+                    }
+                    None => return None,
+                }
+            }
+        },
+    );
+    futures::stream::iter(replay.into_iter().map(Ok))
+        .chain(live)
+        .boxed()
 }
 
 #[cfg(test)]
@@ -198,9 +227,16 @@ mod tests {
         let hub = Hub::new(1, 16);
         let (rev, sub) = hub.subscribe("/a/");
         assert_eq!(rev, 1);
-        hub.publish(&[created("/a/x", 2), created("/b/y", 3), created("/a/z", 4)], 4);
+        hub.publish(
+            &[created("/a/x", 2), created("/b/y", 3), created("/a/z", 4)],
+            4,
+        );
         let mut s = stream(vec![created("/a/x", 2)], sub, 1);
-        let got: Vec<_> = (&mut s).take(2).map(|e| e.unwrap().revision()).collect().await;
+        let got: Vec<_> = (&mut s)
+            .take(2)
+            .map(|e| e.unwrap().revision())
+            .collect()
+            .await;
         assert_eq!(got, vec![2, 4]);
         hub.progress();
         hub.publish(&[created("/b/q", 5)], 5);

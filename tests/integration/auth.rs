@@ -109,7 +109,9 @@ async fn operator_serving_cert_and_loopback_client() {
     let dir = tempfile::tempdir().unwrap();
     let key = KeyPair::generate().unwrap();
     let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-    params.distinguished_name.push(DnType::CommonName, "operator-cert");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "operator-cert");
     let cert = params.self_signed(&key).unwrap();
     let (crt, keyf) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
     std::fs::write(&crt, cert.pem()).unwrap();
@@ -126,7 +128,13 @@ async fn operator_serving_cert_and_loopback_client() {
     ]))
     .await;
     assert_eq!(server.ca_pem, cert.pem());
-    let out = server.kubectl(&["get", "--raw", "/readyz/poststarthook/loopback-probe"]).await;
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = server
+        .kubectl(&["get", "--raw", "/readyz/poststarthook/loopback-probe"])
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(out.stdout, b"ok");
 }

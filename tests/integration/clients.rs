@@ -54,7 +54,9 @@ fn python() -> String {
 
 #[tokio::test]
 async fn python_client_crud_conflict_and_watch() {
-    let probe = std::process::Command::new(python()).args(["-c", "import kubernetes"]).output();
+    let probe = std::process::Command::new(python())
+        .args(["-c", "import kubernetes"])
+        .output();
     if !probe.is_ok_and(|o| o.status.success()) {
         panic!(
             "the Python `kubernetes` client is not installed: run the suite through scripts/test.sh \
@@ -66,7 +68,11 @@ async fn python_client_crud_conflict_and_watch() {
     let out = within(
         Duration::from_secs(90),
         "python client",
-        tokio::process::Command::new(python()).args(["-c", SCRIPT]).arg(server.kubeconfig()).kill_on_drop(true).output(),
+        tokio::process::Command::new(python())
+            .args(["-c", SCRIPT])
+            .arg(server.kubeconfig())
+            .kill_on_drop(true)
+            .output(),
     )
     .await
     .unwrap();

@@ -17,11 +17,19 @@ pub(crate) async fn call(
     if let Some((ct, bytes)) = body {
         rb = rb.header("content-type", ct).body(bytes);
     }
-    let resp = within(Duration::from_secs(30), url, rb.send()).await.expect("request");
+    let resp = within(Duration::from_secs(30), url, rb.send())
+        .await
+        .expect("request");
     let code = resp.status().as_u16();
     let headers = resp.headers().clone();
-    let text = within(Duration::from_secs(30), url, resp.text()).await.unwrap();
-    (code, serde_json::from_str(&text).unwrap_or(Value::Null), headers)
+    let text = within(Duration::from_secs(30), url, resp.text())
+        .await
+        .unwrap();
+    (
+        code,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+        headers,
+    )
 }
 
 /// Waits until the system namespaces controller created `default` (it runs after /readyz).
@@ -42,7 +50,11 @@ pub(crate) fn js(v: Value) -> Option<(&'static str, Vec<u8>)> {
 }
 
 fn out(o: &std::process::Output) -> String {
-    format!("stdout:\n{}\nstderr:\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "stdout:\n{}\nstderr:\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[tokio::test]
@@ -51,37 +63,98 @@ async fn kubectl_basic_commands() {
     let o = server.kubectl(&["api-resources"]).await;
     assert!(o.status.success(), "{}", out(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    for line in ["configmaps", "leases", "leasecandidates", "selfsubjectreviews", "namespaces"] {
+    for line in [
+        "configmaps",
+        "leases",
+        "leasecandidates",
+        "selfsubjectreviews",
+        "namespaces",
+    ] {
         assert!(text.contains(line), "{line} missing:\n{text}");
     }
-    assert!(text.lines().any(|l| l.starts_with("configmaps") && l.contains(" cm ")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("configmaps") && l.contains(" cm ")),
+        "{text}"
+    );
     let o = server.kubectl(&["create", "ns", "team-a"]).await;
     assert!(o.status.success(), "{}", out(&o));
-    let o = server.kubectl(&["create", "configmap", "settings", "-n", "team-a", "--from-literal=mode=fast"]).await;
+    let o = server
+        .kubectl(&[
+            "create",
+            "configmap",
+            "settings",
+            "-n",
+            "team-a",
+            "--from-literal=mode=fast",
+        ])
+        .await;
     assert!(o.status.success(), "{}", out(&o));
-    let o = server.kubectl(&["get", "configmap", "settings", "-n", "team-a", "-o", "jsonpath={.data.mode}"]).await;
+    let o = server
+        .kubectl(&[
+            "get",
+            "configmap",
+            "settings",
+            "-n",
+            "team-a",
+            "-o",
+            "jsonpath={.data.mode}",
+        ])
+        .await;
     assert_eq!(String::from_utf8_lossy(&o.stdout), "fast", "{}", out(&o));
     let o = server.kubectl(&["get", "cm", "-n", "team-a"]).await;
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.starts_with("NAME") && text.contains("DATA") && text.contains("settings"), "{}", out(&o));
+    assert!(
+        text.starts_with("NAME") && text.contains("DATA") && text.contains("settings"),
+        "{}",
+        out(&o)
+    );
     let o = server.kubectl(&["get", "leases", "-A"]).await;
     assert!(o.status.success(), "{}", out(&o));
-    assert!(String::from_utf8_lossy(&o.stdout).contains("HOLDER"), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("HOLDER"),
+        "{}",
+        out(&o)
+    );
     let o = server.kubectl(&["get", "leasecandidates", "-A"]).await;
     assert!(o.status.success(), "{}", out(&o));
     let o = server.kubectl(&["auth", "whoami"]).await;
-    assert!(o.status.success() && String::from_utf8_lossy(&o.stdout).contains("Username"), "{}", out(&o));
-    let o = server.kubectl(&["auth", "can-i", "create", "configmaps"]).await;
-    assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "yes", "{}", out(&o));
+    assert!(
+        o.status.success() && String::from_utf8_lossy(&o.stdout).contains("Username"),
+        "{}",
+        out(&o)
+    );
+    let o = server
+        .kubectl(&["auth", "can-i", "create", "configmaps"])
+        .await;
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "yes",
+        "{}",
+        out(&o)
+    );
     let o = server.kubectl(&["get", "cm", "nope", "-n", "team-a"]).await;
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("Error from server (NotFound): configmaps \"nope\" not found"), "{}", out(&o));
-    let o = server.kubectl(&["delete", "ns", "team-a", "--timeout=60s"]).await;
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("Error from server (NotFound): configmaps \"nope\" not found"),
+        "{}",
+        out(&o)
+    );
+    let o = server
+        .kubectl(&["delete", "ns", "team-a", "--timeout=60s"])
+        .await;
     assert!(o.status.success(), "{}", out(&o));
-    let o = server.kubectl(&["wait", "--for=delete", "ns/team-a", "--timeout=60s"]).await;
+    let o = server
+        .kubectl(&["wait", "--for=delete", "ns/team-a", "--timeout=60s"])
+        .await;
     assert!(o.status.success(), "{}", out(&o));
     let o = server.kubectl(&["delete", "ns", "kube-system"]).await;
-    assert!(String::from_utf8_lossy(&o.stderr).contains("this namespace may not be deleted"), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("this namespace may not be deleted"),
+        "{}",
+        out(&o)
+    );
 }
 
 #[tokio::test]
@@ -94,7 +167,10 @@ async fn http_crud_conflict_dry_run_and_paging() {
     let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l1"}, "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}});
     let (code, created, _) = call(&c, M::POST, &base, js(lease.clone())).await;
     assert_eq!(code, 201, "{created}");
-    let rv = created["metadata"]["resourceVersion"].as_str().unwrap().to_string();
+    let rv = created["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let (code, dup, _) = call(&c, M::POST, &base, js(lease.clone())).await;
     assert_eq!((code, dup["reason"].as_str()), (409, Some("AlreadyExists")));
     let mut upd = created.clone();
@@ -106,8 +182,21 @@ async fn http_crud_conflict_dry_run_and_paging() {
     assert_eq!(code, 409);
     assert_eq!(conflict["message"], "Operation cannot be fulfilled on leases.coordination.k8s.io \"l1\": the object has been modified; please apply your changes to the latest version and try again");
     // Merge patch.
-    let (code, patched, _) = call(&c, M::PATCH, &format!("{base}/l1"), Some(("application/merge-patch+json", br#"{"spec":{"holderIdentity":"c"}}"#.to_vec()))).await;
-    assert_eq!((code, patched["spec"]["holderIdentity"].as_str()), (200, Some("c")), "{patched}");
+    let (code, patched, _) = call(
+        &c,
+        M::PATCH,
+        &format!("{base}/l1"),
+        Some((
+            "application/merge-patch+json",
+            br#"{"spec":{"holderIdentity":"c"}}"#.to_vec(),
+        )),
+    )
+    .await;
+    assert_eq!(
+        (code, patched["spec"]["holderIdentity"].as_str()),
+        (200, Some("c")),
+        "{patched}"
+    );
     // dryRun stores nothing.
     let dry = json!({"metadata": {"name": "dry"}, "spec": {}});
     let (code, _, _) = call(&c, M::POST, &format!("{base}?dryRun=All"), js(dry)).await;
@@ -116,7 +205,13 @@ async fn http_crud_conflict_dry_run_and_paging() {
     assert_eq!(code, 404);
     // generateName.
     for _ in 0..4 {
-        let (code, g, _) = call(&c, M::POST, &base, js(json!({"metadata": {"generateName": "gen-"}}))).await;
+        let (code, g, _) = call(
+            &c,
+            M::POST,
+            &base,
+            js(json!({"metadata": {"generateName": "gen-"}})),
+        )
+        .await;
         assert_eq!(code, 201, "{g}");
         assert!(g["metadata"]["name"].as_str().unwrap().starts_with("gen-"));
     }
@@ -127,22 +222,54 @@ async fn http_crud_conflict_dry_run_and_paging() {
     assert_eq!(p1["items"].as_array().unwrap().len(), 2);
     assert_eq!(p1["metadata"]["remainingItemCount"], 3);
     let token = p1["metadata"]["continue"].as_str().unwrap();
-    let (_, p2, _) = call(&c, M::GET, &format!("{base}?limit=10&continue={token}"), None).await;
+    let (_, p2, _) = call(
+        &c,
+        M::GET,
+        &format!("{base}?limit=10&continue={token}"),
+        None,
+    )
+    .await;
     assert_eq!(p2["items"].as_array().unwrap().len(), 3);
     assert!(p2["metadata"].get("continue").is_none());
     // Empty lists carry "items": [].
-    let (_, empty, _) = call(&c, M::GET, &server.url("/api/v1/namespaces/default/secrets"), None).await;
+    let (_, empty, _) = call(
+        &c,
+        M::GET,
+        &server.url("/api/v1/namespaces/default/secrets"),
+        None,
+    )
+    .await;
     assert_eq!(empty["items"], json!([]));
     // Table.
-    let resp = within(Duration::from_secs(30), "table", c.get(&base).header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json").send()).await.unwrap();
+    let resp = within(
+        Duration::from_secs(30),
+        "table",
+        c.get(&base)
+            .header(
+                "accept",
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json",
+            )
+            .send(),
+    )
+    .await
+    .unwrap();
     let table: Value = resp.json().await.unwrap();
     assert_eq!(table["kind"], "Table");
-    let cols: Vec<&str> = table["columnDefinitions"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let cols: Vec<&str> = table["columnDefinitions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
     assert_eq!(cols, vec!["Name", "Holder", "Age"]);
     assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
     // Delete → Success Status; the lease is gone.
     let (code, st, _) = call(&c, M::DELETE, &format!("{base}/l1"), None).await;
-    assert_eq!((code, st["status"].as_str(), st["details"]["kind"].as_str()), (200, Some("Success"), Some("leases")), "{st}");
+    assert_eq!(
+        (code, st["status"].as_str(), st["details"]["kind"].as_str()),
+        (200, Some("Success"), Some("leases")),
+        "{st}"
+    );
     // deletecollection.
     let (code, dl, _) = call(&c, M::DELETE, &base, None).await;
     assert_eq!(code, 200, "{dl}");
@@ -155,16 +282,47 @@ async fn namespace_lifecycle_admission() {
     let server = TestServer::start().await;
     let c = server.admin_http();
     use reqwest::Method as M;
-    let (code, st, _) = call(&c, M::POST, &server.url("/api/v1/namespaces/missing/configmaps"), js(json!({"metadata": {"name": "x"}}))).await;
-    assert_eq!((code, st["message"].as_str()), (404, Some("namespaces \"missing\" not found")));
-    let (code, _, _) = call(&c, M::POST, &server.url("/api/v1/namespaces"), js(json!({"metadata": {"name": "held"}}))).await;
+    let (code, st, _) = call(
+        &c,
+        M::POST,
+        &server.url("/api/v1/namespaces/missing/configmaps"),
+        js(json!({"metadata": {"name": "x"}})),
+    )
+    .await;
+    assert_eq!(
+        (code, st["message"].as_str()),
+        (404, Some("namespaces \"missing\" not found"))
+    );
+    let (code, _, _) = call(
+        &c,
+        M::POST,
+        &server.url("/api/v1/namespaces"),
+        js(json!({"metadata": {"name": "held"}})),
+    )
+    .await;
     assert_eq!(code, 201);
     // A configmap with a finalizer keeps the namespace terminating.
-    let (code, _, _) = call(&c, M::POST, &server.url("/api/v1/namespaces/held/configmaps"), js(json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}}))).await;
+    let (code, _, _) = call(
+        &c,
+        M::POST,
+        &server.url("/api/v1/namespaces/held/configmaps"),
+        js(json!({"metadata": {"name": "f", "finalizers": ["example.com/hold"]}})),
+    )
+    .await;
     assert_eq!(code, 201);
     let (code, ns, _) = call(&c, M::DELETE, &server.url("/api/v1/namespaces/held"), None).await;
-    assert_eq!((code, ns["status"]["phase"].as_str()), (200, Some("Terminating")), "{ns}");
-    let (code, st, _) = call(&c, M::POST, &server.url("/api/v1/namespaces/held/configmaps"), js(json!({"metadata": {"name": "y"}}))).await;
+    assert_eq!(
+        (code, ns["status"]["phase"].as_str()),
+        (200, Some("Terminating")),
+        "{ns}"
+    );
+    let (code, st, _) = call(
+        &c,
+        M::POST,
+        &server.url("/api/v1/namespaces/held/configmaps"),
+        js(json!({"metadata": {"name": "y"}})),
+    )
+    .await;
     assert_eq!(code, 403, "{st}");
     assert_eq!(st["details"]["causes"][0]["reason"], "NamespaceTerminating");
     assert_eq!(st["message"], "configmaps \"y\" is forbidden: unable to create new content in namespace held because it is being terminated");
@@ -179,28 +337,52 @@ async fn server_side_apply_and_managed_fields() {
     let url = server.url("/api/v1/namespaces/default/configmaps/ssa");
     let apply = |mgr: &str, force: bool, data: Value| {
         let body = serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": data})).unwrap();
-        (format!("{url}?fieldManager={mgr}&force={force}"), Some(("application/apply-patch+yaml", body)))
+        (
+            format!("{url}?fieldManager={mgr}&force={force}"),
+            Some(("application/apply-patch+yaml", body)),
+        )
     };
     let (u, b) = apply("alice", false, json!({"a": "1"}));
     let (code, created, _) = call(&c, M::PATCH, &u, b).await;
     assert_eq!(code, 201, "{created}");
     assert_eq!(created["metadata"]["managedFields"][0]["manager"], "alice");
-    assert_eq!(created["metadata"]["managedFields"][0]["operation"], "Apply");
+    assert_eq!(
+        created["metadata"]["managedFields"][0]["operation"],
+        "Apply"
+    );
     let (u, b) = apply("bob", false, json!({"a": "2"}));
     let (code, conflict, _) = call(&c, M::PATCH, &u, b).await;
     assert_eq!(code, 409, "{conflict}");
-    assert_eq!(conflict["details"]["causes"][0]["reason"], "FieldManagerConflict");
+    assert_eq!(
+        conflict["details"]["causes"][0]["reason"],
+        "FieldManagerConflict"
+    );
     let (u, b) = apply("bob", true, json!({"a": "2"}));
     let (code, forced, _) = call(&c, M::PATCH, &u, b).await;
-    assert_eq!((code, forced["data"]["a"].as_str()), (200, Some("2")), "{forced}");
+    assert_eq!(
+        (code, forced["data"]["a"].as_str()),
+        (200, Some("2")),
+        "{forced}"
+    );
     // A plain update records an Update entry for its manager.
     let mut cm = forced.clone();
     cm["data"]["b"] = json!("3");
     let (code, updated, _) = call(&c, M::PUT, &format!("{url}?fieldManager=carol"), js(cm)).await;
     assert_eq!(code, 200, "{updated}");
-    let managers: Vec<&str> = updated["metadata"]["managedFields"].as_array().unwrap().iter().map(|m| m["manager"].as_str().unwrap()).collect();
+    let managers: Vec<&str> = updated["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["manager"].as_str().unwrap())
+        .collect();
     assert!(managers.contains(&"carol"), "{managers:?}");
-    let (code, st, _) = call(&c, M::PATCH, &url, Some(("application/apply-patch+yaml", b"data: {}".to_vec()))).await;
+    let (code, st, _) = call(
+        &c,
+        M::PATCH,
+        &url,
+        Some(("application/apply-patch+yaml", b"data: {}".to_vec())),
+    )
+    .await;
     assert_eq!(code, 422, "fieldManager is required: {st}");
 }
 
@@ -231,16 +413,41 @@ async fn kubectl_apply_and_patch() {
     write("w");
     assert_eq!(run(vec!["apply"]).await, "configmap/applied configured");
     write("x");
-    assert_eq!(run(vec!["apply", "--server-side", "--force-conflicts"]).await, "configmap/applied serverside-applied");
+    assert_eq!(
+        run(vec!["apply", "--server-side", "--force-conflicts"]).await,
+        "configmap/applied serverside-applied"
+    );
     for (kind, patch) in [
         ("merge", r#"{"data":{"m":"1"}}"#),
         ("json", r#"[{"op":"add","path":"/data/j","value":"2"}]"#),
         ("strategic", r#"{"data":{"s":"3"}}"#),
     ] {
-        let o = server.kubectl(&["patch", "configmap", "applied", "-n", "default", "--type", kind, "-p", patch]).await;
+        let o = server
+            .kubectl(&[
+                "patch",
+                "configmap",
+                "applied",
+                "-n",
+                "default",
+                "--type",
+                kind,
+                "-p",
+                patch,
+            ])
+            .await;
         assert!(o.status.success(), "{kind}: {}", out(&o));
     }
-    let o = server.kubectl(&["get", "configmap", "applied", "-n", "default", "-o", "jsonpath={.data}"]).await;
+    let o = server
+        .kubectl(&[
+            "get",
+            "configmap",
+            "applied",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.data}",
+        ])
+        .await;
     let data: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(data, json!({"j": "2", "k": "x", "m": "1", "s": "3"}));
 }
@@ -260,7 +467,11 @@ impl Drop for Etcd {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 fn start_etcd() -> Option<Etcd> {
@@ -269,15 +480,30 @@ fn start_etcd() -> Option<Etcd> {
     let url = format!("http://127.0.0.1:{client}");
     let child = std::process::Command::new("etcd")
         .args(["--data-dir", &dir.path().display().to_string()])
-        .args(["--listen-client-urls", &url, "--advertise-client-urls", &url])
+        .args([
+            "--listen-client-urls",
+            &url,
+            "--advertise-client-urls",
+            &url,
+        ])
         .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
-        .args(["--initial-advertise-peer-urls", &format!("http://127.0.0.1:{peer}")])
-        .args(["--initial-cluster", &format!("default=http://127.0.0.1:{peer}")])
+        .args([
+            "--initial-advertise-peer-urls",
+            &format!("http://127.0.0.1:{peer}"),
+        ])
+        .args([
+            "--initial-cluster",
+            &format!("default=http://127.0.0.1:{peer}"),
+        ])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()
         .ok()?;
-    Some(Etcd { child, _dir: dir, url })
+    Some(Etcd {
+        child,
+        _dir: dir,
+        url,
+    })
 }
 
 #[tokio::test]
@@ -285,23 +511,70 @@ async fn crud_and_watch_list_on_real_etcd() {
     let Some(etcd) = start_etcd() else {
         panic!("etcd is not on PATH: run the suite through scripts/test.sh, which installs it");
     };
-    let server = TestServer::start_with(crate::support::Options::default().args(["--etcd-servers".to_string(), etcd.url.clone()])).await;
+    let server = TestServer::start_with(
+        crate::support::Options::default().args(["--etcd-servers".to_string(), etcd.url.clone()]),
+    )
+    .await;
     wait_default(&server).await;
-    let o = server.kubectl(&["create", "configmap", "on-etcd", "-n", "default", "--from-literal=a=1"]).await;
+    let o = server
+        .kubectl(&[
+            "create",
+            "configmap",
+            "on-etcd",
+            "-n",
+            "default",
+            "--from-literal=a=1",
+        ])
+        .await;
     assert!(o.status.success(), "{}", out(&o));
     let c = server.admin_http();
     use reqwest::Method as M;
     let base = server.url("/apis/coordination.k8s.io/v1/namespaces/default/leases");
-    let (code, l, _) = call(&c, M::POST, &base, js(json!({"metadata": {"name": "e1"}, "spec": {"holderIdentity": "a"}}))).await;
+    let (code, l, _) = call(
+        &c,
+        M::POST,
+        &base,
+        js(json!({"metadata": {"name": "e1"}, "spec": {"holderIdentity": "a"}})),
+    )
+    .await;
     assert_eq!(code, 201, "{l}");
     let mut stale = l.clone();
     stale["spec"]["holderIdentity"] = json!("b");
-    assert_eq!(call(&c, M::PUT, &format!("{base}/e1"), js(stale.clone())).await.0, 200);
-    assert_eq!(call(&c, M::PUT, &format!("{base}/e1"), js(stale)).await.0, 409);
-    let o = server.kubectl(&["get", "leases", "-n", "default", "e1", "-o", "jsonpath={.spec.holderIdentity}"]).await;
+    assert_eq!(
+        call(&c, M::PUT, &format!("{base}/e1"), js(stale.clone()))
+            .await
+            .0,
+        200
+    );
+    assert_eq!(
+        call(&c, M::PUT, &format!("{base}/e1"), js(stale)).await.0,
+        409
+    );
+    let o = server
+        .kubectl(&[
+            "get",
+            "leases",
+            "-n",
+            "default",
+            "e1",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ])
+        .await;
     assert_eq!(String::from_utf8_lossy(&o.stdout), "b", "{}", out(&o));
-    let o = server.kubectl(&["delete", "configmap", "on-etcd", "-n", "default"]).await;
+    let o = server
+        .kubectl(&["delete", "configmap", "on-etcd", "-n", "default"])
+        .await;
     assert!(o.status.success(), "{}", out(&o));
-    let o = server.kubectl(&["wait", "--for=delete", "configmap/on-etcd", "-n", "default", "--timeout=30s"]).await;
+    let o = server
+        .kubectl(&[
+            "wait",
+            "--for=delete",
+            "configmap/on-etcd",
+            "-n",
+            "default",
+            "--timeout=30s",
+        ])
+        .await;
     assert!(o.status.success(), "{}", out(&o));
 }

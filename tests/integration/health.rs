@@ -51,7 +51,13 @@ async fn anonymous_livez_is_plain_ok() {
     let v: serde_json::Value = serde_json::from_str(&body).unwrap();
     let minor = v["minor"].as_str().unwrap();
     assert!(minor.parse::<u32>().is_ok(), "{body}");
-    assert!(v["gitVersion"].as_str().unwrap().starts_with(&format!("v1.{minor}.")), "{body}");
+    assert!(
+        v["gitVersion"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("v1.{minor}.")),
+        "{body}"
+    );
 }
 
 #[tokio::test]
@@ -61,13 +67,22 @@ async fn verbose_exclude_and_subpath_formats() {
     let (code, body) = get_text(&anon, &server.url("/livez?verbose")).await;
     assert_eq!(code, 200);
     // ping, log, etcd, then one line per post-start hook; no readiness-only checks.
-    assert!(body.starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n"), "{body}");
+    assert!(
+        body.starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n"),
+        "{body}"
+    );
     assert!(body.ends_with("livez check passed\n"), "{body}");
     let lines: Vec<&str> = body.lines().collect();
     for line in &lines[3..lines.len() - 1] {
-        assert!(line.starts_with("[+]poststarthook/") && line.ends_with(" ok"), "{line}");
+        assert!(
+            line.starts_with("[+]poststarthook/") && line.ends_with(" ok"),
+            "{line}"
+        );
     }
-    assert!(!body.contains("shutdown") && !body.contains("etcd-readiness"), "{body}");
+    assert!(
+        !body.contains("shutdown") && !body.contains("etcd-readiness"),
+        "{body}"
+    );
 
     let (code, body) = get_text(
         &anon,
@@ -76,7 +91,9 @@ async fn verbose_exclude_and_subpath_formats() {
     .await;
     assert_eq!(code, 200);
     assert!(
-        body.starts_with("[+]ping ok\n[+]log excluded: ok\n[+]etcd excluded: ok\n[+]etcd-readiness ok\n"),
+        body.starts_with(
+            "[+]ping ok\n[+]log excluded: ok\n[+]etcd excluded: ok\n[+]etcd-readiness ok\n"
+        ),
         "{body}"
     );
     assert!(
@@ -138,12 +155,22 @@ async fn oversized_body_is_413() {
 #[tokio::test]
 async fn alpn_offers_h2_unless_disabled() {
     let server = TestServer::start().await;
-    let resp = server.anonymous_http().get(server.url("/livez")).send().await.unwrap();
+    let resp = server
+        .anonymous_http()
+        .get(server.url("/livez"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.version(), reqwest::Version::HTTP_2);
     let http1 = TestServer::start_with(
         crate::support::Options::default().args(["--disable-http2-serving"]),
     )
     .await;
-    let resp = http1.anonymous_http().get(http1.url("/livez")).send().await.unwrap();
+    let resp = http1
+        .anonymous_http()
+        .get(http1.url("/livez"))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(resp.version(), reqwest::Version::HTTP_11);
 }

@@ -182,7 +182,11 @@ async fn health_outputs_match_the_server() {
     assert_eq!(yaml, json);
 
     let run = kapi(&server, &["health", "--color", "always", "--no-headers"]).await;
-    assert!(run.stdout.contains("\u{1b}[") && run.stdout.contains("ok"), "{:?}", run.stdout);
+    assert!(
+        run.stdout.contains("\u{1b}[") && run.stdout.contains("ok"),
+        "{:?}",
+        run.stdout
+    );
     let run = kapi(&server, &["health", "--color", "never", "--no-headers"]).await;
     assert!(!run.stdout.contains('\u{1b}'));
 

@@ -17,15 +17,31 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("filters", &["api"]),
     ("registry", &["storage", "api"]),
     ("endpoints", &["registry", "api"]),
-    ("server", &["options", "filters", "endpoints", "registry", "storage", "api"]),
+    (
+        "server",
+        &[
+            "options",
+            "filters",
+            "endpoints",
+            "registry",
+            "storage",
+            "api",
+        ],
+    ),
     ("controllers", &["api", "server::hooks", "options"]),
     ("inspect", &["output", "api", "exit"]),
     ("cmd", &["*"]),
 ];
 
 fn layer_of(rel: &Path) -> String {
-    let first = rel.components().next().map(|c| c.as_os_str().to_string_lossy().to_string());
-    first.unwrap_or_default().trim_end_matches(".rs").to_string()
+    let first = rel
+        .components()
+        .next()
+        .map(|c| c.as_os_str().to_string_lossy().to_string());
+    first
+        .unwrap_or_default()
+        .trim_end_matches(".rs")
+        .to_string()
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -53,7 +69,10 @@ fn every_crate_path_points_down_the_layers() {
             continue;
         }
         let Some(may_use) = allowed.get(layer.as_str()) else {
-            violations.push(format!("{}: layer {layer:?} is not in the layering table", rel.display()));
+            violations.push(format!(
+                "{}: layer {layer:?} is not in the layering table",
+                rel.display()
+            ));
             continue;
         };
         let text = std::fs::read_to_string(&file).expect("source is UTF-8");
@@ -61,8 +80,10 @@ fn every_crate_path_points_down_the_layers() {
             let code = line.split("//").next().unwrap_or("");
             for (idx, _) in code.match_indices("crate::") {
                 let rest = &code[idx + "crate::".len()..];
-                let target: String =
-                    rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':').collect();
+                let target: String = rest
+                    .chars()
+                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                    .collect();
                 let top = target.split("::").next().unwrap_or("").to_string();
                 if top.is_empty() || top == layer || may_use.contains(&"*") {
                     continue;
@@ -82,5 +103,9 @@ fn every_crate_path_points_down_the_layers() {
             }
         }
     }
-    assert!(violations.is_empty(), "layering violations:\n{}", violations.join("\n"));
+    assert!(
+        violations.is_empty(),
+        "layering violations:\n{}",
+        violations.join("\n")
+    );
 }

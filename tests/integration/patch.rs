@@ -44,7 +44,12 @@ fn managers(obj: &Value) -> Vec<(String, String)> {
         .as_array()
         .into_iter()
         .flatten()
-        .map(|e| (e["manager"].as_str().unwrap_or("").into(), e["operation"].as_str().unwrap_or("").into()))
+        .map(|e| {
+            (
+                e["manager"].as_str().unwrap_or("").into(),
+                e["operation"].as_str().unwrap_or("").into(),
+            )
+        })
         .collect()
 }
 
@@ -53,14 +58,33 @@ async fn kubectl_client_side_apply_unchanged_then_configured() {
     let server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let f = manifest(dir.path(), "cm.yaml", &configmap("  a: \"1\"\n"));
-    assert_eq!(ok(&server, &["apply", "-f", &f]).await.trim(), "configmap/demo created");
-    assert_eq!(ok(&server, &["apply", "-f", &f]).await.trim(), "configmap/demo unchanged");
+    assert_eq!(
+        ok(&server, &["apply", "-f", &f]).await.trim(),
+        "configmap/demo created"
+    );
+    assert_eq!(
+        ok(&server, &["apply", "-f", &f]).await.trim(),
+        "configmap/demo unchanged"
+    );
     let f = manifest(dir.path(), "cm.yaml", &configmap("  b: \"2\"\n"));
-    assert_eq!(ok(&server, &["apply", "-f", &f]).await.trim(), "configmap/demo configured");
+    assert_eq!(
+        ok(&server, &["apply", "-f", &f]).await.trim(),
+        "configmap/demo configured"
+    );
     let cm = get_json(&server, &["get", "cm", "demo"]).await;
-    assert_eq!(cm["data"], json!({"b": "2"}), "a was removed through the last-applied annotation");
-    assert!(cm["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"].is_string());
-    assert!(managers(&cm).contains(&("kubectl-client-side-apply".into(), "Update".into())), "{cm}");
+    assert_eq!(
+        cm["data"],
+        json!({"b": "2"}),
+        "a was removed through the last-applied annotation"
+    );
+    assert!(
+        cm["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+            .is_string()
+    );
+    assert!(
+        managers(&cm).contains(&("kubectl-client-side-apply".into(), "Update".into())),
+        "{cm}"
+    );
 }
 
 #[tokio::test]
@@ -68,30 +92,93 @@ async fn kubectl_server_side_apply_conflict_and_force() {
     let server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let f = manifest(dir.path(), "cm.yaml", &configmap("  a: \"1\"\n"));
-    assert_eq!(ok(&server, &["apply", "--server-side", "-f", &f]).await.trim(), "configmap/demo serverside-applied");
+    assert_eq!(
+        ok(&server, &["apply", "--server-side", "-f", &f])
+            .await
+            .trim(),
+        "configmap/demo serverside-applied"
+    );
     let cm = get_json(&server, &["get", "cm", "demo"]).await;
-    assert_eq!(managers(&cm), vec![("kubectl".to_string(), "Apply".to_string())]);
-    assert_eq!(cm["metadata"]["managedFields"][0]["fieldsV1"]["f:data"], json!({"f:a": {}}));
+    assert_eq!(
+        managers(&cm),
+        vec![("kubectl".to_string(), "Apply".to_string())]
+    );
+    assert_eq!(
+        cm["metadata"]["managedFields"][0]["fieldsV1"]["f:data"],
+        json!({"f:a": {}})
+    );
 
     // Another manager changing a.
     let f2 = manifest(dir.path(), "cm2.yaml", &configmap("  a: \"2\"\n"));
-    let o = server.kubectl(&["apply", "--server-side", "--field-manager", "other", "-f", &f2]).await;
+    let o = server
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "other",
+            "-f",
+            &f2,
+        ])
+        .await;
     assert!(!o.status.success(), "{}", out(&o));
     let stderr = String::from_utf8_lossy(&o.stderr);
     assert!(
         stderr.contains("Apply failed with 1 conflict: conflict with \"kubectl\": .data.a"),
         "{stderr}"
     );
-    ok(&server, &["apply", "--server-side", "--field-manager", "other", "--force-conflicts", "-f", &f2]).await;
+    ok(
+        &server,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "other",
+            "--force-conflicts",
+            "-f",
+            &f2,
+        ],
+    )
+    .await;
     let cm = get_json(&server, &["get", "cm", "demo"]).await;
     assert_eq!(cm["data"]["a"], "2");
-    let other = cm["metadata"]["managedFields"].as_array().unwrap().iter().find(|e| e["manager"] == "other").unwrap();
+    let other = cm["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["manager"] == "other")
+        .unwrap();
     assert!(other["fieldsV1"]["f:data"].get("f:a").is_some(), "{cm}");
 
     // Dropping a field from the applied configuration removes it when nobody else owns it.
-    let f3 = manifest(dir.path(), "cm3.yaml", &configmap("  a: \"2\"\n  z: \"9\"\n"));
-    ok(&server, &["apply", "--server-side", "--field-manager", "other", "-f", &f3]).await;
-    ok(&server, &["apply", "--server-side", "--field-manager", "other", "-f", &f2]).await;
+    let f3 = manifest(
+        dir.path(),
+        "cm3.yaml",
+        &configmap("  a: \"2\"\n  z: \"9\"\n"),
+    );
+    ok(
+        &server,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "other",
+            "-f",
+            &f3,
+        ],
+    )
+    .await;
+    ok(
+        &server,
+        &[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "other",
+            "-f",
+            &f2,
+        ],
+    )
+    .await;
     let cm = get_json(&server, &["get", "cm", "demo"]).await;
     assert!(cm["data"].get("z").is_none(), "{cm}");
 
@@ -115,19 +202,95 @@ async fn kubectl_server_side_apply_conflict_and_force() {
 async fn kubectl_patch_types() {
     let server = TestServer::start().await;
     ok(&server, &["create", "configmap", "p", "--from-literal=a=1"]).await;
-    ok(&server, &["patch", "cm", "p", "--type", "merge", "-p", r#"{"data":{"m":"1","a":null}}"#]).await;
-    ok(&server, &["patch", "cm", "p", "--type", "json", "-p", r#"[{"op":"add","path":"/data/j","value":"2"}]"#]).await;
-    ok(&server, &["patch", "cm", "p", "--type", "strategic", "-p", r#"{"metadata":{"finalizers":["x/y"]},"data":{"s":"3"}}"#]).await;
-    ok(&server, &["patch", "cm", "p", "--type", "strategic", "-p", r#"{"metadata":{"finalizers":["x/z"]}}"#]).await;
+    ok(
+        &server,
+        &[
+            "patch",
+            "cm",
+            "p",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"data":{"m":"1","a":null}}"#,
+        ],
+    )
+    .await;
+    ok(
+        &server,
+        &[
+            "patch",
+            "cm",
+            "p",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"add","path":"/data/j","value":"2"}]"#,
+        ],
+    )
+    .await;
+    ok(
+        &server,
+        &[
+            "patch",
+            "cm",
+            "p",
+            "--type",
+            "strategic",
+            "-p",
+            r#"{"metadata":{"finalizers":["x/y"]},"data":{"s":"3"}}"#,
+        ],
+    )
+    .await;
+    ok(
+        &server,
+        &[
+            "patch",
+            "cm",
+            "p",
+            "--type",
+            "strategic",
+            "-p",
+            r#"{"metadata":{"finalizers":["x/z"]}}"#,
+        ],
+    )
+    .await;
     let cm = get_json(&server, &["get", "cm", "p"]).await;
     assert_eq!(cm["data"], json!({"m": "1", "j": "2", "s": "3"}));
-    let mut fins: Vec<&str> = cm["metadata"]["finalizers"].as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    let mut fins: Vec<&str> = cm["metadata"]["finalizers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
     fins.sort();
     assert_eq!(fins, ["x/y", "x/z"], "finalizers merge as a set");
-    let o = server.kubectl(&["patch", "cm", "p", "--type", "json", "-p", r#"[{"op":"test","path":"/data/j","value":"no"}]"#]).await;
+    let o = server
+        .kubectl(&[
+            "patch",
+            "cm",
+            "p",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"test","path":"/data/j","value":"no"}]"#,
+        ])
+        .await;
     assert!(!o.status.success());
-    ok(&server, &["patch", "cm", "p", "--type", "merge", "-p", r#"{"metadata":{"finalizers":null}}"#]).await;
-    assert!(managers(&get_json(&server, &["get", "cm", "p"]).await).contains(&("kubectl-patch".into(), "Update".into())));
+    ok(
+        &server,
+        &[
+            "patch",
+            "cm",
+            "p",
+            "--type",
+            "merge",
+            "-p",
+            r#"{"metadata":{"finalizers":null}}"#,
+        ],
+    )
+    .await;
+    assert!(managers(&get_json(&server, &["get", "cm", "p"]).await)
+        .contains(&("kubectl-patch".into(), "Update".into())));
 }
 
 #[tokio::test]
@@ -136,10 +299,21 @@ async fn kubectl_explain_and_protobuf_create() {
     let text = ok(&server, &["explain", "lease.spec"]).await;
     assert!(text.contains("KIND:       Lease"), "{text}");
     assert!(text.contains("holderIdentity"), "{text}");
-    assert!(text.contains("LeaseSpec is a specification of a Lease"), "{text}");
+    assert!(
+        text.contains("LeaseSpec is a specification of a Lease"),
+        "{text}"
+    );
 
     // client-go sends this body as protobuf.
-    assert_eq!(ok(&server, &["create", "configmap", "lit", "--from-literal=k=v"]).await.trim(), "configmap/lit created");
+    assert_eq!(
+        ok(
+            &server,
+            &["create", "configmap", "lit", "--from-literal=k=v"]
+        )
+        .await
+        .trim(),
+        "configmap/lit created"
+    );
     let cm = get_json(&server, &["get", "cm", "lit"]).await;
     assert_eq!(cm["data"], json!({"k": "v"}));
 
@@ -149,11 +323,17 @@ async fn kubectl_explain_and_protobuf_create() {
         Duration::from_secs(30),
         "openapi v2",
         http.get(server.url("/openapi/v2"))
-            .header("accept", "application/com.github.proto-openapi.spec.v2@v1.0+protobuf")
+            .header(
+                "accept",
+                "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+            )
             .send(),
     )
     .await
     .unwrap();
     assert_eq!(resp.status().as_u16(), 200);
-    assert_eq!(resp.headers()["content-type"], "application/com.github.proto-openapi.spec.v2@v1.0+protobuf");
+    assert_eq!(
+        resp.headers()["content-type"],
+        "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
+    );
 }

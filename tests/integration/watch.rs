@@ -9,7 +9,10 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 /// Reads watch lines from a streaming response until `stop` says so (or 20 s pass).
-async fn read_lines(mut resp: reqwest::Response, mut stop: impl FnMut(&Value) -> bool) -> Vec<Value> {
+async fn read_lines(
+    mut resp: reqwest::Response,
+    mut stop: impl FnMut(&Value) -> bool,
+) -> Vec<Value> {
     let mut buf = Vec::new();
     let mut events = Vec::new();
     let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
@@ -21,7 +24,8 @@ async fn read_lines(mut resp: reqwest::Response, mut stop: impl FnMut(&Value) ->
         buf.extend_from_slice(&chunk);
         while let Some(pos) = buf.iter().position(|b| *b == b'\n') {
             let line: Vec<u8> = buf.drain(..=pos).collect();
-            let ev: Value = serde_json::from_slice(&line).expect("one compact JSON object per line");
+            let ev: Value =
+                serde_json::from_slice(&line).expect("one compact JSON object per line");
             let done = stop(&ev);
             events.push(ev);
             if done {
@@ -38,14 +42,28 @@ async fn kubectl_get_watch_sees_added_modified_deleted() {
     let mut child = tokio::process::Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(server.kubeconfig())
-        .args(["get", "configmaps", "-n", "default", "-w", "--output-watch-events"])
+        .args([
+            "get",
+            "configmaps",
+            "-n",
+            "default",
+            "-w",
+            "--output-watch-events",
+        ])
         .stdout(std::process::Stdio::piped())
         .kill_on_drop(true)
         .spawn()
         .expect("kubectl on PATH");
     tokio::time::sleep(Duration::from_secs(2)).await;
     for args in [
-        vec!["create", "configmap", "w1", "-n", "default", "--from-literal=a=1"],
+        vec![
+            "create",
+            "configmap",
+            "w1",
+            "-n",
+            "default",
+            "--from-literal=a=1",
+        ],
         vec!["label", "configmap", "w1", "-n", "default", "x=y"],
         vec!["delete", "configmap", "w1", "-n", "default"],
     ] {
@@ -54,10 +72,19 @@ async fn kubectl_get_watch_sees_added_modified_deleted() {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     child.start_kill().unwrap();
-    let output = within(Duration::from_secs(10), "kubectl -w output", child.wait_with_output()).await.unwrap();
+    let output = within(
+        Duration::from_secs(10),
+        "kubectl -w output",
+        child.wait_with_output(),
+    )
+    .await
+    .unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
     for ev in ["ADDED", "MODIFIED", "DELETED"] {
-        assert!(text.lines().any(|l| l.starts_with(ev) && l.contains("w1")), "{ev} missing:\n{text}");
+        assert!(
+            text.lines().any(|l| l.starts_with(ev) && l.contains("w1")),
+            "{ev} missing:\n{text}"
+        );
     }
 }
 
@@ -68,11 +95,19 @@ async fn watch_list_ends_initial_events_with_annotated_bookmark() {
     let c = server.admin_http();
     let base = server.url("/apis/coordination.k8s.io/v1/namespaces/default/leases");
     for n in ["a", "b"] {
-        let (code, _, _) = call(&c, reqwest::Method::POST, &base, js(json!({"metadata": {"name": n}}))).await;
+        let (code, _, _) = call(
+            &c,
+            reqwest::Method::POST,
+            &base,
+            js(json!({"metadata": {"name": n}})),
+        )
+        .await;
         assert_eq!(code, 201);
     }
     let url = format!("{base}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=20");
-    let resp = within(Duration::from_secs(10), "watch", c.get(&url).send()).await.unwrap();
+    let resp = within(Duration::from_secs(10), "watch", c.get(&url).send())
+        .await
+        .unwrap();
     assert_eq!(resp.status(), 200);
     assert_eq!(resp.headers()["content-type"], "application/json");
     let events = read_lines(resp, |e| e["type"] == "BOOKMARK").await;
@@ -81,27 +116,55 @@ async fn watch_list_ends_initial_events_with_annotated_bookmark() {
     let bm = &events[2]["object"];
     assert_eq!(bm["kind"], "Lease");
     assert_eq!(bm["apiVersion"], "coordination.k8s.io/v1");
-    assert_eq!(bm["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    assert_eq!(
+        bm["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
     // Invalid combination is rejected before streaming.
-    let (code, st, _) = call(&c, reqwest::Method::GET, &format!("{base}?watch=true&sendInitialEvents=true"), None).await;
+    let (code, st, _) = call(
+        &c,
+        reqwest::Method::GET,
+        &format!("{base}?watch=true&sendInitialEvents=true"),
+        None,
+    )
+    .await;
     assert_eq!(code, 422, "{st}");
 }
 
 #[tokio::test]
 async fn expired_resource_version_is_an_error_event() {
-    let server = TestServer::start_with(Options::default().args(["--compaction-interval", "1s"])).await;
+    let server =
+        TestServer::start_with(Options::default().args(["--compaction-interval", "1s"])).await;
     wait_default(&server).await;
     let c = server.admin_http();
     let base = server.url("/api/v1/namespaces/default/configmaps");
     for i in 0..5 {
-        call(&c, reqwest::Method::POST, &base, js(json!({"metadata": {"name": format!("c{i}")}}))).await;
+        call(
+            &c,
+            reqwest::Method::POST,
+            &base,
+            js(json!({"metadata": {"name": format!("c{i}")}})),
+        )
+        .await;
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     for i in 5..8 {
-        call(&c, reqwest::Method::POST, &base, js(json!({"metadata": {"name": format!("c{i}")}}))).await;
+        call(
+            &c,
+            reqwest::Method::POST,
+            &base,
+            js(json!({"metadata": {"name": format!("c{i}")}})),
+        )
+        .await;
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let resp = within(Duration::from_secs(10), "watch", c.get(format!("{base}?watch=true&resourceVersion=2")).send()).await.unwrap();
+    let resp = within(
+        Duration::from_secs(10),
+        "watch",
+        c.get(format!("{base}?watch=true&resourceVersion=2")).send(),
+    )
+    .await
+    .unwrap();
     assert_eq!(resp.status(), 200);
     let events = read_lines(resp, |e| e["type"] == "ERROR").await;
     let last = events.last().expect("an event");
@@ -111,7 +174,11 @@ async fn expired_resource_version_is_an_error_event() {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 #[tokio::test]
@@ -121,15 +188,29 @@ async fn kube_watcher_follows_1000_updates_and_a_restart() {
     use kube::runtime::{reflector, watcher, WatchStreamExt};
     let dir = std::sync::Arc::new(tempfile::tempdir().unwrap());
     let port = free_port().to_string();
-    let opts = Options::default().data_dir(dir.clone()).args(["--secure-port".to_string(), port.clone()]);
+    let opts = Options::default()
+        .data_dir(dir.clone())
+        .args(["--secure-port".to_string(), port.clone()]);
     let mut server = TestServer::start_with(opts.clone()).await;
     wait_default(&server).await;
     let client = server.client().await;
     let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
-    let mut lease: Lease = serde_json::from_value(json!({"metadata": {"name": "counter"}, "spec": {"holderIdentity": "0"}})).unwrap();
-    lease = within(Duration::from_secs(10), "create", leases.create(&PostParams::default(), &lease)).await.unwrap();
+    let mut lease: Lease = serde_json::from_value(
+        json!({"metadata": {"name": "counter"}, "spec": {"holderIdentity": "0"}}),
+    )
+    .unwrap();
+    lease = within(
+        Duration::from_secs(10),
+        "create",
+        leases.create(&PostParams::default(), &lease),
+    )
+    .await
+    .unwrap();
     let (reader, writer) = reflector::store::<Lease>();
-    let stream = reflector(writer, watcher(leases.clone(), watcher::Config::default()).default_backoff());
+    let stream = reflector(
+        writer,
+        watcher(leases.clone(), watcher::Config::default()).default_backoff(),
+    );
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         // Errors (the server restarting) are retried by the watcher with backoff.
@@ -152,7 +233,13 @@ async fn kube_watcher_follows_1000_updates_and_a_restart() {
     };
     for i in 1..=1000 {
         lease.spec.as_mut().unwrap().holder_identity = Some(i.to_string());
-        lease = within(Duration::from_secs(10), "replace", leases.replace("counter", &PostParams::default(), &lease)).await.unwrap();
+        lease = within(
+            Duration::from_secs(10),
+            "replace",
+            leases.replace("counter", &PostParams::default(), &lease),
+        )
+        .await
+        .unwrap();
     }
     wait_for("1000".into()).await;
     // Restart on the same port and data dir; the watcher reconnects and keeps following.
@@ -161,10 +248,21 @@ async fn kube_watcher_follows_1000_updates_and_a_restart() {
     drop(server);
     let server = TestServer::start_with(opts).await;
     let fresh: Api<Lease> = Api::namespaced(server.client().await, "default");
-    let mut current = within(Duration::from_secs(10), "get", fresh.get("counter")).await.unwrap();
-    assert_eq!(current.spec.as_ref().unwrap().holder_identity.as_deref(), Some("1000"));
+    let mut current = within(Duration::from_secs(10), "get", fresh.get("counter"))
+        .await
+        .unwrap();
+    assert_eq!(
+        current.spec.as_ref().unwrap().holder_identity.as_deref(),
+        Some("1000")
+    );
     current.spec.as_mut().unwrap().holder_identity = Some("after-restart".into());
-    within(Duration::from_secs(10), "replace", fresh.replace("counter", &PostParams::default(), &current)).await.unwrap();
+    within(
+        Duration::from_secs(10),
+        "replace",
+        fresh.replace("counter", &PostParams::default(), &current),
+    )
+    .await
+    .unwrap();
     wait_for("after-restart".into()).await;
     task.abort();
 }

@@ -18,19 +18,42 @@ fn delete_options(req: &Req<'_>) -> Result<(DeleteOptions, Option<bool>), Status
             "application/yaml" => yaml_to_json(req.body)?,
             "application/vnd.kubernetes.protobuf" => Value::Null,
             _ => serde_json::from_slice(req.body).map_err(|e| {
-                Status::failure(400, "BadRequest", format!("couldn't get version/kind; json parse error: {e}"))
+                Status::failure(
+                    400,
+                    "BadRequest",
+                    format!("couldn't get version/kind; json parse error: {e}"),
+                )
             })?,
         };
     }
-    let uid = body.pointer("/preconditions/uid").and_then(Value::as_str).map(String::from);
-    let rv = body.pointer("/preconditions/resourceVersion").and_then(Value::as_str).map(String::from);
-    let dry_run = body.get("dryRun").and_then(Value::as_array).map(|a| a.iter().any(|v| v == "All"));
-    Ok((DeleteOptions { uid, resource_version: rv }, dry_run))
+    let uid = body
+        .pointer("/preconditions/uid")
+        .and_then(Value::as_str)
+        .map(String::from);
+    let rv = body
+        .pointer("/preconditions/resourceVersion")
+        .and_then(Value::as_str)
+        .map(String::from);
+    let dry_run = body
+        .get("dryRun")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().any(|v| v == "All"));
+    Ok((
+        DeleteOptions {
+            uid,
+            resource_version: rv,
+        },
+        dry_run,
+    ))
 }
 
 /// DELETE one object.
 pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
-    let (mut ctx, (opts, body_dry_run)) = match (req.query.context(req.namespace(), &req.ctx.user, "DeleteOptions"), delete_options(req)) {
+    let (mut ctx, (opts, body_dry_run)) = match (
+        req.query
+            .context(req.namespace(), &req.ctx.user, "DeleteOptions"),
+        delete_options(req),
+    ) {
         (Ok(c), Ok(o)) => (c, o),
         (Err(s), _) | (_, Err(s)) => return status_response(s),
     };
@@ -38,7 +61,12 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
     let info = store.strategy().info();
     match store.delete(&ctx, req.name(), &opts).await {
         Ok(w) if w.created_or_gone && !store.strategy().return_deleted_object() => {
-            let uid = w.object.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or("").to_string();
+            let uid = w
+                .object
+                .pointer("/metadata/uid")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let status = Status::success(StatusDetails {
                 name: req.name().to_string(),
                 group: info.group.to_string(),
@@ -46,7 +74,12 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
                 uid,
                 ..Default::default()
             });
-            respond(req, 200, &serde_json::to_value(status).unwrap_or(Value::Null), &[])
+            respond(
+                req,
+                200,
+                &serde_json::to_value(status).unwrap_or(Value::Null),
+                &[],
+            )
         }
         Ok(w) => respond(req, 200, &w.object, &[]),
         Err(e) => error_response(&e),
@@ -55,11 +88,15 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
 
 /// DELETE a collection: every object matching the selectors, one by one.
 pub(crate) async fn delete_collection(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
-    let (mut ctx, list_opts, (opts, body_dry_run)) =
-        match (req.query.context(req.namespace(), &req.ctx.user, "DeleteOptions"), req.query.list_options(), delete_options(req)) {
-            (Ok(c), Ok(l), Ok(o)) => (c, l, o),
-            (Err(s), _, _) | (_, Err(s), _) | (_, _, Err(s)) => return status_response(s),
-        };
+    let (mut ctx, list_opts, (opts, body_dry_run)) = match (
+        req.query
+            .context(req.namespace(), &req.ctx.user, "DeleteOptions"),
+        req.query.list_options(),
+        delete_options(req),
+    ) {
+        (Ok(c), Ok(l), Ok(o)) => (c, l, o),
+        (Err(s), _, _) | (_, Err(s), _) | (_, _, Err(s)) => return status_response(s),
+    };
     ctx.dry_run |= body_dry_run.unwrap_or(false);
     let mut list_opts = list_opts;
     list_opts.limit = 0;
@@ -70,9 +107,17 @@ pub(crate) async fn delete_collection(store: &GenericStore, req: &Req<'_>) -> Re
     };
     let mut deleted = Vec::new();
     for obj in page.items {
-        let name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let mut item_ctx = ctx.clone();
-        item_ctx.namespace = obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("").to_string();
+        item_ctx.namespace = obj
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         match store.delete(&item_ctx, &name, &opts).await {
             Ok(w) => deleted.push(w.object),
             Err(crate::registry::Error::NotFound { .. }) => {}

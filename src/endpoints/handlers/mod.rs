@@ -48,7 +48,11 @@ pub(crate) fn gvk_of(i: &ResourceInfo) -> GroupVersionKind {
 }
 
 fn method_not_allowed(i: &ResourceInfo, verb: &str) -> Response<Body> {
-    error_response(&Error::MethodNotAllowed { group: i.group.into(), resource: i.resource.into(), verb: verb.into() })
+    error_response(&Error::MethodNotAllowed {
+        group: i.group.into(),
+        resource: i.resource.into(),
+        verb: verb.into(),
+    })
 }
 
 /// Serves a resource request for `resource`.
@@ -56,9 +60,18 @@ pub(crate) async fn dispatch(resource: &Resource, req: Req<'_>) -> Response<Body
     let info = resource.info();
     let verb = req.ctx.info.verb.as_str();
     let sub = req.ctx.info.subresource.as_str();
-    if !sub.is_empty() && !info.subresources.iter().any(|(s, verbs)| *s == sub && verbs.contains(&verb)) {
+    if !sub.is_empty()
+        && !info
+            .subresources
+            .iter()
+            .any(|(s, verbs)| *s == sub && verbs.contains(&verb))
+    {
         let known = info.subresources.iter().any(|(s, _)| *s == sub);
-        return if known { method_not_allowed(info, verb) } else { Status::not_found_path().into_response() };
+        return if known {
+            method_not_allowed(info, verb)
+        } else {
+            Status::not_found_path().into_response()
+        };
     }
     if sub.is_empty() && !info.serves(verb) {
         return method_not_allowed(info, verb);
@@ -93,6 +106,11 @@ pub(crate) fn status_response(s: Status) -> Response<Body> {
 }
 
 /// `negotiate::respond` with the request's output.
-pub(crate) fn respond(req: &Req<'_>, code: u16, value: &serde_json::Value, warnings: &[String]) -> Response<Body> {
+pub(crate) fn respond(
+    req: &Req<'_>,
+    code: u16,
+    value: &serde_json::Value,
+    warnings: &[String],
+) -> Response<Body> {
     negotiate::respond(code, value, req.out, warnings)
 }

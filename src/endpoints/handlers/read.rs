@@ -12,7 +12,10 @@ use serde_json::{json, Value};
 
 /// GET one object.
 pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
-    let ctx = match req.query.context(req.namespace(), &req.ctx.user, "GetOptions") {
+    let ctx = match req
+        .query
+        .context(req.namespace(), &req.ctx.user, "GetOptions")
+    {
         Ok(c) => c,
         Err(s) => return status_response(s),
     };
@@ -26,8 +29,23 @@ pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
                 Ok(i) => i,
                 Err(s) => return status_response(s),
             };
-            let rv = obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
-            respond(req, 200, &table(store, &[obj], json!({ "resourceVersion": rv }), v, inc, true), &[])
+            let rv = obj
+                .pointer("/metadata/resourceVersion")
+                .cloned()
+                .unwrap_or(Value::Null);
+            respond(
+                req,
+                200,
+                &table(
+                    store,
+                    &[obj],
+                    json!({ "resourceVersion": rv }),
+                    v,
+                    inc,
+                    true,
+                ),
+                &[],
+            )
         }
         Output::Metadata(v) => respond(req, 200, &partial(&obj, v), &[]),
         _ => respond(req, 200, &obj, &[]),
@@ -36,7 +54,11 @@ pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
 
 /// LIST a collection (one page with `limit`).
 pub(crate) async fn list(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
-    let (ctx, opts) = match (req.query.context(req.namespace(), &req.ctx.user, "ListOptions"), req.query.list_options()) {
+    let (ctx, opts) = match (
+        req.query
+            .context(req.namespace(), &req.ctx.user, "ListOptions"),
+        req.query.list_options(),
+    ) {
         (Ok(c), Ok(o)) => (c, o),
         (Err(s), _) | (_, Err(s)) => return status_response(s),
     };
@@ -58,7 +80,12 @@ pub(crate) async fn list(store: &GenericStore, req: &Req<'_>) -> Response<Body> 
                 Ok(i) => i,
                 Err(s) => return status_response(s),
             };
-            respond(req, 200, &table(store, &page.items, meta, v, inc, true), &[])
+            respond(
+                req,
+                200,
+                &table(store, &page.items, meta, v, inc, true),
+                &[],
+            )
         }
         Output::Metadata(v) => {
             let items: Vec<Value> = page.items.iter().map(|o| partial(o, v)).collect();

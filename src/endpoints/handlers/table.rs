@@ -20,7 +20,11 @@ pub(crate) fn include(v: Option<&str>) -> Result<Include, Status> {
         None | Some("") | Some("Metadata") => Ok(Include::Metadata),
         Some("None") => Ok(Include::None),
         Some("Object") => Ok(Include::Object),
-        Some(other) => Err(Status::failure(400, "BadRequest", format!("unrecognized includeObject value: {other:?}"))),
+        Some(other) => Err(Status::failure(
+            400,
+            "BadRequest",
+            format!("unrecognized includeObject value: {other:?}"),
+        )),
     }
 }
 
@@ -34,7 +38,14 @@ pub(crate) fn partial(obj: &Value, version: &str) -> Value {
 }
 
 /// A Table of `objects` with `list_meta` as its metadata.
-pub(crate) fn table(store: &GenericStore, objects: &[Value], list_meta: Value, version: &str, inc: Include, columns: bool) -> Value {
+pub(crate) fn table(
+    store: &GenericStore,
+    objects: &[Value],
+    list_meta: Value,
+    version: &str,
+    inc: Include,
+    columns: bool,
+) -> Value {
     let strategy = store.strategy();
     let rows: Vec<Value> = objects
         .iter()
@@ -48,7 +59,11 @@ pub(crate) fn table(store: &GenericStore, objects: &[Value], list_meta: Value, v
             row
         })
         .collect();
-    let defs = if columns { serde_json::to_value(strategy.columns()).unwrap_or(Value::Null) } else { json!([]) };
+    let defs = if columns {
+        serde_json::to_value(strategy.columns()).unwrap_or(Value::Null)
+    } else {
+        json!([])
+    };
     json!({
         "kind": "Table",
         "apiVersion": format!("meta.k8s.io/{version}"),

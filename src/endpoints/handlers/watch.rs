@@ -23,24 +23,35 @@ use std::time::Duration;
 const MIN_TIMEOUT_SECS: u64 = 1800;
 
 /// Serves a watch.
-pub(crate) async fn watch(store: &Arc<crate::registry::GenericStore>, req: &Req<'_>) -> Response<Body> {
-    let (ctx, mut opts) = match (req.query.context(req.namespace(), &req.ctx.user, "ListOptions"), req.query.list_options()) {
+pub(crate) async fn watch(
+    store: &Arc<crate::registry::GenericStore>,
+    req: &Req<'_>,
+) -> Response<Body> {
+    let (ctx, mut opts) = match (
+        req.query
+            .context(req.namespace(), &req.ctx.user, "ListOptions"),
+        req.query.list_options(),
+    ) {
         (Ok(c), Ok(o)) => (c, o),
         (Err(s), _) | (_, Err(s)) => return status_response(s),
     };
     // A named watch (`.../leases/x?watch=1`, deprecated form) selects that one object.
     if !req.name().is_empty() && opts.field.exact("metadata.name").is_none() {
-        opts.field.requirements.push(crate::api::selectors::FieldRequirement {
-            field: "metadata.name".into(),
-            negated: false,
-            value: req.name().to_string(),
-        });
+        opts.field
+            .requirements
+            .push(crate::api::selectors::FieldRequirement {
+                field: "metadata.name".into(),
+                negated: false,
+                value: req.name().to_string(),
+            });
     }
     let timeout = match req.query.int("timeoutSeconds") {
         Ok(Some(t)) if t > 0 => Duration::from_secs(t as u64),
         Ok(_) => {
             use rand::Rng;
-            Duration::from_secs(rand::thread_rng().gen_range(MIN_TIMEOUT_SECS..2 * MIN_TIMEOUT_SECS))
+            Duration::from_secs(
+                rand::thread_rng().gen_range(MIN_TIMEOUT_SECS..2 * MIN_TIMEOUT_SECS),
+            )
         }
         Err(s) => return status_response(s),
     };
@@ -52,16 +63,26 @@ pub(crate) async fn watch(store: &Arc<crate::registry::GenericStore>, req: &Req<
         Ok(s) => s,
         Err(e) => return error_response(&e),
     };
-    let encoder = Encoder { store: Arc::clone(store), out: req.out, include: inc, first: true };
+    let encoder = Encoder {
+        store: Arc::clone(store),
+        out: req.out,
+        include: inc,
+        first: true,
+    };
     let shutdown = req.ctx.shutdown.clone();
     let lines = events
-        .scan(encoder, |enc, ev| futures::future::ready(Some(enc.line(ev))))
+        .scan(encoder, |enc, ev| {
+            futures::future::ready(Some(enc.line(ev)))
+        })
         .take_until(tokio::time::sleep(timeout))
         .take_until(shutdown.cancelled_owned())
         .map(|line| Ok::<_, std::io::Error>(hyper::body::Frame::data(line)));
     let body = http_body_util::StreamBody::new(lines).boxed_unsync();
     let mut resp = Response::new(body);
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     resp
 }
 
@@ -92,21 +113,35 @@ impl Encoder {
             WatchEvent::Added(o) => ("ADDED", self.object(o)),
             WatchEvent::Modified(o) => ("MODIFIED", self.object(o)),
             WatchEvent::Deleted(o) => ("DELETED", self.object(o)),
-            WatchEvent::Bookmark { resource_version, initial_events_end } => {
+            WatchEvent::Bookmark {
+                resource_version,
+                initial_events_end,
+            } => {
                 let info = self.store.strategy().info();
-                let mut meta = json!({ "resourceVersion": resource_version, "creationTimestamp": null });
+                let mut meta =
+                    json!({ "resourceVersion": resource_version, "creationTimestamp": null });
                 if initial_events_end {
                     meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
                 }
                 let (kind, api_version) = match self.out {
-                    Output::Metadata(v) => ("PartialObjectMetadata".to_string(), format!("meta.k8s.io/{v}")),
+                    Output::Metadata(v) => (
+                        "PartialObjectMetadata".to_string(),
+                        format!("meta.k8s.io/{v}"),
+                    ),
                     _ => (info.kind.to_string(), info.api_version()),
                 };
-                ("BOOKMARK", json!({ "kind": kind, "apiVersion": api_version, "metadata": meta }))
+                (
+                    "BOOKMARK",
+                    json!({ "kind": kind, "apiVersion": api_version, "metadata": meta }),
+                )
             }
-            WatchEvent::Error(e) => ("ERROR", serde_json::to_value(to_status(&e)).unwrap_or(Value::Null)),
+            WatchEvent::Error(e) => (
+                "ERROR",
+                serde_json::to_value(to_status(&e)).unwrap_or(Value::Null),
+            ),
         };
-        let mut bytes = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+        let mut bytes =
+            serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
         bytes.push(b'\n');
         Bytes::from(bytes)
     }

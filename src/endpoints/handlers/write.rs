@@ -20,7 +20,11 @@ fn manager(req: &Req<'_>) -> String {
     if let Some(m) = req.query.get("fieldManager").filter(|m| !m.is_empty()) {
         return m.to_string();
     }
-    let ua = req.headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let ua = req
+        .headers
+        .get(http::header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
     ua.split('/').next().unwrap_or("").to_string()
 }
 
@@ -44,7 +48,11 @@ fn track_managed_fields(old: Option<&Value>, new: &mut Value, manager: &str, sub
 
 /// Sets the URL's name when the body has none; a different name is a 400.
 fn ensure_name(obj: &mut Value, name: &str) -> Result<(), Status> {
-    let body_name = obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("").to_string();
+    let body_name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if body_name.is_empty() {
         if let Some(m) = obj.as_object_mut() {
             let meta = m.entry("metadata").or_insert_with(|| serde_json::json!({}));
@@ -58,7 +66,9 @@ fn ensure_name(obj: &mut Value, name: &str) -> Result<(), Status> {
         return Err(Status::failure(
             400,
             "BadRequest",
-            format!("the name of the object ({body_name}) does not match the name on the URL ({name})"),
+            format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            ),
         ));
     }
     Ok(())
@@ -69,7 +79,9 @@ pub(crate) async fn create(store: &GenericStore, req: &Req<'_>) -> Response<Body
     let info = store.strategy().info();
     let prepared = (|| {
         check_field_manager(req)?;
-        let ctx = req.query.context(req.namespace(), &req.ctx.user, "CreateOptions")?;
+        let ctx = req
+            .query
+            .context(req.namespace(), &req.ctx.user, "CreateOptions")?;
         let body = decode_body(req.headers, req.body, &gvk_of(info))?;
         Ok::<_, Status>((ctx, body))
     })();
@@ -96,7 +108,9 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
     let info = store.strategy().info();
     let prepared = (|| {
         check_field_manager(req)?;
-        let ctx = req.query.context(req.namespace(), &req.ctx.user, "UpdateOptions")?;
+        let ctx = req
+            .query
+            .context(req.namespace(), &req.ctx.user, "UpdateOptions")?;
         let mut body = decode_body(req.headers, req.body, &gvk_of(info))?;
         ensure_name(&mut body, req.name())?;
         Ok::<_, Status>((ctx, body))
@@ -112,13 +126,20 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
     let sub = req.ctx.info.subresource.as_str();
     let mgr = manager(req);
     let transform = |current: Option<&Value>| -> crate::registry::Result<Value> {
-        let Some(current) = current else { return Err(store.not_found(req.name())) };
+        let Some(current) = current else {
+            return Err(store.not_found(req.name()));
+        };
         let mut next = obj.clone();
         track_managed_fields(Some(current), &mut next, &mgr, sub);
         Ok(next)
     };
     match store.update(&ctx, req.name(), sub, false, &transform).await {
-        Ok(w) => respond(req, if w.created_or_gone { 201 } else { 200 }, &w.object, &warnings),
+        Ok(w) => respond(
+            req,
+            if w.created_or_gone { 201 } else { 200 },
+            &w.object,
+            &warnings,
+        ),
         Err(e) => error_response(&e),
     }
 }
@@ -127,7 +148,12 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
 pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let info = store.strategy().info();
     let gvk = gvk_of(info);
-    let Some(patch_type) = PatchType::from_content_type(req.headers.get(http::header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("")) else {
+    let Some(patch_type) = PatchType::from_content_type(
+        req.headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or(""),
+    ) else {
         let e = PatchError::unsupported_media_type();
         return Status::failure(e.code, e.reason, e.message).into_response();
     };
@@ -137,7 +163,10 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
     if req.query.get("force").is_some_and(|f| !f.is_empty()) {
         return Status::failure(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch").into_response();
     }
-    let ctx = match check_field_manager(req).and_then(|_| req.query.context(req.namespace(), &req.ctx.user, "PatchOptions")) {
+    let ctx = match check_field_manager(req).and_then(|_| {
+        req.query
+            .context(req.namespace(), &req.ctx.user, "PatchOptions")
+    }) {
         Ok(c) => c,
         Err(s) => return status_response(s),
     };
@@ -146,7 +175,9 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
     let sub = req.ctx.info.subresource.as_str();
     let mgr = manager(req);
     let transform = |current: Option<&Value>| -> crate::registry::Result<Value> {
-        let Some(current) = current else { return Err(store.not_found(req.name())) };
+        let Some(current) = current else {
+            return Err(store.not_found(req.name()));
+        };
         let patched = apply_patch(patch_type, current, req.body, &gvk).map_err(|e| {
             let msg = e.message.clone();
             if let Ok(mut f) = patch_failure.lock() {
@@ -155,7 +186,8 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
             Error::BadRequest(msg)
         })?;
         let mut patched_name_check = patched;
-        ensure_name(&mut patched_name_check, req.name()).map_err(|s| Error::BadRequest(s.message))?;
+        ensure_name(&mut patched_name_check, req.name())
+            .map_err(|s| Error::BadRequest(s.message))?;
         let (mut next, warns) = store.decode_request(&ctx, patched_name_check)?;
         if let Ok(mut w) = warnings.lock() {
             *w = warns;
@@ -178,16 +210,27 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
 async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let info = store.strategy().info();
     let gvk = gvk_of(info);
-    let Some(mgr) = req.query.get("fieldManager").filter(|m| !m.is_empty()).map(String::from) else {
+    let Some(mgr) = req
+        .query
+        .get("fieldManager")
+        .filter(|m| !m.is_empty())
+        .map(String::from)
+    else {
         return Status::failure(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch").into_response();
     };
     let prepared = (|| {
         check_field_manager(req)?;
         let force = req.query.bool("force")?.unwrap_or(false);
-        let ctx = req.query.context(req.namespace(), &req.ctx.user, "PatchOptions")?;
+        let ctx = req
+            .query
+            .context(req.namespace(), &req.ctx.user, "PatchOptions")?;
         let mut applied = yaml_to_json(req.body)?;
         if !applied.is_object() {
-            return Err(Status::failure(400, "BadRequest", "the applied configuration must be an object"));
+            return Err(Status::failure(
+                400,
+                "BadRequest",
+                "the applied configuration must be an object",
+            ));
         }
         ensure_name(&mut applied, req.name())?;
         Ok::<_, Status>((force, ctx, applied))
@@ -204,17 +247,18 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let transform = |current: Option<&Value>| -> crate::registry::Result<Value> {
         let merged = server_side_apply(current, &applied, &mgr, force, &gvk).map_err(|e| {
             let status = match &e {
-                ApplyError::Conflict { causes } => Status::failure(409, "Conflict", e.to_string()).with_details(crate::api::StatusDetails {
-                    causes: causes
-                        .iter()
-                        .map(|(field, manager)| crate::api::StatusCause {
-                            reason: "FieldManagerConflict".into(),
-                            message: format!("conflict with {manager}"),
-                            field: field.clone(),
-                        })
-                        .collect(),
-                    ..Default::default()
-                }),
+                ApplyError::Conflict { causes } => Status::failure(409, "Conflict", e.to_string())
+                    .with_details(crate::api::StatusDetails {
+                        causes: causes
+                            .iter()
+                            .map(|(field, manager)| crate::api::StatusCause {
+                                reason: "FieldManagerConflict".into(),
+                                message: format!("conflict with {manager}"),
+                                field: field.clone(),
+                            })
+                            .collect(),
+                        ..Default::default()
+                    }),
                 ApplyError::BadRequest(m) => Status::failure(400, "BadRequest", m.clone()),
                 ApplyError::Invalid(m) => Status::failure(422, "Invalid", m.clone()),
                 #[allow(unreachable_patterns)]
@@ -231,10 +275,23 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
         }
         Ok(next)
     };
-    let result = store.update(&ctx, req.name(), req.ctx.info.subresource.as_str(), true, &transform).await;
+    let result = store
+        .update(
+            &ctx,
+            req.name(),
+            req.ctx.info.subresource.as_str(),
+            true,
+            &transform,
+        )
+        .await;
     let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
     match result {
-        Ok(w) => respond(req, if w.created_or_gone { 201 } else { 200 }, &w.object, &warnings),
+        Ok(w) => respond(
+            req,
+            if w.created_or_gone { 201 } else { 200 },
+            &w.object,
+            &warnings,
+        ),
         Err(e) => match failure.lock().ok().and_then(|mut f| f.take()) {
             Some(s) => s.into_response(),
             None => error_response(&e),
@@ -252,8 +309,15 @@ pub(crate) fn review(review: Review, req: &Req<'_>) -> Response<Body> {
         Ok(b) => b,
         Err(s) => return status_response(s),
     };
-    for (field, want) in [("apiVersion", info.api_version()), ("kind", info.kind.to_string())] {
-        if let Some(have) = body.get(field).and_then(Value::as_str).filter(|h| !h.is_empty()) {
+    for (field, want) in [
+        ("apiVersion", info.api_version()),
+        ("kind", info.kind.to_string()),
+    ] {
+        if let Some(have) = body
+            .get(field)
+            .and_then(Value::as_str)
+            .filter(|h| !h.is_empty())
+        {
             if have != want {
                 return Status::failure(400, "BadRequest", format!("the {field} in the data ({have}) does not match the expected {field} ({want})")).into_response();
             }

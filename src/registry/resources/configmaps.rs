@@ -2,7 +2,10 @@
 //! `immutable`, and the Name/Data/Age table. May use: registry (strategy), api.
 
 use crate::registry::error::FieldError;
-use crate::registry::strategy::{age_of, col, len_at, name_of, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN, NAME_COLUMN, STORED_VERBS};
+use crate::registry::strategy::{
+    age_of, col, len_at, name_of, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN,
+    NAME_COLUMN, STORED_VERBS,
+};
 use serde_json::Value;
 
 /// What discovery reports for configmaps.
@@ -30,7 +33,11 @@ pub(crate) fn config_key_errors(key: &str) -> Vec<String> {
     if key.len() > 253 {
         errs.push("must be no more than 253 characters".to_string());
     }
-    if key.is_empty() || !key.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.')) {
+    if key.is_empty()
+        || !key
+            .bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+    {
         errs.push(CONFIG_KEY_MSG.to_string());
     }
     if key == "." {
@@ -55,7 +62,11 @@ pub(crate) fn validate_data_maps(obj: &Value, maps: &[&str], binary: &[&str]) ->
                     errs.push(FieldError::invalid(format!("{m}[{k}]"), k, e));
                 }
                 if !seen.insert(k.clone()) {
-                    errs.push(FieldError::invalid(format!("{m}[{k}]"), k, format!("duplicate of key present in {}", maps[0])));
+                    errs.push(FieldError::invalid(
+                        format!("{m}[{k}]"),
+                        k,
+                        format!("duplicate of key present in {}", maps[0]),
+                    ));
                 }
                 total += v.as_str().map_or(0, str::len);
             }
@@ -72,11 +83,17 @@ pub(crate) fn validate_immutable(new: &Value, old: &Value, fields: &[&str]) -> V
     let mut errs = Vec::new();
     if old.get("immutable").and_then(Value::as_bool) == Some(true) {
         if new.get("immutable").and_then(Value::as_bool) != Some(true) {
-            errs.push(FieldError::forbidden("immutable", "field is immutable when `immutable` is set"));
+            errs.push(FieldError::forbidden(
+                "immutable",
+                "field is immutable when `immutable` is set",
+            ));
         }
         for f in fields {
             if new.get(*f) != old.get(*f) {
-                errs.push(FieldError::forbidden(*f, "field is immutable when `immutable` is set"));
+                errs.push(FieldError::forbidden(
+                    *f,
+                    "field is immutable when `immutable` is set",
+                ));
             }
         }
     }

@@ -4,7 +4,9 @@
 //! May use: registry (strategy), api.
 
 use crate::registry::error::FieldError;
-use crate::registry::strategy::{col, name_of, since, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, STORED_VERBS};
+use crate::registry::strategy::{
+    col, name_of, since, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, STORED_VERBS,
+};
 use serde_json::{Map, Value};
 
 /// What discovery reports for v1 events.
@@ -68,7 +70,11 @@ fn event_columns() -> Vec<Column> {
         c.priority = 1;
         c
     };
-    let mut name = p1(col("Name", "string", "Name must be unique within a namespace."));
+    let mut name = p1(col(
+        "Name",
+        "string",
+        "Name must be unique within a namespace.",
+    ));
     name.format = "name";
     vec![
         col("Last Seen", "string", "The time at which the most recent occurrence of this event was recorded."),
@@ -86,25 +92,44 @@ fn event_columns() -> Vec<Column> {
 
 fn core_cells(obj: &Value) -> Vec<Value> {
     let first_ts = str_at(obj, "/firstTimestamp");
-    let first = if first_ts.is_empty() { since(str_at(obj, "/eventTime")) } else { since(first_ts) };
+    let first = if first_ts.is_empty() {
+        since(str_at(obj, "/eventTime"))
+    } else {
+        since(first_ts)
+    };
     let last_ts = str_at(obj, "/lastTimestamp");
-    let mut last = if last_ts.is_empty() { first.clone() } else { since(last_ts) };
+    let mut last = if last_ts.is_empty() {
+        first.clone()
+    } else {
+        since(last_ts)
+    };
     let mut count = obj.get("count").and_then(Value::as_i64).unwrap_or(0);
     if obj.get("series").is_some_and(|s| !s.is_null()) {
         last = since(str_at(obj, "/series/lastObservedTime"));
-        count = obj.pointer("/series/count").and_then(Value::as_i64).unwrap_or(0);
+        count = obj
+            .pointer("/series/count")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
     } else if count == 0 {
         count = 1;
     }
     let kind = str_at(obj, "/involvedObject/kind").to_lowercase();
     let target_name = str_at(obj, "/involvedObject/name");
-    let target = if target_name.is_empty() { kind } else { format!("{kind}/{target_name}") };
+    let target = if target_name.is_empty() {
+        kind
+    } else {
+        format!("{kind}/{target_name}")
+    };
     let mut source = str_at(obj, "/source/component").to_string();
     if source.is_empty() {
         source = str_at(obj, "/reportingComponent").to_string();
     }
     let host = str_at(obj, "/source/host");
-    let host = if host.is_empty() { str_at(obj, "/reportingInstance") } else { host };
+    let host = if host.is_empty() {
+        str_at(obj, "/reportingInstance")
+    } else {
+        host
+    };
     if !host.is_empty() {
         source = format!("{source}, {host}");
     }
@@ -137,7 +162,11 @@ impl Strategy for CoreEvents {
         let ns = str_at(obj, "/metadata/namespace");
         let io_ns = str_at(obj, "/involvedObject/namespace");
         if !io_ns.is_empty() && io_ns != ns {
-            errs.push(FieldError::invalid("involvedObject.namespace", io_ns, "does not match event.namespace"));
+            errs.push(FieldError::invalid(
+                "involvedObject.namespace",
+                io_ns,
+                "does not match event.namespace",
+            ));
         }
         errs
     }
@@ -173,7 +202,13 @@ fn rename(obj: Value, api_version: &str, from_events: bool) -> Value {
         let key = RENAMES
             .iter()
             .find(|(e, c)| if from_events { e == &k } else { c == &k })
-            .map(|(e, c)| if from_events { c.to_string() } else { e.to_string() })
+            .map(|(e, c)| {
+                if from_events {
+                    c.to_string()
+                } else {
+                    e.to_string()
+                }
+            })
             .unwrap_or(k);
         out.insert(key, v);
     }
@@ -202,7 +237,12 @@ impl Strategy for Events {
         if obj.get("eventTime").is_none_or(Value::is_null) {
             errs.push(FieldError::required("eventTime", ""));
         }
-        for f in ["reportingController", "reportingInstance", "action", "reason"] {
+        for f in [
+            "reportingController",
+            "reportingInstance",
+            "action",
+            "reason",
+        ] {
             if str_at(obj, &format!("/{f}")).is_empty() {
                 errs.push(FieldError::required(f, ""));
             }

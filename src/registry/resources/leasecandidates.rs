@@ -4,7 +4,10 @@
 
 use super::leases::{validate_strategy, OLDEST_EMULATION_VERSION};
 use crate::registry::error::FieldError;
-use crate::registry::strategy::{age_of, col, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN, NAME_COLUMN, STORED_VERBS};
+use crate::registry::strategy::{
+    age_of, col, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN,
+    NAME_COLUMN, STORED_VERBS,
+};
 use serde_json::Value;
 
 /// What discovery reports for leasecandidates.
@@ -31,7 +34,9 @@ fn parse_version(s: &str) -> Result<(u64, u64, u64), String> {
     }
     let mut nums = [0u64; 3];
     for (i, p) in parts.iter().enumerate() {
-        nums[i] = p.parse().map_err(|_| format!("Invalid character(s) found in version {p:?}"))?;
+        nums[i] = p
+            .parse()
+            .map_err(|_| format!("Invalid character(s) found in version {p:?}"))?;
     }
     Ok((nums[0], nums[1], nums[2]))
 }
@@ -71,7 +76,11 @@ impl Strategy for LeaseCandidates {
             match parse_version(bv) {
                 Ok(b) => {
                     if evp.is_some_and(|e| b < e) {
-                        errs.push(FieldError::invalid("spec.binaryVersion", bv, "must be greater than or equal to `emulationVersion`"));
+                        errs.push(FieldError::invalid(
+                            "spec.binaryVersion",
+                            bv,
+                            "must be greater than or equal to `emulationVersion`",
+                        ));
                     }
                 }
                 Err(e) => errs.push(FieldError::invalid("spec.binaryVersion", bv, e)),
@@ -83,16 +92,26 @@ impl Strategy for LeaseCandidates {
         } else {
             errs.extend(validate_strategy("spec.strategy", strategy));
             if strategy == OLDEST_EMULATION_VERSION && ev.is_empty() {
-                errs.push(FieldError::required("spec.emulationVersion", "must be specified when `strategy` is 'OldestEmulationVersion'"));
+                errs.push(FieldError::required(
+                    "spec.emulationVersion",
+                    "must be specified when `strategy` is 'OldestEmulationVersion'",
+                ));
             }
         }
         errs
     }
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self.validate(new);
-        let (n, o) = (str_at(new, "/spec/leaseName"), str_at(old, "/spec/leaseName"));
+        let (n, o) = (
+            str_at(new, "/spec/leaseName"),
+            str_at(old, "/spec/leaseName"),
+        );
         if n != o {
-            errs.push(FieldError::invalid("spec.leaseName", n, "field is immutable"));
+            errs.push(FieldError::invalid(
+                "spec.leaseName",
+                n,
+                "field is immutable",
+            ));
         }
         errs
     }

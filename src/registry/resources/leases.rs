@@ -3,7 +3,10 @@
 //! Name/Holder/Age table. May use: registry (strategy), api.
 
 use crate::registry::error::FieldError;
-use crate::registry::strategy::{age_of, col, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN, NAME_COLUMN, STORED_VERBS};
+use crate::registry::strategy::{
+    age_of, col, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN,
+    NAME_COLUMN, STORED_VERBS,
+};
 use serde_json::Value;
 
 /// What discovery reports for leases (no short names).
@@ -32,7 +35,11 @@ pub(crate) fn validate_strategy(field: &str, s: &str) -> Vec<FieldError> {
     if parts.len() == 2 && !parts[0].is_empty() && !parts[1].is_empty() {
         return vec![];
     }
-    vec![FieldError::not_supported(field, s, &[OLDEST_EMULATION_VERSION])]
+    vec![FieldError::not_supported(
+        field,
+        s,
+        &[OLDEST_EMULATION_VERSION],
+    )]
 }
 
 /// The lease strategy.
@@ -47,14 +54,28 @@ impl Strategy for Leases {
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
-        if let Some(d) = obj.pointer("/spec/leaseDurationSeconds").and_then(Value::as_i64) {
+        if let Some(d) = obj
+            .pointer("/spec/leaseDurationSeconds")
+            .and_then(Value::as_i64)
+        {
             if d <= 0 {
-                errs.push(FieldError::invalid_raw("spec.leaseDurationSeconds", d, "must be greater than 0"));
+                errs.push(FieldError::invalid_raw(
+                    "spec.leaseDurationSeconds",
+                    d,
+                    "must be greater than 0",
+                ));
             }
         }
-        if let Some(t) = obj.pointer("/spec/leaseTransitions").and_then(Value::as_i64) {
+        if let Some(t) = obj
+            .pointer("/spec/leaseTransitions")
+            .and_then(Value::as_i64)
+        {
             if t < 0 {
-                errs.push(FieldError::invalid_raw("spec.leaseTransitions", t, "must be greater than or equal to 0"));
+                errs.push(FieldError::invalid_raw(
+                    "spec.leaseTransitions",
+                    t,
+                    "must be greater than or equal to 0",
+                ));
             }
         }
         let strategy = str_at(obj, "/spec/strategy");
@@ -62,7 +83,10 @@ impl Strategy for Leases {
             errs.extend(validate_strategy("spec.strategy", strategy));
         }
         if !str_at(obj, "/spec/preferredHolder").is_empty() && strategy.is_empty() {
-            errs.push(FieldError::forbidden("spec.preferredHolder", "may only be specified if `strategy` is defined"));
+            errs.push(FieldError::forbidden(
+                "spec.preferredHolder",
+                "may only be specified if `strategy` is defined",
+            ));
         }
         errs
     }
@@ -74,6 +98,10 @@ impl Strategy for Leases {
         ]
     }
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![name_of(obj).into(), str_at(obj, "/spec/holderIdentity").into(), age_of(obj)]
+        vec![
+            name_of(obj).into(),
+            str_at(obj, "/spec/holderIdentity").into(),
+            age_of(obj),
+        ]
     }
 }

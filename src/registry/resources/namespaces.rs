@@ -4,11 +4,14 @@
 //! finalizer through `finalize`, which deletes it), immortal system namespaces.
 //! May use: registry (strategy), api.
 
+use crate::api::selectors::qualified_name_errors;
 use crate::registry::error::FieldError;
 use crate::registry::store::{now_rfc3339, IMMORTAL_NAMESPACES};
-use crate::registry::strategy::{age_of, col, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN, NAME_COLUMN};
+use crate::registry::strategy::{
+    age_of, col, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN,
+    NAME_COLUMN,
+};
 use crate::registry::validation::NameRule;
-use crate::api::selectors::qualified_name_errors;
 use serde_json::{json, Value};
 
 /// What discovery reports for namespaces (no deletecollection, as in kube).
@@ -21,15 +24,23 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     namespaced: false,
     short_names: &["ns"],
     categories: &[],
-    verbs: &["create", "delete", "get", "list", "patch", "update", "watch"],
-    subresources: &[("finalize", &["update"]), ("status", &["get", "patch", "update"])],
+    verbs: &[
+        "create", "delete", "get", "list", "patch", "update", "watch",
+    ],
+    subresources: &[
+        ("finalize", &["update"]),
+        ("status", &["get", "patch", "update"]),
+    ],
 };
 
 /// The namespace strategy.
 pub(crate) struct Namespaces;
 
 fn spec_finalizers(obj: &Value) -> Vec<Value> {
-    obj.pointer("/spec/finalizers").and_then(Value::as_array).cloned().unwrap_or_default()
+    obj.pointer("/spec/finalizers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn set(obj: &mut Value, key: &str, value: Value) {
@@ -64,8 +75,16 @@ impl Strategy for Namespaces {
         }
     }
     fn prepare_for_update(&self, new: &mut Value, old: &Value) {
-        set(new, "spec", old.get("spec").cloned().unwrap_or_else(|| json!({})));
-        set(new, "status", old.get("status").cloned().unwrap_or_else(|| json!({})));
+        set(
+            new,
+            "spec",
+            old.get("spec").cloned().unwrap_or_else(|| json!({})),
+        );
+        set(
+            new,
+            "status",
+            old.get("status").cloned().unwrap_or_else(|| json!({})),
+        );
         let name = name_of(old).to_string();
         let meta = crate::registry::store::metadata_mut(new);
         let labels = meta.entry("labels").or_insert_with(|| json!({}));
@@ -90,7 +109,9 @@ impl Strategy for Namespaces {
                 let rv = new.pointer("/metadata/resourceVersion").cloned();
                 *new = old.clone();
                 set(new, "spec", json!({ "finalizers": finalizers }));
-                if let (Some(rv), Some(m)) = (rv, new.get_mut("metadata").and_then(Value::as_object_mut)) {
+                if let (Some(rv), Some(m)) =
+                    (rv, new.get_mut("metadata").and_then(Value::as_object_mut))
+                {
                     m.insert("resourceVersion".into(), rv);
                 }
                 true
@@ -119,7 +140,9 @@ impl Strategy for Namespaces {
             let meta = crate::registry::store::metadata_mut(obj);
             meta.insert("deletionTimestamp".into(), Value::from(now_rfc3339()));
             meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-            let status = obj.as_object_mut().map(|m| m.entry("status").or_insert_with(|| json!({})));
+            let status = obj
+                .as_object_mut()
+                .map(|m| m.entry("status").or_insert_with(|| json!({})));
             if let Some(Value::Object(s)) = status {
                 s.insert("phase".into(), Value::from("Terminating"));
             }
@@ -148,7 +171,11 @@ impl Strategy for Namespaces {
         ]
     }
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![name_of(obj).into(), str_at(obj, "/status/phase").into(), age_of(obj)]
+        vec![
+            name_of(obj).into(),
+            str_at(obj, "/status/phase").into(),
+            age_of(obj),
+        ]
     }
     fn return_deleted_object(&self) -> bool {
         true

@@ -57,10 +57,22 @@ impl Review {
     /// Answers a review for `user`; `obj` was decoded already (apiVersion/kind checked).
     pub fn create(self, obj: Value, user: &UserInfo) -> Result<Value> {
         let kind = self.info().kind;
-        let bad = |e: String| Error::BadRequest(format!("{kind} in version \"v1\" cannot be handled as a {kind}: {e}"));
+        let bad = |e: String| {
+            Error::BadRequest(format!(
+                "{kind} in version \"v1\" cannot be handled as a {kind}: {e}"
+            ))
+        };
         let mut obj = match self {
-            Review::Subject => typed_roundtrip::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(obj).map_err(bad)?.0,
-            Review::Access => typed_roundtrip::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(obj).map_err(bad)?.0,
+            Review::Subject => {
+                typed_roundtrip::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(obj)
+                    .map_err(bad)?
+                    .0
+            }
+            Review::Access => {
+                typed_roundtrip::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(obj)
+                    .map_err(bad)?
+                    .0
+            }
         };
         let Some(map) = obj.as_object_mut() else {
             return Err(Error::BadRequest("the body is not a JSON object".into()));
@@ -84,7 +96,9 @@ impl Review {
             Review::Access => {
                 let spec = map.get("spec").cloned().unwrap_or(Value::Null);
                 let has_attrs = spec.get("resourceAttributes").is_some_and(|v| !v.is_null())
-                    || spec.get("nonResourceAttributes").is_some_and(|v| !v.is_null());
+                    || spec
+                        .get("nonResourceAttributes")
+                        .is_some_and(|v| !v.is_null());
                 if !has_attrs {
                     return Err(Error::invalid(
                         "authorization.k8s.io",

@@ -4,7 +4,10 @@
 
 use super::configmaps::{validate_data_maps, validate_immutable};
 use crate::registry::error::FieldError;
-use crate::registry::strategy::{age_of, col, len_at, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN, NAME_COLUMN, STORED_VERBS};
+use crate::registry::strategy::{
+    age_of, col, len_at, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy,
+    AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
+};
 use base64::Engine;
 use serde_json::Value;
 
@@ -27,17 +30,29 @@ pub(crate) struct Secrets;
 
 /// Moves `stringData` into `data` (base64) and defaults `type`, as the v1 conversion does.
 fn fold_string_data(obj: &mut Value) {
-    let Some(map) = obj.as_object_mut() else { return };
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
     if let Some(Value::Object(sd)) = map.remove("stringData") {
-        let data = map.entry("data").or_insert_with(|| Value::Object(Default::default()));
+        let data = map
+            .entry("data")
+            .or_insert_with(|| Value::Object(Default::default()));
         if let Some(data) = data.as_object_mut() {
             for (k, v) in sd {
                 let s = v.as_str().unwrap_or("");
-                data.insert(k, Value::from(base64::engine::general_purpose::STANDARD.encode(s)));
+                data.insert(
+                    k,
+                    Value::from(base64::engine::general_purpose::STANDARD.encode(s)),
+                );
             }
         }
     }
-    if map.get("type").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if map
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         map.insert("type".into(), Value::from("Opaque"));
     }
 }
@@ -82,6 +97,11 @@ impl Strategy for Secrets {
         ]
     }
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![name_of(obj).into(), str_at(obj, "/type").into(), Value::from(len_at(obj, "/data") as i64), age_of(obj)]
+        vec![
+            name_of(obj).into(),
+            str_at(obj, "/type").into(),
+            Value::from(len_at(obj, "/data") as i64),
+            age_of(obj),
+        ]
     }
 }

@@ -1,7 +1,10 @@
 //! v1 ServiceAccounts (pkg/registry/core/serviceaccount): the Name/Secrets/Age table.
 //! The token subresource is not served. May use: registry (strategy), api.
 
-use crate::registry::strategy::{age_of, col, len_at, name_of, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN, NAME_COLUMN, STORED_VERBS};
+use crate::registry::strategy::{
+    age_of, col, len_at, name_of, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN,
+    NAME_COLUMN, STORED_VERBS,
+};
 use serde_json::Value;
 
 /// What discovery reports for serviceaccounts.
@@ -36,6 +39,10 @@ impl Strategy for ServiceAccounts {
         ]
     }
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        vec![name_of(obj).into(), Value::from(len_at(obj, "/secrets") as i64), age_of(obj)]
+        vec![
+            name_of(obj).into(),
+            Value::from(len_at(obj, "/secrets") as i64),
+            age_of(obj),
+        ]
     }
 }

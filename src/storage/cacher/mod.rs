@@ -10,8 +10,8 @@ mod resource;
 pub use resource::CacherOptions;
 
 use super::{
-    DeleteCheck, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage, UpdateFn,
-    WatchStream,
+    DeleteCheck, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage,
+    UpdateFn, WatchStream,
 };
 use bytes::Bytes;
 use resource::ResourceCache;
@@ -43,7 +43,9 @@ impl Cacher {
 
     /// The resource prefix (`<prefix>/<resource>/`) that `prefix` lies under, if any.
     fn resource_of(&self, prefix: &str) -> Option<String> {
-        let rest = prefix.strip_prefix(self.prefix.as_str())?.strip_prefix('/')?;
+        let rest = prefix
+            .strip_prefix(self.prefix.as_str())?
+            .strip_prefix('/')?;
         let (resource, _) = rest.split_once('/')?;
         (!resource.is_empty()).then(|| format!("{}/{}/", self.prefix, resource))
     }
@@ -54,7 +56,9 @@ impl Cacher {
         let rc = {
             let mut map = self.resources.lock().unwrap_or_else(|e| e.into_inner());
             map.entry(resource.clone())
-                .or_insert_with(|| ResourceCache::start(resource, self.backend.clone(), self.opts.clone()))
+                .or_insert_with(|| {
+                    ResourceCache::start(resource, self.backend.clone(), self.opts.clone())
+                })
                 .clone()
         };
         if rc.ready() || rc.wait_fresh(0, INIT_WAIT).await {
@@ -75,7 +79,9 @@ impl Storage for Cacher {
         let min = match opts.revision {
             ListRevision::Any => 0,
             ListRevision::NotOlderThan(r) => r,
-            ListRevision::Latest | ListRevision::Exact(_) => return self.backend.list(prefix, opts).await,
+            ListRevision::Latest | ListRevision::Exact(_) => {
+                return self.backend.list(prefix, opts).await
+            }
         };
         if let Some(rc) = self.cache(prefix).await {
             if rc.wait_fresh(min, self.opts.fresh_wait).await {
@@ -89,8 +95,15 @@ impl Storage for Cacher {
         self.backend.create(key, value, ttl).await
     }
 
-    async fn guaranteed_update(&self, key: &str, ignore_not_found: bool, update: UpdateFn<'_>) -> Result<KeyValue> {
-        self.backend.guaranteed_update(key, ignore_not_found, update).await
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        update: UpdateFn<'_>,
+    ) -> Result<KeyValue> {
+        self.backend
+            .guaranteed_update(key, ignore_not_found, update)
+            .await
     }
 
     async fn delete(&self, key: &str, check: DeleteCheck<'_>) -> Result<KeyValue> {

@@ -5,7 +5,10 @@
 //! watcher's replay from the ring and its live queue neither overlap nor leave a gap.
 
 use crate::storage::watch::{self, event_key, Hub};
-use crate::storage::{Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage, WatchEvent, WatchStream};
+use crate::storage::{
+    Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage, WatchEvent,
+    WatchStream,
+};
 use futures::StreamExt;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -58,7 +61,11 @@ pub(crate) struct ResourceCache {
 
 impl ResourceCache {
     /// Starts caching `prefix` from `backend`.
-    pub fn start(prefix: String, backend: Arc<dyn Storage>, opts: CacherOptions) -> Arc<ResourceCache> {
+    pub fn start(
+        prefix: String,
+        backend: Arc<dyn Storage>,
+        opts: CacherOptions,
+    ) -> Arc<ResourceCache> {
         let (revision_tx, _) = tokio_watch::channel((false, 0));
         let rc = Arc::new(ResourceCache {
             prefix,
@@ -75,7 +82,11 @@ impl ResourceCache {
             stop: CancellationToken::new(),
         });
         tokio::spawn(reflect(Arc::downgrade(&rc), backend, rc.stop.clone()));
-        tokio::spawn(bookmarks(Arc::downgrade(&rc.hub), rc.opts.bookmark_interval, rc.stop.clone()));
+        tokio::spawn(bookmarks(
+            Arc::downgrade(&rc.hub),
+            rc.opts.bookmark_interval,
+            rc.stop.clone(),
+        ));
         rc
     }
 
@@ -90,7 +101,8 @@ impl ResourceCache {
     /// Waits (at most `wait`) until the cache is ready and at least at `min`; false on timeout.
     pub async fn wait_fresh(&self, min: Revision, wait: Duration) -> bool {
         let mut rx = self.revision_tx.subscribe();
-        let ok = tokio::time::timeout(wait, rx.wait_for(|(ready, rev)| *ready && *rev >= min)).await;
+        let ok =
+            tokio::time::timeout(wait, rx.wait_for(|(ready, rev)| *ready && *rev >= min)).await;
         matches!(ok, Ok(Ok(_)))
     }
 
@@ -117,7 +129,12 @@ impl ResourceCache {
             }
             items.push(kv.clone());
         }
-        ListResult { items, revision: st.revision, remaining: next_key.as_ref().map(|_| remaining), next_key }
+        ListResult {
+            items,
+            revision: st.revision,
+            remaining: next_key.as_ref().map(|_| remaining),
+            next_key,
+        }
     }
 
     /// Watches `prefix` after `after` from the ring; None when `after` is older than the ring
@@ -220,7 +237,11 @@ async fn bookmarks(hub: std::sync::Weak<Hub>, interval: Duration, stop: Cancella
 
 /// Lists the whole resource consistently (pages at one revision).
 async fn list_all(backend: &dyn Storage, prefix: &str) -> Result<(Vec<KeyValue>, Revision)> {
-    let mut opts = ListOptions { revision: ListRevision::Latest, limit: 10_000, start_key: None };
+    let mut opts = ListOptions {
+        revision: ListRevision::Latest,
+        limit: 10_000,
+        start_key: None,
+    };
     let mut items = Vec::new();
     loop {
         let page = backend.list(prefix, opts.clone()).await?;
@@ -237,8 +258,14 @@ async fn list_all(backend: &dyn Storage, prefix: &str) -> Result<(Vec<KeyValue>,
 
 /// The reflector: list, then follow the backend watch; on a broken watch resume from the
 /// cache's revision, and relist only when that revision was compacted away.
-async fn reflect(cache: std::sync::Weak<ResourceCache>, backend: Arc<dyn Storage>, stop: CancellationToken) {
-    let Some(prefix) = cache.upgrade().map(|c| c.prefix.clone()) else { return };
+async fn reflect(
+    cache: std::sync::Weak<ResourceCache>,
+    backend: Arc<dyn Storage>,
+    stop: CancellationToken,
+) {
+    let Some(prefix) = cache.upgrade().map(|c| c.prefix.clone()) else {
+        return;
+    };
     let mut backoff = Duration::from_millis(100);
     let mut need_list = true;
     loop {
@@ -248,7 +275,9 @@ async fn reflect(cache: std::sync::Weak<ResourceCache>, backend: Arc<dyn Storage
         let step = async {
             if need_list {
                 let (items, rev) = list_all(backend.as_ref(), &prefix).await?;
-                let Some(c) = cache.upgrade() else { return Ok(()) };
+                let Some(c) = cache.upgrade() else {
+                    return Ok(());
+                };
                 c.replace(items, rev);
                 need_list = false;
             }
@@ -260,7 +289,9 @@ async fn reflect(cache: std::sync::Weak<ResourceCache>, backend: Arc<dyn Storage
             backoff = Duration::from_millis(100);
             while let Some(ev) = stream.next().await {
                 let ev = ev?;
-                let Some(c) = cache.upgrade() else { return Ok(()) };
+                let Some(c) = cache.upgrade() else {
+                    return Ok(());
+                };
                 c.apply(ev);
             }
             Err(Error::Unavailable("the backend watch ended".into()))

@@ -1,7 +1,9 @@
 //! The conformance cases; each takes a fresh [`Fixture`] and panics on a violation.
 
 use super::Fixture;
-use crate::storage::{Error, KeyValue, ListOptions, ListRevision, Revision, Storage, Update, WatchEvent, WatchStream};
+use crate::storage::{
+    Error, KeyValue, ListOptions, ListRevision, Revision, Storage, Update, WatchEvent, WatchStream,
+};
 use bytes::Bytes;
 use futures::StreamExt;
 use std::collections::BTreeSet;
@@ -37,7 +39,9 @@ async fn expect_compacted_watch(s: &dyn Storage, prefix: &str, after: Revision) 
         Err(e) => panic!("watch from compacted revision {after}: expected Compacted, got {e:?}"),
         Ok(mut w) => match next_event(&mut w).await {
             Err(Error::Compacted { .. }) => {}
-            other => panic!("watch from compacted revision {after}: expected Compacted, got {other:?}"),
+            other => {
+                panic!("watch from compacted revision {after}: expected Compacted, got {other:?}")
+            }
         },
     }
 }
@@ -49,7 +53,10 @@ pub(crate) async fn crud(f: &Fixture) {
     assert_eq!(created.create_revision, created.mod_revision);
     assert_eq!(created.value, b("1"));
     assert_eq!(s.get(k).await.unwrap(), created);
-    assert!(matches!(s.create(k, b("x"), None).await, Err(Error::AlreadyExists { .. })));
+    assert!(matches!(
+        s.create(k, b("x"), None).await,
+        Err(Error::AlreadyExists { .. })
+    ));
     let updated = s.guaranteed_update(k, false, &set("2")).await.unwrap();
     assert_eq!(updated.create_revision, created.mod_revision);
     assert!(updated.mod_revision > created.mod_revision);
@@ -57,7 +64,10 @@ pub(crate) async fn crud(f: &Fixture) {
     let deleted = s.delete(k, &|_| Ok(())).await.unwrap();
     assert_eq!(deleted, updated);
     assert!(matches!(s.get(k).await, Err(Error::NotFound { .. })));
-    assert!(matches!(s.delete(k, &|_| Ok(())).await, Err(Error::NotFound { .. })));
+    assert!(matches!(
+        s.delete(k, &|_| Ok(())).await,
+        Err(Error::NotFound { .. })
+    ));
     assert!(s.current_revision().await.unwrap() > updated.mod_revision);
     s.check_health().await.unwrap();
 }
@@ -65,30 +75,43 @@ pub(crate) async fn crud(f: &Fixture) {
 pub(crate) async fn preconditions_and_conflicts(f: &Fixture) {
     let s = &f.store;
     let k = "/registry/secrets/ns/s";
-    assert!(matches!(s.guaranteed_update(k, false, &set("v")).await, Err(Error::NotFound { .. })));
+    assert!(matches!(
+        s.guaranteed_update(k, false, &set("v")).await,
+        Err(Error::NotFound { .. })
+    ));
     let created = s.guaranteed_update(k, true, &set("v1")).await.unwrap();
     let reject = |cur: Option<&KeyValue>| -> crate::storage::Result<Update> {
         let cur = cur.expect("present");
-        Err(Error::Conflict { key: cur.key.clone(), message: "uid mismatch".into() })
+        Err(Error::Conflict {
+            key: cur.key.clone(),
+            message: "uid mismatch".into(),
+        })
     };
     match s.guaranteed_update(k, false, &reject).await {
         Err(Error::Conflict { message, .. }) => assert_eq!(message, "uid mismatch"),
         other => panic!("expected the update function's error, got {other:?}"),
     }
-    let unchanged = s.guaranteed_update(k, false, &|_| Ok(Update::Unchanged)).await.unwrap();
+    let unchanged = s
+        .guaranteed_update(k, false, &|_| Ok(Update::Unchanged))
+        .await
+        .unwrap();
     assert_eq!(unchanged, created);
     // A precondition on the resourceVersion the caller saw.
     let seen = created.mod_revision;
     s.guaranteed_update(k, false, &set("v2")).await.unwrap();
     let stale = move |cur: Option<&KeyValue>| -> crate::storage::Result<Update> {
         match cur {
-            Some(c) if c.mod_revision != seen => {
-                Err(Error::Conflict { key: c.key.clone(), message: "resourceVersion changed".into() })
-            }
+            Some(c) if c.mod_revision != seen => Err(Error::Conflict {
+                key: c.key.clone(),
+                message: "resourceVersion changed".into(),
+            }),
             _ => Ok(Update::Set(b("v3"))),
         }
     };
-    assert!(matches!(s.guaranteed_update(k, false, &stale).await, Err(Error::Conflict { .. })));
+    assert!(matches!(
+        s.guaranteed_update(k, false, &stale).await,
+        Err(Error::Conflict { .. })
+    ));
     assert_eq!(s.get(k).await.unwrap().value, b("v2"));
     let refuse = |_: &KeyValue| Err(Error::Aborted("finalizers pending".into()));
     assert!(matches!(s.delete(k, &refuse).await, Err(Error::Aborted(_))));
@@ -105,7 +128,10 @@ pub(crate) async fn concurrent_updates_lose_nothing(f: &Fixture) {
         tasks.push(tokio::spawn(async move {
             for _ in 0..5 {
                 let inc = |cur: Option<&KeyValue>| -> crate::storage::Result<Update> {
-                    let n: u64 = std::str::from_utf8(&cur.expect("present").value).unwrap().parse().unwrap();
+                    let n: u64 = std::str::from_utf8(&cur.expect("present").value)
+                        .unwrap()
+                        .parse()
+                        .unwrap();
                     Ok(Update::Set(Bytes::from((n + 1).to_string())))
                 };
                 s.guaranteed_update(k, false, &inc).await.unwrap();
@@ -126,13 +152,29 @@ pub(crate) async fn list_paging_at_fixed_revision(f: &Fixture) {
     let s = &f.store;
     let p = "/registry/pods/ns/";
     for i in 0..10 {
-        s.create(&format!("{p}p{i:02}"), b(&i.to_string()), None).await.unwrap();
+        s.create(&format!("{p}p{i:02}"), b(&i.to_string()), None)
+            .await
+            .unwrap();
     }
-    s.create("/registry/pods/nt/other", b("x"), None).await.unwrap();
-    s.create("/registry/podsx/ns/other", b("x"), None).await.unwrap();
+    s.create("/registry/pods/nt/other", b("x"), None)
+        .await
+        .unwrap();
+    s.create("/registry/podsx/ns/other", b("x"), None)
+        .await
+        .unwrap();
     let all: Vec<String> = (0..10).map(|i| format!("{p}p{i:02}")).collect();
     for first_rev in [ListRevision::Latest, ListRevision::Any] {
-        let first = s.list(p, ListOptions { revision: first_rev, limit: 3, start_key: None }).await.unwrap();
+        let first = s
+            .list(
+                p,
+                ListOptions {
+                    revision: first_rev,
+                    limit: 3,
+                    start_key: None,
+                },
+            )
+            .await
+            .unwrap();
         assert_eq!(keys(&first.items), all[..3].to_vec(), "{first_rev:?}");
         assert_eq!(first.remaining, Some(7));
         let rev = first.revision;
@@ -143,7 +185,14 @@ pub(crate) async fn list_paging_at_fixed_revision(f: &Fixture) {
         let mut next = first.next_key.clone();
         while let Some(start) = next {
             let page = s
-                .list(p, ListOptions { revision: ListRevision::Exact(rev), limit: 3, start_key: Some(start) })
+                .list(
+                    p,
+                    ListOptions {
+                        revision: ListRevision::Exact(rev),
+                        limit: 3,
+                        start_key: Some(start),
+                    },
+                )
                 .await
                 .unwrap();
             assert_eq!(page.revision, rev);
@@ -174,7 +223,12 @@ pub(crate) async fn watch_order_32_writers(f: &Fixture) {
             for i in 0..5 {
                 let k = format!("{p}ns{}/l{t}-{i}", t % 4);
                 revs.push(s.create(&k, b("a"), None).await.unwrap().mod_revision);
-                revs.push(s.guaranteed_update(&k, false, &set("b")).await.unwrap().mod_revision);
+                revs.push(
+                    s.guaranteed_update(&k, false, &set("b"))
+                        .await
+                        .unwrap()
+                        .mod_revision,
+                );
             }
             revs
         }));
@@ -189,11 +243,20 @@ pub(crate) async fn watch_order_32_writers(f: &Fixture) {
     while seen.len() < acked.len() {
         let ev = next_event(&mut w).await.unwrap();
         let rev = ev.revision();
-        assert!(rev > last, "watch revisions must strictly increase: {rev} after {last}");
+        assert!(
+            rev > last,
+            "watch revisions must strictly increase: {rev} after {last}"
+        );
         last = rev;
-        assert!(acked.contains(&rev), "event at revision {rev} was never written");
+        assert!(
+            acked.contains(&rev),
+            "event at revision {rev} was never written"
+        );
         if let WatchEvent::Updated { kv, prev } = &ev {
-            assert_eq!((kv.value.as_ref(), prev.value.as_ref()), (b"b".as_ref(), b"a".as_ref()));
+            assert_eq!(
+                (kv.value.as_ref(), prev.value.as_ref()),
+                (b"b".as_ref(), b"a".as_ref())
+            );
         }
         seen.insert(rev);
     }
@@ -206,7 +269,10 @@ pub(crate) async fn watch_from_old_revision(f: &Fixture) {
     let a = s.create(k, b("1"), None).await.unwrap();
     let bb = s.guaranteed_update(k, false, &set("2")).await.unwrap();
     let gone = s.delete(k, &|_| Ok(())).await.unwrap();
-    let mut w = s.watch("/registry/services/", Some(a.mod_revision)).await.unwrap();
+    let mut w = s
+        .watch("/registry/services/", Some(a.mod_revision))
+        .await
+        .unwrap();
     match next_event(&mut w).await.unwrap() {
         WatchEvent::Updated { kv, prev } => {
             assert_eq!(kv, bb);
@@ -222,7 +288,10 @@ pub(crate) async fn watch_from_old_revision(f: &Fixture) {
         other => panic!("expected the delete, got {other:?}"),
     }
     // From before the create: all three.
-    let mut w = s.watch("/registry/services/", Some(a.mod_revision - 1)).await.unwrap();
+    let mut w = s
+        .watch("/registry/services/", Some(a.mod_revision - 1))
+        .await
+        .unwrap();
     assert!(matches!(next_event(&mut w).await.unwrap(), WatchEvent::Created(kv) if kv == a));
 }
 
@@ -233,14 +302,26 @@ pub(crate) async fn compaction_gives_compacted(f: &Fixture) {
     let bb = s.guaranteed_update(k, false, &set("2")).await.unwrap();
     let c = s.guaranteed_update(k, false, &set("3")).await.unwrap();
     s.compact(bb.mod_revision).await.unwrap();
-    let at = |r| ListOptions { revision: ListRevision::Exact(r), ..Default::default() };
-    assert!(matches!(s.list("/registry/events/", at(a.mod_revision)).await, Err(Error::Compacted { .. })));
-    let still = s.list("/registry/events/", at(bb.mod_revision)).await.unwrap();
+    let at = |r| ListOptions {
+        revision: ListRevision::Exact(r),
+        ..Default::default()
+    };
+    assert!(matches!(
+        s.list("/registry/events/", at(a.mod_revision)).await,
+        Err(Error::Compacted { .. })
+    ));
+    let still = s
+        .list("/registry/events/", at(bb.mod_revision))
+        .await
+        .unwrap();
     assert_eq!(still.items[0].value, b("2"));
     // etcd keeps the state at the compacted revision itself: a watch starting there works,
     // one starting before it does not.
     expect_compacted_watch(s.as_ref(), "/registry/events/", a.mod_revision - 1).await;
-    let mut w = s.watch("/registry/events/", Some(bb.mod_revision)).await.unwrap();
+    let mut w = s
+        .watch("/registry/events/", Some(bb.mod_revision))
+        .await
+        .unwrap();
     assert!(matches!(next_event(&mut w).await.unwrap(), WatchEvent::Updated { kv, .. } if kv == c));
     assert_eq!(s.get(k).await.unwrap(), c);
 }
@@ -249,12 +330,30 @@ pub(crate) async fn ttl_expiry(f: &Fixture) {
     let s = &f.store;
     let p = "/registry/masterleases/";
     let mut w = s.watch(p, None).await.unwrap();
-    let kv = s.create(&format!("{p}10.0.0.1"), b("ip"), Some(Duration::from_secs(2))).await.unwrap();
-    s.create(&format!("{p}10.0.0.2"), b("ip"), None).await.unwrap();
+    let kv = s
+        .create(
+            &format!("{p}10.0.0.1"),
+            b("ip"),
+            Some(Duration::from_secs(2)),
+        )
+        .await
+        .unwrap();
+    s.create(&format!("{p}10.0.0.2"), b("ip"), None)
+        .await
+        .unwrap();
     assert!(s.get(&kv.key).await.is_ok());
-    assert!(matches!(next_event(&mut w).await.unwrap(), WatchEvent::Created(_)));
-    assert!(matches!(next_event(&mut w).await.unwrap(), WatchEvent::Created(_)));
-    match tokio::time::timeout(Duration::from_secs(20), next_event(&mut w)).await.expect("no expiry") {
+    assert!(matches!(
+        next_event(&mut w).await.unwrap(),
+        WatchEvent::Created(_)
+    ));
+    assert!(matches!(
+        next_event(&mut w).await.unwrap(),
+        WatchEvent::Created(_)
+    ));
+    match tokio::time::timeout(Duration::from_secs(20), next_event(&mut w))
+        .await
+        .expect("no expiry")
+    {
         Ok(WatchEvent::Deleted { prev, .. }) => assert_eq!(prev.key, kv.key),
         other => panic!("expected the expiry as a delete, got {other:?}"),
     }
@@ -266,7 +365,15 @@ pub(crate) async fn ttl_expiry(f: &Fixture) {
 pub(crate) async fn cache_matches_backend(f: &Fixture) {
     let s = f.store.clone();
     let p = "/registry/endpoints/";
-    s.list(p, ListOptions { revision: ListRevision::Any, ..Default::default() }).await.unwrap();
+    s.list(
+        p,
+        ListOptions {
+            revision: ListRevision::Any,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
     let mut tasks = Vec::new();
     for t in 0..8 {
         let s = s.clone();
@@ -275,7 +382,10 @@ pub(crate) async fn cache_matches_backend(f: &Fixture) {
             for i in 0..20 {
                 let k = format!("{p}ns/e{}", (t * 7 + i) % 25);
                 let r = match i % 3 {
-                    0 => s.guaranteed_update(&k, true, &set("x")).await.map(|kv| kv.mod_revision),
+                    0 => s
+                        .guaranteed_update(&k, true, &set("x"))
+                        .await
+                        .map(|kv| kv.mod_revision),
                     1 => s.delete(&k, &|_| Ok(())).await.map(|_| 0),
                     _ => s.create(&k, b("y"), None).await.map(|kv| kv.mod_revision),
                 };
@@ -291,19 +401,43 @@ pub(crate) async fn cache_matches_backend(f: &Fixture) {
         last = last.max(t.await.unwrap());
     }
     let cached = s
-        .list(p, ListOptions { revision: ListRevision::NotOlderThan(last), ..Default::default() })
+        .list(
+            p,
+            ListOptions {
+                revision: ListRevision::NotOlderThan(last),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
     assert!(cached.revision >= last);
     let direct = f
         .backend
-        .list(p, ListOptions { revision: ListRevision::Exact(cached.revision), ..Default::default() })
+        .list(
+            p,
+            ListOptions {
+                revision: ListRevision::Exact(cached.revision),
+                ..Default::default()
+            },
+        )
         .await
         .unwrap();
-    assert_eq!(cached.items, direct.items, "cached list differs from the backend at revision {}", cached.revision);
+    assert_eq!(
+        cached.items, direct.items,
+        "cached list differs from the backend at revision {}",
+        cached.revision
+    );
     if f.cached {
         let future = s.current_revision().await.unwrap() + 1000;
-        let r = s.list(p, ListOptions { revision: ListRevision::NotOlderThan(future), ..Default::default() }).await;
+        let r = s
+            .list(
+                p,
+                ListOptions {
+                    revision: ListRevision::NotOlderThan(future),
+                    ..Default::default()
+                },
+            )
+            .await;
         assert!(matches!(r, Err(Error::TooLargeRevision { .. })), "{r:?}");
     }
 }
@@ -311,16 +445,26 @@ pub(crate) async fn cache_matches_backend(f: &Fixture) {
 pub(crate) async fn watch_prefix_isolation(f: &Fixture) {
     let s = &f.store;
     let mut w = s.watch("/registry/pods/ns1/", None).await.unwrap();
-    s.create("/registry/pods/ns2/a", b("x"), None).await.unwrap();
-    s.create("/registry/pods/ns10/a", b("x"), None).await.unwrap();
-    let mine = s.create("/registry/pods/ns1/a", b("y"), None).await.unwrap();
+    s.create("/registry/pods/ns2/a", b("x"), None)
+        .await
+        .unwrap();
+    s.create("/registry/pods/ns10/a", b("x"), None)
+        .await
+        .unwrap();
+    let mine = s
+        .create("/registry/pods/ns1/a", b("y"), None)
+        .await
+        .unwrap();
     assert!(matches!(next_event(&mut w).await.unwrap(), WatchEvent::Created(kv) if kv == mine));
 }
 
 pub(crate) async fn progress_notifications(f: &Fixture) {
     let s = f.store.clone();
     let mut w = s.watch("/registry/nodes/", None).await.unwrap();
-    let other = s.create("/registry/configmaps/ns/x", b("x"), None).await.unwrap();
+    let other = s
+        .create("/registry/configmaps/ns/x", b("x"), None)
+        .await
+        .unwrap();
     let got = tokio::time::timeout(Duration::from_secs(15), async {
         loop {
             match w.next().await {

@@ -34,10 +34,17 @@ fn open_store(dir: &std::path::Path) -> EmbeddedStore {
 #[test]
 #[ignore = "child process of the crash test"]
 fn crash_child() {
-    let Some(dir) = std::env::var_os(DIR_ENV) else { return };
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let Some(dir) = std::env::var_os(DIR_ENV) else {
+        return;
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
     rt.block_on(async move {
-        let store = Arc::new(EmbeddedStore::open(std::path::Path::new(&dir), Duration::ZERO).unwrap());
+        let store =
+            Arc::new(EmbeddedStore::open(std::path::Path::new(&dir), Duration::ZERO).unwrap());
         let out = Arc::new(std::sync::Mutex::new(std::io::stdout()));
         let round: u64 = std::env::var("KAPI_CRASH_ROUND").unwrap().parse().unwrap();
         let mut tasks = Vec::new();
@@ -76,7 +83,13 @@ async fn acknowledged_writes_survive_kill_9() {
     let mut rng = rand::thread_rng();
     for round in 0..5 {
         let mut child = Command::new(&exe)
-            .args(["--exact", "storage::conformance::crash::crash_child", "--ignored", "--nocapture", "--test-threads=1"])
+            .args([
+                "--exact",
+                "storage::conformance::crash::crash_child",
+                "--ignored",
+                "--nocapture",
+                "--test-threads=1",
+            ])
             .env(DIR_ENV, dir.path())
             .env("KAPI_CRASH_ROUND", round.to_string())
             .stdout(Stdio::piped())
@@ -96,7 +109,9 @@ async fn acknowledged_writes_survive_kill_9() {
             }
         });
         // Wait for the first acknowledgement, then kill at a random moment.
-        let first = rx.recv_timeout(Duration::from_secs(30)).expect("the child acknowledged nothing");
+        let first = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the child acknowledged nothing");
         tokio::time::sleep(Duration::from_millis(rng.gen_range(50..400))).await;
         child.kill().unwrap();
         child.wait().unwrap();
@@ -114,18 +129,31 @@ async fn acknowledged_writes_survive_kill_9() {
         }
         let store = open_store(dir.path());
         for (key, rev) in &acked {
-            let kv = store.get(key).await.unwrap_or_else(|e| panic!("acknowledged {key} lost after kill -9: {e}"));
+            let kv = store
+                .get(key)
+                .await
+                .unwrap_or_else(|e| panic!("acknowledged {key} lost after kill -9: {e}"));
             assert_eq!(kv.mod_revision, *rev, "{key}");
             assert_eq!(kv.value, value_of(key, 0), "{key} is torn");
         }
         let counter = store.get("/registry/crash-counter/c").await.unwrap();
-        assert!(counter.mod_revision >= max_counter_rev, "counter went back to {}", counter.mod_revision);
+        assert!(
+            counter.mod_revision >= max_counter_rev,
+            "counter went back to {}",
+            counter.mod_revision
+        );
         let now = store.current_revision().await.unwrap();
-        assert!(now >= last_revision, "revision went backwards: {now} < {last_revision}");
+        assert!(
+            now >= last_revision,
+            "revision went backwards: {now} < {last_revision}"
+        );
         assert!(now >= max_counter_rev);
         last_revision = now;
         // Every stored key is whole, acknowledged or not.
-        let all = store.list("/registry/crash/", Default::default()).await.unwrap();
+        let all = store
+            .list("/registry/crash/", Default::default())
+            .await
+            .unwrap();
         for kv in &all.items {
             assert_eq!(kv.value, value_of(&kv.key, 0), "{} is torn", kv.key);
         }

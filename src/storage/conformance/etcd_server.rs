@@ -17,7 +17,10 @@ pub(crate) struct EtcdServer {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("no free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("no free port")
 }
 
 fn find_etcd() -> std::path::PathBuf {
@@ -64,7 +67,13 @@ impl EtcdServer {
             "--experimental-watch-progress-notify-interval=1s".to_string(),
         ];
         let child = spawn(&bin, &args);
-        let mut server = EtcdServer { child, bin, args, url, _dir: dir };
+        let mut server = EtcdServer {
+            child,
+            bin,
+            args,
+            url,
+            _dir: dir,
+        };
         server.wait_ready().await;
         server
     }
@@ -83,14 +92,22 @@ impl EtcdServer {
                 panic!("etcd exited at start: {status}");
             }
             let ok = async {
-                let mut c = etcd_client::Client::connect([self.url.as_str()], None).await.ok()?;
-                tokio::time::timeout(Duration::from_secs(1), c.get("health", None)).await.ok()?.ok()
+                let mut c = etcd_client::Client::connect([self.url.as_str()], None)
+                    .await
+                    .ok()?;
+                tokio::time::timeout(Duration::from_secs(1), c.get("health", None))
+                    .await
+                    .ok()?
+                    .ok()
             }
             .await;
             if ok.is_some() {
                 return;
             }
-            assert!(Instant::now() < deadline, "etcd did not become ready within 20s");
+            assert!(
+                Instant::now() < deadline,
+                "etcd did not become ready within 20s"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

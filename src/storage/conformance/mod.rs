@@ -24,37 +24,70 @@ pub(crate) struct Fixture {
 }
 
 fn cache_opts() -> CacherOptions {
-    CacherOptions { bookmark_interval: Duration::from_millis(200), ..CacherOptions::default() }
+    CacherOptions {
+        bookmark_interval: Duration::from_millis(200),
+        ..CacherOptions::default()
+    }
 }
 
 pub(crate) async fn embedded() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let store: Arc<dyn Storage> = Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).unwrap());
-    Fixture { store: store.clone(), backend: store, cached: false, _guard: Box::new(dir) }
+    let store: Arc<dyn Storage> =
+        Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).unwrap());
+    Fixture {
+        store: store.clone(),
+        backend: store,
+        cached: false,
+        _guard: Box::new(dir),
+    }
 }
 
 pub(crate) async fn embedded_cached() -> Fixture {
     let f = embedded().await;
-    let store: Arc<dyn Storage> = Arc::new(Cacher::new(f.backend.clone(), "/registry", cache_opts()));
-    Fixture { store, cached: true, ..f }
+    let store: Arc<dyn Storage> =
+        Arc::new(Cacher::new(f.backend.clone(), "/registry", cache_opts()));
+    Fixture {
+        store,
+        cached: true,
+        ..f
+    }
 }
 
 pub(crate) async fn etcd() -> Fixture {
     let server = EtcdServer::start().await;
-    let store: Arc<dyn Storage> =
-        Arc::new(EtcdStore::connect(&[server.url.clone()], &EtcdTls::default(), Duration::from_secs(2)).await.unwrap());
-    Fixture { store: store.clone(), backend: store, cached: false, _guard: Box::new(server) }
+    let store: Arc<dyn Storage> = Arc::new(
+        EtcdStore::connect(
+            &[server.url.clone()],
+            &EtcdTls::default(),
+            Duration::from_secs(2),
+        )
+        .await
+        .unwrap(),
+    );
+    Fixture {
+        store: store.clone(),
+        backend: store,
+        cached: false,
+        _guard: Box::new(server),
+    }
 }
 
 pub(crate) async fn etcd_cached() -> Fixture {
     let f = etcd().await;
-    let store: Arc<dyn Storage> = Arc::new(Cacher::new(f.backend.clone(), "/registry", cache_opts()));
-    Fixture { store, cached: true, ..f }
+    let store: Arc<dyn Storage> =
+        Arc::new(Cacher::new(f.backend.clone(), "/registry", cache_opts()));
+    Fixture {
+        store,
+        cached: true,
+        ..f
+    }
 }
 
 /// Runs a case under a time limit.
 async fn within<T>(secs: u64, f: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(secs), f).await.expect("conformance case timed out")
+    tokio::time::timeout(Duration::from_secs(secs), f)
+        .await
+        .expect("conformance case timed out")
 }
 
 macro_rules! conformance {

@@ -27,7 +27,9 @@ impl std::ops::Deref for Snapshot {
 
 impl DbCell {
     pub fn new(db: Database) -> DbCell {
-        DbCell { db: RwLock::new(Some(Arc::new(db))) }
+        DbCell {
+            db: RwLock::new(Some(Arc::new(db))),
+        }
     }
 
     /// The open database, or None while it is being reopened.
@@ -37,10 +39,15 @@ impl DbCell {
 
     /// A read snapshot of the current database.
     pub fn snapshot(&self, what: &std::path::Path) -> Result<Snapshot> {
-        let db = self
-            .get()
-            .ok_or_else(|| Error::Unavailable(format!("{} is being reopened after an I/O error", what.display())))?;
-        let txn = db.begin_read().map_err(|e| Error::Unavailable(format!("{}: {e}", what.display())))?;
+        let db = self.get().ok_or_else(|| {
+            Error::Unavailable(format!(
+                "{} is being reopened after an I/O error",
+                what.display()
+            ))
+        })?;
+        let txn = db
+            .begin_read()
+            .map_err(|e| Error::Unavailable(format!("{}: {e}", what.display())))?;
         Ok(Snapshot { txn, _db: db })
     }
 

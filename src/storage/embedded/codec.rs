@@ -95,7 +95,10 @@ pub(crate) fn decode_event(revision: u64, raw: &[u8]) -> Result<WatchEvent> {
         Some(2) => {
             let rev = r.i64().ok_or_else(corrupt)?;
             let prev = r.kv().ok_or_else(corrupt)?;
-            WatchEvent::Deleted { prev, revision: rev }
+            WatchEvent::Deleted {
+                prev,
+                revision: rev,
+            }
         }
         _ => return Err(corrupt()),
     };
@@ -136,7 +139,12 @@ impl Reader<'_> {
         let mod_revision = self.i64()?;
         let vlen = self.u32()? as usize;
         let value = Bytes::copy_from_slice(self.take(vlen)?);
-        Some(KeyValue { key, value, create_revision, mod_revision })
+        Some(KeyValue {
+            key,
+            value,
+            create_revision,
+            mod_revision,
+        })
     }
 }
 
@@ -157,12 +165,22 @@ mod tests {
     use super::*;
 
     fn kv(key: &str, v: &str, c: i64, m: i64) -> KeyValue {
-        KeyValue { key: key.into(), value: Bytes::from(v.to_string()), create_revision: c, mod_revision: m }
+        KeyValue {
+            key: key.into(),
+            value: Bytes::from(v.to_string()),
+            create_revision: c,
+            mod_revision: m,
+        }
     }
 
     #[test]
     fn record_round_trips() {
-        let r = Record { create_revision: 3, mod_revision: 9, expires_at_ms: 77, value: Bytes::from_static(b"v") };
+        let r = Record {
+            create_revision: 3,
+            mod_revision: 9,
+            expires_at_ms: 77,
+            value: Bytes::from_static(b"v"),
+        };
         assert_eq!(Record::decode("k", &r.encode()).unwrap(), r);
         assert!(Record::decode("k", &[1, 2, 3]).is_err());
     }
@@ -171,8 +189,14 @@ mod tests {
     fn events_round_trip() {
         let evs = [
             WatchEvent::Created(kv("/a", "1", 2, 2)),
-            WatchEvent::Updated { kv: kv("/a", "2", 2, 3), prev: kv("/a", "1", 2, 2) },
-            WatchEvent::Deleted { prev: kv("/a", "2", 2, 3), revision: 4 },
+            WatchEvent::Updated {
+                kv: kv("/a", "2", 2, 3),
+                prev: kv("/a", "1", 2, 2),
+            },
+            WatchEvent::Deleted {
+                prev: kv("/a", "2", 2, 3),
+                revision: 4,
+            },
         ];
         for ev in evs {
             let raw = encode_event(&ev);

@@ -28,8 +28,8 @@ use super::{
 use bytes::Bytes;
 use cell::DbCell;
 use std::path::Path;
-use std::sync::mpsc::Sender;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
@@ -56,7 +56,11 @@ impl EmbeddedStore {
         Self::open_with(dir, compaction_interval, tables::Opener::default())
     }
 
-    fn open_with(dir: &Path, compaction_interval: Duration, opener: tables::Opener) -> Result<EmbeddedStore> {
+    fn open_with(
+        dir: &Path,
+        compaction_interval: Duration,
+        opener: tables::Opener,
+    ) -> Result<EmbeddedStore> {
         let opened = tables::open_with(dir, opener)?;
         let path = opened.opener.path.clone();
         let db = Arc::new(DbCell::new(opened.db));
@@ -77,7 +81,14 @@ impl EmbeddedStore {
             .spawn(move || w.run(rx))
             .map_err(|e| Error::Io(format!("cannot start the store writer thread: {e}")))?;
         tracing::info!(path = %path.display(), revision = opened.revision, "embedded store opened");
-        Ok(EmbeddedStore { db, hub, ops: Some(tx), writer: Some(writer), alive, path })
+        Ok(EmbeddedStore {
+            db,
+            hub,
+            ops: Some(tx),
+            writer: Some(writer),
+            alive,
+            path,
+        })
     }
 
     fn read(&self) -> Result<cell::Snapshot> {
@@ -91,16 +102,30 @@ impl EmbeddedStore {
             .ok_or_else(|| Error::Unavailable("the store is closed".into()))?
             .send(make(tx))
             .map_err(|_| Error::Unavailable("the store writer has stopped".into()))?;
-        rx.await
-            .map_err(|_| Error::Io("the write transaction was aborted; the write was not applied".into()))?
+        rx.await.map_err(|_| {
+            Error::Io("the write transaction was aborted; the write was not applied".into())
+        })?
     }
 
-    async fn put(&self, key: &str, value: Bytes, expect: Expect, ttl: Option<Duration>) -> Result<Outcome> {
+    async fn put(
+        &self,
+        key: &str,
+        value: Bytes,
+        expect: Expect,
+        ttl: Option<Duration>,
+    ) -> Result<Outcome> {
         let expires_at_ms = match ttl {
             Some(t) => now_ms().saturating_add(t.as_millis().max(1) as u64),
             None => 0,
         };
-        self.submit(|reply| Op::Put { key: key.to_string(), value, expect, expires_at_ms, reply }).await
+        self.submit(|reply| Op::Put {
+            key: key.to_string(),
+            value,
+            expect,
+            expires_at_ms,
+            reply,
+        })
+        .await
     }
 }
 
@@ -118,7 +143,9 @@ impl Drop for EmbeddedStore {
 #[async_trait::async_trait]
 impl Storage for EmbeddedStore {
     async fn get(&self, key: &str) -> Result<KeyValue> {
-        read::get(&*self.read()?, key, now_ms())?.ok_or_else(|| Error::NotFound { key: key.to_string() })
+        read::get(&*self.read()?, key, now_ms())?.ok_or_else(|| Error::NotFound {
+            key: key.to_string(),
+        })
     }
 
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult> {
@@ -128,33 +155,54 @@ impl Storage for EmbeddedStore {
             ListRevision::NotOlderThan(r) => {
                 let (current, _) = read::revisions(&txn)?;
                 if r > current {
-                    return Err(Error::TooLargeRevision { requested: r, current });
+                    return Err(Error::TooLargeRevision {
+                        requested: r,
+                        current,
+                    });
                 }
                 None
             }
             ListRevision::Exact(r) => Some(r),
         };
-        read::list(&txn, prefix, at, opts.start_key.as_deref(), opts.limit, now_ms())
+        read::list(
+            &txn,
+            prefix,
+            at,
+            opts.start_key.as_deref(),
+            opts.limit,
+            now_ms(),
+        )
     }
 
     async fn create(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue> {
         match self.put(key, value, Expect::Absent, ttl).await? {
             Outcome::Done(kv) => Ok(kv),
-            Outcome::Stale => Err(Error::AlreadyExists { key: key.to_string() }),
+            Outcome::Stale => Err(Error::AlreadyExists {
+                key: key.to_string(),
+            }),
         }
     }
 
-    async fn guaranteed_update(&self, key: &str, ignore_not_found: bool, update: UpdateFn<'_>) -> Result<KeyValue> {
+    async fn guaranteed_update(
+        &self,
+        key: &str,
+        ignore_not_found: bool,
+        update: UpdateFn<'_>,
+    ) -> Result<KeyValue> {
         for _ in 0..MAX_RETRIES {
             let cur = read::get(&*self.read()?, key, now_ms())?;
             if cur.is_none() && !ignore_not_found {
-                return Err(Error::NotFound { key: key.to_string() });
+                return Err(Error::NotFound {
+                    key: key.to_string(),
+                });
             }
             let (value, ttl) = match update(cur.as_ref())? {
                 Update::Set(v) => (v, None),
                 Update::SetWithTtl(v, t) => (v, Some(t)),
                 Update::Unchanged => {
-                    return cur.ok_or_else(|| Error::NotFound { key: key.to_string() });
+                    return cur.ok_or_else(|| Error::NotFound {
+                        key: key.to_string(),
+                    });
                 }
             };
             let expect = match &cur {
@@ -167,21 +215,35 @@ impl Storage for EmbeddedStore {
                 Err(e) => return Err(e),
             }
         }
-        Err(Error::Conflict { key: key.to_string(), message: "too many concurrent updates".into() })
+        Err(Error::Conflict {
+            key: key.to_string(),
+            message: "too many concurrent updates".into(),
+        })
     }
 
     async fn delete(&self, key: &str, check: DeleteCheck<'_>) -> Result<KeyValue> {
         for _ in 0..MAX_RETRIES {
-            let cur = read::get(&*self.read()?, key, now_ms())?
-                .ok_or_else(|| Error::NotFound { key: key.to_string() })?;
+            let cur = read::get(&*self.read()?, key, now_ms())?.ok_or_else(|| Error::NotFound {
+                key: key.to_string(),
+            })?;
             check(&cur)?;
             let key = key.to_string();
-            match self.submit(|reply| Op::Delete { key, expect: cur.mod_revision, reply }).await? {
+            match self
+                .submit(|reply| Op::Delete {
+                    key,
+                    expect: cur.mod_revision,
+                    reply,
+                })
+                .await?
+            {
                 Outcome::Done(prev) => return Ok(prev),
                 Outcome::Stale => continue,
             }
         }
-        Err(Error::Conflict { key: key.to_string(), message: "too many concurrent updates".into() })
+        Err(Error::Conflict {
+            key: key.to_string(),
+            message: "too many concurrent updates".into(),
+        })
     }
 
     async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream> {
@@ -203,7 +265,10 @@ impl Storage for EmbeddedStore {
         let txn = self.read()?;
         read::revisions(&txn)?;
         if !self.alive.load(Ordering::Acquire) {
-            return Err(Error::Unavailable(format!("{}: the store writer has stopped", self.path.display())));
+            return Err(Error::Unavailable(format!(
+                "{}: the store writer has stopped",
+                self.path.display()
+            )));
         }
         Ok(())
     }

@@ -41,17 +41,28 @@ pub(crate) fn get(txn: &ReadTransaction, key: &str, now_ms: u64) -> Result<Optio
 
 /// Events with revision in `(after, upto]` under `prefix`. `Err(Compacted)` when `after` is
 /// older than the kept history (which, as in etcd, still holds the compacted revision itself).
-pub(crate) fn history(txn: &ReadTransaction, prefix: &str, after: Revision, upto: Revision) -> Result<Vec<WatchEvent>> {
+pub(crate) fn history(
+    txn: &ReadTransaction,
+    prefix: &str,
+    after: Revision,
+    upto: Revision,
+) -> Result<Vec<WatchEvent>> {
     let (_, compacted) = revisions(txn)?;
     if after < compacted - 1 {
-        return Err(Error::Compacted { requested: after, oldest: compacted });
+        return Err(Error::Compacted {
+            requested: after,
+            oldest: compacted,
+        });
     }
     let mut out = Vec::new();
     if upto <= after {
         return Ok(out);
     }
     let hist = txn.open_table(HISTORY).map_err(db_err)?;
-    for item in hist.range((after + 1) as u64..=upto as u64).map_err(db_err)? {
+    for item in hist
+        .range((after + 1) as u64..=upto as u64)
+        .map_err(db_err)?
+    {
         let (k, v) = item.map_err(db_err)?;
         let ev = decode_event(k.value(), v.value())?;
         if event_key(&ev).starts_with(prefix) {
@@ -73,10 +84,16 @@ pub(crate) fn list(
     let (current, compacted) = revisions(txn)?;
     let rev = at.unwrap_or(current);
     if rev < compacted {
-        return Err(Error::Compacted { requested: rev, oldest: compacted });
+        return Err(Error::Compacted {
+            requested: rev,
+            oldest: compacted,
+        });
     }
     if rev > current {
-        return Err(Error::TooLargeRevision { requested: rev, current });
+        return Err(Error::TooLargeRevision {
+            requested: rev,
+            current,
+        });
     }
     // Keys changed after `rev`: their state at `rev` (None = absent then).
     let mut overlay: BTreeMap<String, Option<KeyValue>> = BTreeMap::new();
@@ -95,7 +112,9 @@ pub(crate) fn list(
     };
     let latest = txn.open_table(LATEST).map_err(db_err)?;
     let mut base = latest.range(from..).map_err(db_err)?;
-    let mut over = overlay.range::<str, _>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded)).peekable();
+    let mut over = overlay
+        .range::<str, _>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded))
+        .peekable();
     let mut items = Vec::new();
     let mut next_key = None;
     let mut remaining: i64 = 0;
@@ -130,7 +149,9 @@ pub(crate) fn list(
             }
             ov.clone()
         } else {
-            let Some((bk, raw)) = base_next.take() else { break };
+            let Some((bk, raw)) = base_next.take() else {
+                break;
+            };
             if overlay.contains_key(&bk) {
                 continue;
             }

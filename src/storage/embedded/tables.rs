@@ -49,8 +49,16 @@ impl Opener {
     fn create(&self) -> Result<Database, DatabaseError> {
         #[cfg(test)]
         if let Some(fault) = &self.fault {
-            let file = std::fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(&self.path)?;
-            let backend = faulty::Faulty { inner: redb::backends::FileBackend::new(file)?, fail: fault.clone() };
+            let file = std::fs::OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&self.path)?;
+            let backend = faulty::Faulty {
+                inner: redb::backends::FileBackend::new(file)?,
+                fail: fault.clone(),
+            };
             return redb::Builder::new().create_with_backend(backend);
         }
         Database::create(&self.path)
@@ -61,20 +69,32 @@ impl Opener {
     pub fn reopen(&self) -> Result<Opened> {
         let db = self.create().map_err(|e| open_error(&self.path, e))?;
         let txn = db.begin_read().map_err(|e| corrupt(&self.path, e))?;
-        let (revision, compacted) =
-            check_tables(&txn, &self.path)?.ok_or_else(|| corrupt(&self.path, "the store tables are gone"))?;
+        let (revision, compacted) = check_tables(&txn, &self.path)?
+            .ok_or_else(|| corrupt(&self.path, "the store tables are gone"))?;
         drop(txn);
-        Ok(Opened { db, opener: self.clone(), revision, compacted })
+        Ok(Opened {
+            db,
+            opener: self.clone(),
+            revision,
+            compacted,
+        })
     }
 }
 
 /// Opens (creating when absent) the store under `dir`; `opener` carries test hooks.
 pub(crate) fn open_with(dir: &Path, mut opener: Opener) -> Result<Opened> {
     if dir.exists() && !dir.is_dir() {
-        return Err(Error::Corrupt(format!("data directory {} is not a directory", dir.display())));
+        return Err(Error::Corrupt(format!(
+            "data directory {} is not a directory",
+            dir.display()
+        )));
     }
-    std::fs::create_dir_all(dir)
-        .map_err(|e| Error::Io(format!("cannot create data directory {}: {e}", dir.display())))?;
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Error::Io(format!(
+            "cannot create data directory {}: {e}",
+            dir.display()
+        ))
+    })?;
     let path = dir.join(FILE_NAME);
     opener.path = path.clone();
     check_magic(&path)?;
@@ -88,7 +108,12 @@ pub(crate) fn open_with(dir: &Path, mut opener: Opener) -> Result<Opened> {
             initialise(&db, &path)?
         }
     };
-    Ok(Opened { db, opener, revision, compacted })
+    Ok(Opened {
+        db,
+        opener,
+        revision,
+        compacted,
+    })
 }
 
 /// Refuses a non-empty file that does not start with redb's magic number.
@@ -129,7 +154,11 @@ fn corrupt(path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Corrupt(format!("{}: {e}", path.display()))
 }
 
-fn read_i64(raw: Option<redb::AccessGuard<'_, &[u8]>>, path: &Path, name: &str) -> Result<Revision> {
+fn read_i64(
+    raw: Option<redb::AccessGuard<'_, &[u8]>>,
+    path: &Path,
+    name: &str,
+) -> Result<Revision> {
     let raw = raw.ok_or_else(|| corrupt(path, format!("the {name} counter is missing")))?;
     let bytes: [u8; 8] = raw
         .value()
@@ -142,7 +171,10 @@ fn read_i64(raw: Option<redb::AccessGuard<'_, &[u8]>>, path: &Path, name: &str) 
 /// program is refused before the writable open touches it. A file that needs crash recovery
 /// cannot be opened read-only; it is checked after the writable open has repaired it.
 fn check_read_only(path: &Path) -> Result<()> {
-    if std::fs::metadata(path).map(|m| m.len() == 0).unwrap_or(true) {
+    if std::fs::metadata(path)
+        .map(|m| m.len() == 0)
+        .unwrap_or(true)
+    {
         return Ok(());
     }
     match redb::ReadOnlyDatabase::open(path) {
@@ -186,8 +218,16 @@ fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<(Revi
         }
         None => return Err(corrupt(path, "the format marker is missing")),
     }
-    let revision = read_i64(meta.get(META_REVISION).map_err(|e| corrupt(path, e))?, path, "revision")?;
-    let compacted = read_i64(meta.get(META_COMPACTED).map_err(|e| corrupt(path, e))?, path, "compacted")?;
+    let revision = read_i64(
+        meta.get(META_REVISION).map_err(|e| corrupt(path, e))?,
+        path,
+        "revision",
+    )?;
+    let compacted = read_i64(
+        meta.get(META_COMPACTED).map_err(|e| corrupt(path, e))?,
+        path,
+        "compacted",
+    )?;
     for t in [LATEST.name(), HISTORY.name(), EXPIRY.name()] {
         if !names.iter().any(|n| n == t) {
             return Err(corrupt(path, format!("table {t} is missing")));
@@ -202,8 +242,10 @@ fn initialise(db: &Database, path: &Path) -> Result<(Revision, Revision)> {
     {
         let mut meta = txn.open_table(META).map_err(|e| io(e.into()))?;
         meta.insert(META_FORMAT, FORMAT).map_err(|e| io(e.into()))?;
-        meta.insert(META_REVISION, INITIAL_REVISION.to_le_bytes().as_slice()).map_err(|e| io(e.into()))?;
-        meta.insert(META_COMPACTED, 0i64.to_le_bytes().as_slice()).map_err(|e| io(e.into()))?;
+        meta.insert(META_REVISION, INITIAL_REVISION.to_le_bytes().as_slice())
+            .map_err(|e| io(e.into()))?;
+        meta.insert(META_COMPACTED, 0i64.to_le_bytes().as_slice())
+            .map_err(|e| io(e.into()))?;
         txn.open_table(LATEST).map_err(|e| io(e.into()))?;
         txn.open_table(HISTORY).map_err(|e| io(e.into()))?;
         txn.open_table(EXPIRY).map_err(|e| io(e.into()))?;
@@ -228,7 +270,10 @@ mod faulty {
     impl Faulty {
         fn check(&self) -> io::Result<()> {
             if self.fail.load(Ordering::Acquire) {
-                return Err(io::Error::new(io::ErrorKind::StorageFull, "No space left on device (injected)"));
+                return Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "No space left on device (injected)",
+                ));
             }
             Ok(())
         }

@@ -6,8 +6,8 @@
 //! the caller re-reads and retries. The same thread reaps expired keys, compacts history
 //! periodically and sends progress notifications.
 
-use super::codec::{encode_event, Record};
 use super::cell::DbCell;
+use super::codec::{encode_event, Record};
 use super::tables::{self, Opener, EXPIRY, HISTORY, LATEST, META};
 use crate::storage::watch::Hub;
 use crate::storage::{Error, KeyValue, Result, Revision, WatchEvent};
@@ -45,9 +45,22 @@ pub(crate) enum Outcome {
 
 /// One queued operation.
 pub(crate) enum Op {
-    Put { key: String, value: Bytes, expect: Expect, expires_at_ms: u64, reply: oneshot::Sender<Result<Outcome>> },
-    Delete { key: String, expect: Revision, reply: oneshot::Sender<Result<Outcome>> },
-    Compact { revision: Revision, reply: oneshot::Sender<Result<()>> },
+    Put {
+        key: String,
+        value: Bytes,
+        expect: Expect,
+        expires_at_ms: u64,
+        reply: oneshot::Sender<Result<Outcome>>,
+    },
+    Delete {
+        key: String,
+        expect: Revision,
+        reply: oneshot::Sender<Result<Outcome>>,
+    },
+    Compact {
+        revision: Revision,
+        reply: oneshot::Sender<Result<()>>,
+    },
 }
 
 /// The writer's state.
@@ -120,13 +133,17 @@ impl Writer {
                 // one interval of history stays available.
                 if compact_to > self.compacted {
                     let (tx, _rx) = oneshot::channel();
-                    self.commit(vec![Op::Compact { revision: compact_to, reply: tx }]);
+                    self.commit(vec![Op::Compact {
+                        revision: compact_to,
+                        reply: tx,
+                    }]);
                 }
                 compact_to = self.revision;
                 next_compaction = now + self.compaction_interval;
             }
         }
-        self.alive.store(false, std::sync::atomic::Ordering::Release);
+        self.alive
+            .store(false, std::sync::atomic::Ordering::Release);
         self.hub.close_all();
     }
 
@@ -167,9 +184,14 @@ impl Writer {
                 self.revision = o.revision;
                 self.compacted = o.compacted;
                 self.db.set(o.db);
-                tracing::info!(revision = self.revision, "embedded store: reopened after a write failure");
+                tracing::info!(
+                    revision = self.revision,
+                    "embedded store: reopened after a write failure"
+                );
             }
-            Err(e) => tracing::error!(error = %e, "embedded store: cannot reopen after a write failure; will retry"),
+            Err(e) => {
+                tracing::error!(error = %e, "embedded store: cannot reopen after a write failure; will retry")
+            }
         }
     }
 
@@ -179,13 +201,21 @@ impl Writer {
             return Ok(db);
         }
         self.recover();
-        self.db.get().ok_or_else(|| redb::Error::Corrupted("the store could not be reopened after an I/O error".into()))
+        self.db.get().ok_or_else(|| {
+            redb::Error::Corrupted("the store could not be reopened after an I/O error".into())
+        })
     }
 
-    fn apply_batch(&mut self, batch: Vec<Op>, events: &mut Vec<WatchEvent>, replies: &mut Vec<Reply>) -> Result<(), redb::Error> {
+    fn apply_batch(
+        &mut self,
+        batch: Vec<Op>,
+        events: &mut Vec<WatchEvent>,
+        replies: &mut Vec<Reply>,
+    ) -> Result<(), redb::Error> {
         let db = self.database()?;
         let mut txn = db.begin_write()?;
-        txn.set_durability(Durability::Immediate).map_err(|e| redb::Error::Corrupted(e.to_string()))?;
+        txn.set_durability(Durability::Immediate)
+            .map_err(|e| redb::Error::Corrupted(e.to_string()))?;
         let now = now_ms();
         {
             let mut t = Tables {
@@ -195,7 +225,13 @@ impl Writer {
             };
             for op in batch {
                 match op {
-                    Op::Put { key, value, expect, expires_at_ms, reply } => {
+                    Op::Put {
+                        key,
+                        value,
+                        expect,
+                        expires_at_ms,
+                        reply,
+                    } => {
                         let r = self.put(&mut t, events, now, key, value, expect, expires_at_ms)?;
                         replies.push(Reply::Write(reply, r));
                     }
@@ -210,8 +246,14 @@ impl Writer {
                 }
             }
             let mut meta = txn.open_table(META)?;
-            meta.insert(tables::META_REVISION, self.revision.to_le_bytes().as_slice())?;
-            meta.insert(tables::META_COMPACTED, self.compacted.to_le_bytes().as_slice())?;
+            meta.insert(
+                tables::META_REVISION,
+                self.revision.to_le_bytes().as_slice(),
+            )?;
+            meta.insert(
+                tables::META_COMPACTED,
+                self.compacted.to_le_bytes().as_slice(),
+            )?;
         }
         txn.commit()?;
         Ok(())
@@ -223,9 +265,16 @@ impl Writer {
     }
 
     /// Reads a key's record; an expired one is deleted first (announced as a delete).
-    fn current(&mut self, t: &mut Tables, events: &mut Vec<WatchEvent>, now: u64, key: &str) -> Result<Option<Record>, redb::Error> {
+    fn current(
+        &mut self,
+        t: &mut Tables,
+        events: &mut Vec<WatchEvent>,
+        now: u64,
+        key: &str,
+    ) -> Result<Option<Record>, redb::Error> {
         let rec = match t.latest.get(key)? {
-            Some(raw) => Record::decode(key, raw.value()).map_err(|e| redb::Error::Corrupted(e.to_string()))?,
+            Some(raw) => Record::decode(key, raw.value())
+                .map_err(|e| redb::Error::Corrupted(e.to_string()))?,
             None => return Ok(None),
         };
         if rec.expired(now) {
@@ -235,14 +284,23 @@ impl Writer {
         Ok(Some(rec))
     }
 
-    fn remove(&mut self, t: &mut Tables, events: &mut Vec<WatchEvent>, key: &str, rec: Record) -> Result<KeyValue, redb::Error> {
+    fn remove(
+        &mut self,
+        t: &mut Tables,
+        events: &mut Vec<WatchEvent>,
+        key: &str,
+        rec: Record,
+    ) -> Result<KeyValue, redb::Error> {
         let rev = self.next_revision();
         t.latest.remove(key)?;
         if rec.expires_at_ms != 0 {
             t.expiry.remove((rec.expires_at_ms, key))?;
         }
         let prev = rec.into_kv(key);
-        let ev = WatchEvent::Deleted { prev: prev.clone(), revision: rev };
+        let ev = WatchEvent::Deleted {
+            prev: prev.clone(),
+            revision: rev,
+        };
         t.history.insert(rev as u64, encode_event(&ev).as_slice())?;
         events.push(ev);
         Ok(prev)
@@ -263,7 +321,9 @@ impl Writer {
         match (expect, &cur) {
             (Expect::Absent, Some(_)) => return Ok(Err(Error::AlreadyExists { key })),
             (Expect::ModRevision(_), None) => return Ok(Ok(Outcome::Stale)),
-            (Expect::ModRevision(m), Some(r)) if r.mod_revision != m => return Ok(Ok(Outcome::Stale)),
+            (Expect::ModRevision(m), Some(r)) if r.mod_revision != m => {
+                return Ok(Ok(Outcome::Stale))
+            }
             _ => {}
         }
         let rev = self.next_revision();
@@ -285,7 +345,10 @@ impl Writer {
         let kv = rec.into_kv(&key);
         let ev = match cur {
             None => WatchEvent::Created(kv.clone()),
-            Some(old) => WatchEvent::Updated { kv: kv.clone(), prev: old.into_kv(&key) },
+            Some(old) => WatchEvent::Updated {
+                kv: kv.clone(),
+                prev: old.into_kv(&key),
+            },
         };
         t.history.insert(rev as u64, encode_event(&ev).as_slice())?;
         events.push(ev);
@@ -346,7 +409,8 @@ impl Writer {
         let res = (|| -> Result<(), redb::Error> {
             let db = self.database()?;
             let mut txn = db.begin_write()?;
-            txn.set_durability(Durability::Immediate).map_err(|e| redb::Error::Corrupted(e.to_string()))?;
+            txn.set_durability(Durability::Immediate)
+                .map_err(|e| redb::Error::Corrupted(e.to_string()))?;
             {
                 let mut t = Tables {
                     latest: txn.open_table(LATEST)?,
@@ -358,7 +422,10 @@ impl Writer {
                     self.current(&mut t, &mut events, now, key)?;
                 }
                 let mut meta = txn.open_table(META)?;
-                meta.insert(tables::META_REVISION, self.revision.to_le_bytes().as_slice())?;
+                meta.insert(
+                    tables::META_REVISION,
+                    self.revision.to_le_bytes().as_slice(),
+                )?;
             }
             txn.commit()?;
             Ok(())
@@ -375,7 +442,9 @@ impl Writer {
 
     fn expired_keys(&self, now: u64) -> Result<Vec<String>, redb::Error> {
         use redb::ReadableDatabase;
-        let Some(db) = self.db.get() else { return Ok(Vec::new()) };
+        let Some(db) = self.db.get() else {
+            return Ok(Vec::new());
+        };
         let txn = db.begin_read()?;
         let expiry = txn.open_table(EXPIRY)?;
         let mut keys = Vec::new();
