@@ -102,9 +102,11 @@ impl Query {
             None | Some("") | Some("Warn") => FieldValidation::Warn,
             Some("Strict") => FieldValidation::Strict,
             Some("Ignore") => FieldValidation::Ignore,
-            Some(other) => return Err(bad(format!(
+            Some(other) => {
+                return Err(bad(format!(
                 "fieldValidation must be one of \"Ignore\", \"Strict\", or \"Warn\", got {other:?}"
-            ))),
+            )))
+            }
         };
         Ok(Context {
             namespace: namespace.to_string(),
