@@ -194,9 +194,14 @@ pub fn hooks(config: &Config) -> Hooks {
     ));
 
     if o.gate("CoordinatedLeaderElection") {
+        let (start, stop) = cle_hooks(config);
         h.post_start.push((
             "start-kube-apiserver-coordinated-leader-election-controller".into(),
-            cle_hook(config),
+            start,
+        ));
+        h.pre_shutdown.push((
+            "stop-kube-apiserver-coordinated-leader-election-controller".into(),
+            stop,
         ));
     }
 
@@ -302,7 +307,17 @@ fn identity_hooks(config: &Config, h: &mut Hooks) {
     ));
 }
 
-fn cle_hook(config: &Config) -> PostStartHookFn {
+/// The running CLE election: its token and a receiver that fires once it has stopped (and
+/// released the lock lease).
+type RunningElection = (
+    tokio_util::sync::CancellationToken,
+    tokio::sync::oneshot::Receiver<()>,
+);
+
+/// The CLE controller hook and its pre-shutdown stop. Stopping before the server stops
+/// accepting requests lets the lock lease `leader-election-controller` be released through the
+/// API, so another replica takes over at once instead of after a lease duration.
+fn cle_hooks(config: &Config) -> (PostStartHookFn, PreShutdownHookFn) {
     let o = &config.options;
     let election = leader::ElectionConfig {
         namespace: identity::KUBE_SYSTEM.to_string(),
@@ -313,18 +328,44 @@ fn cle_hook(config: &Config) -> PostStartHookFn {
         retry_period: o.cle_retry_period,
     };
     let gc_period = o.lease_candidate_gc_period;
-    spawning(move |ctx| {
-        let client = ctx.client.clone();
-        leader::run(ctx.client, election.clone(), ctx.cancel, move |leading| {
-            let client = client.clone();
-            async move {
-                tokio::join!(
-                    coordinated::run(client.clone(), leading.clone()),
-                    gc::run_candidate_gc(client, gc_period, leading),
-                );
+    let running: Arc<std::sync::Mutex<Option<RunningElection>>> = Arc::default();
+    let started = running.clone();
+    let start = post_start(move |ctx: HookContext| {
+        let (election, started) = (election.clone(), started.clone());
+        async move {
+            let token = ctx.cancel.child_token();
+            let (done_tx, done_rx) = tokio::sync::oneshot::channel();
+            if let Ok(mut slot) = started.lock() {
+                *slot = Some((token.clone(), done_rx));
             }
-        })
-    })
+            let client = ctx.client.clone();
+            ctx.tasks.spawn(async move {
+                leader::run(client.clone(), election, token, move |leading| {
+                    let client = client.clone();
+                    async move {
+                        tokio::join!(
+                            coordinated::run(client.clone(), leading.clone()),
+                            gc::run_candidate_gc(client, gc_period, leading),
+                        );
+                    }
+                })
+                .await;
+                let _ = done_tx.send(());
+            });
+            Ok(())
+        }
+    });
+    let stop = pre_shutdown(move || {
+        let taken = running.lock().ok().and_then(|mut slot| slot.take());
+        async move {
+            if let Some((token, done)) = taken {
+                token.cancel();
+                let _ = tokio::time::timeout(Duration::from_secs(5), done).await;
+            }
+            Ok(())
+        }
+    });
+    (start, stop)
 }
 
 #[cfg(test)]
@@ -392,7 +433,10 @@ mod tests {
         );
         assert_eq!(
             names(&h.pre_shutdown),
-            ["stop-kube-apiserver-identity-lease-controller"]
+            [
+                "stop-kube-apiserver-coordinated-leader-election-controller",
+                "stop-kube-apiserver-identity-lease-controller"
+            ]
         );
     }
 
