@@ -129,7 +129,13 @@ pub struct Authenticator {
     tokens: TokenAuthenticator,
     x509: Option<Arc<dyn ClientCertVerifier>>,
     anonymous: bool,
+    /// Verified chains (SHA-256 of the DER chain) → user and the leaf's notAfter, so a
+    /// client's chain is verified once rather than on every request of every connection.
+    verified: std::sync::Mutex<HashMap<[u8; 32], (UserInfo, i64)>>,
 }
+
+/// Bound of the verified-chain cache; it is cleared when full.
+const VERIFIED_CACHE_MAX: usize = 1024;
 
 impl Authenticator {
     /// Builds the authenticator; `x509` verifies client chains against the client CAs.
@@ -142,6 +148,7 @@ impl Authenticator {
             tokens,
             x509,
             anonymous,
+            verified: std::sync::Mutex::default(),
         }
     }
 
@@ -173,6 +180,35 @@ impl Authenticator {
     }
 
     fn verify_cert(&self, chain: &[CertificateDer<'static>]) -> Result<UserInfo, Error> {
+        use sha2::Digest;
+        let mut hasher = sha2::Sha256::new();
+        for cert in chain {
+            hasher.update((cert.len() as u64).to_be_bytes());
+            hasher.update(cert.as_ref());
+        }
+        let key: [u8; 32] = hasher.finalize().into();
+        let now = UnixTime::now().as_secs() as i64;
+        if let Ok(cache) = self.verified.lock() {
+            if let Some((user, not_after)) = cache.get(&key) {
+                if now < *not_after {
+                    return Ok(user.clone());
+                }
+            }
+        }
+        let user = self.verify_chain(chain)?;
+        let not_after = x509_parser::parse_x509_certificate(&chain[0])
+            .map(|(_, c)| c.validity().not_after.timestamp())
+            .unwrap_or(now);
+        if let Ok(mut cache) = self.verified.lock() {
+            if cache.len() >= VERIFIED_CACHE_MAX {
+                cache.clear();
+            }
+            cache.insert(key, (user.clone(), not_after));
+        }
+        Ok(user)
+    }
+
+    fn verify_chain(&self, chain: &[CertificateDer<'static>]) -> Result<UserInfo, Error> {
         let subject = subject_of(&chain[0]);
         let Some(verifier) = &self.x509 else {
             return Err(Error::InvalidCertificate {

@@ -217,6 +217,8 @@ pub async fn serve(
                         continue;
                     }
                 };
+                // Small HTTP/2 frames must not wait for delayed ACKs (Go sets TCP_NODELAY too).
+                let _ = stream.set_nodelay(true);
                 let keepalive = socket2::TcpKeepalive::new().with_time(Duration::from_secs(180)).with_interval(Duration::from_secs(180));
                 if let Err(err) = socket2::SockRef::from(&stream).set_tcp_keepalive(&keepalive) {
                     tracing::debug!(%peer, error = %err, "cannot enable TCP keep-alive");

@@ -1,0 +1,639 @@
+//! API benchmark of the real `kapi serve` (`cargo bench --bench api`).
+//!
+//! Spawns the `kapi` binary that cargo builds for this bench (`CARGO_BIN_EXE_kapi`; under
+//! `cargo bench` that is the release-profile build) on 127.0.0.1, port 0, with a temp data dir
+//! (embedded store). It creates leases, then measures GET, LIST (100 items) and UPDATE (PUT
+//! with the current resourceVersion, one lease per worker so there are no conflicts) of
+//! coordination.k8s.io/v1 leases over TLS + HTTP/2 (ALPN "h2" only), authenticated with the
+//! admin client certificate from `<data-dir>/admin.kubeconfig`.
+//!
+//! Concurrency 1, 16 and 64 are laid out as connections x streams like the h2load runs of
+//! the physical-limits kit: 1x1, 4x4, 8x8. Each cell runs a warm-up, then a fixed duration;
+//! cells are interleaved over several runs and the table shows medians over the runs.
+//! Afterwards the server is stopped and restarted on the same (now populated) data dir
+//! several times to measure process start → first `/readyz` 200 and the idle RSS.
+//!
+//! Environment: `KAPI_BENCH_SECS` (measured seconds per cell, default 5),
+//! `KAPI_BENCH_WARMUP_MS` (default 1000), `KAPI_BENCH_RUNS` (default 3),
+//! `KAPI_BENCH_RESTARTS` (default 7), `KAPI_BENCH_LOADER_THREADS` (default 1, like
+//! `h2load -t1`). Without `--bench` (i.e. under `cargo test --benches`) it runs a short
+//! smoke pass so the bench itself stays tested.
+
+use base64::Engine;
+use serde_json::{json, Value};
+use std::io::BufRead;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const GROUP_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces";
+const LIST_NS: &str = "bench-list";
+const RW_NS: &str = "bench-rw";
+const LIST_ITEMS: usize = 100;
+const RW_ITEMS: usize = 64;
+/// Concurrency → (connections, streams per connection), as in the limits kit's h2load runs.
+const LAYOUTS: [(usize, usize, usize); 3] = [(1, 1, 1), (16, 4, 4), (64, 8, 8)];
+/// Linux reports process times in USER_HZ, which is 100 on every mainstream architecture.
+const CLOCK_TICKS: f64 = 100.0;
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Op {
+    Get,
+    List,
+    Update,
+}
+
+impl Op {
+    fn name(self) -> &'static str {
+        match self {
+            Op::Get => "GET",
+            Op::List => "LIST (100 items)",
+            Op::Update => "UPDATE",
+        }
+    }
+}
+
+struct Settings {
+    secs: f64,
+    warmup: Duration,
+    runs: usize,
+    restarts: usize,
+    loader_threads: usize,
+}
+
+impl Settings {
+    fn from_env(smoke: bool) -> Settings {
+        let get = |name: &str, default: f64| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(default)
+        };
+        if smoke {
+            return Settings {
+                secs: 0.3,
+                warmup: Duration::from_millis(100),
+                runs: 1,
+                restarts: 2,
+                loader_threads: 1,
+            };
+        }
+        Settings {
+            secs: get("KAPI_BENCH_SECS", 5.0),
+            warmup: Duration::from_millis(get("KAPI_BENCH_WARMUP_MS", 1000.0) as u64),
+            runs: get("KAPI_BENCH_RUNS", 3.0).max(1.0) as usize,
+            restarts: get("KAPI_BENCH_RESTARTS", 7.0).max(1.0) as usize,
+            loader_threads: get("KAPI_BENCH_LOADER_THREADS", 1.0).max(1.0) as usize,
+        }
+    }
+}
+
+/// A running `kapi serve` process with what the bench needs to talk to it.
+struct Server {
+    child: Child,
+    url: String,
+    ca_pem: String,
+    admin_pem: String,
+    stderr: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Spawn → first `/readyz` 200.
+    ready_after: Duration,
+}
+
+impl Server {
+    /// Spawns `kapi serve` on `data_dir` and waits (at most 60 s) for `/readyz` 200.
+    async fn start(data_dir: &Path) -> Res<Server> {
+        let started = Instant::now();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kapi"))
+            .args([
+                "serve",
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                "0",
+                "--data-dir",
+            ])
+            .arg(data_dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel::<PathBuf>();
+        let pipe = child.stderr.take().ok_or("no stderr pipe")?;
+        let lines = stderr.clone();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
+                    let _ = tx.send(PathBuf::from(path));
+                }
+                if let Ok(mut l) = lines.lock() {
+                    l.push(line);
+                }
+            }
+        });
+        let deadline = started + Duration::from_secs(60);
+        let kubeconfig = loop {
+            if let Ok(path) = rx.try_recv() {
+                break path;
+            }
+            if child.try_wait()?.is_some() || Instant::now() > deadline {
+                let _ = child.kill();
+                return Err(format!(
+                    "kapi serve did not start:\n{}",
+                    stderr.lock().map(|l| l.join("\n")).unwrap_or_default()
+                )
+                .into());
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        };
+        let (url, ca_pem, admin_pem) = read_kubeconfig(&kubeconfig)?;
+        let mut server = Server {
+            child,
+            url,
+            ca_pem,
+            admin_pem,
+            stderr,
+            ready_after: Duration::ZERO,
+        };
+        let anon = server.client(false)?;
+        loop {
+            if let Ok(resp) = anon.get(format!("{}/readyz", server.url)).send().await {
+                if resp.status() == 200 {
+                    break;
+                }
+            }
+            if server.child.try_wait()?.is_some() || Instant::now() > deadline {
+                let _ = server.child.kill();
+                return Err(
+                    format!("kapi serve never became ready:\n{}", server.stderr_text()).into(),
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        server.ready_after = started.elapsed();
+        Ok(server)
+    }
+
+    fn stderr_text(&self) -> String {
+        self.stderr.lock().map(|l| l.join("\n")).unwrap_or_default()
+    }
+
+    /// An HTTP/2-only TLS client (one connection), with the admin certificate or anonymous.
+    fn client(&self, admin: bool) -> Res<reqwest::Client> {
+        let mut builder = reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(self.ca_pem.as_bytes())?)
+            .http2_prior_knowledge()
+            .timeout(Duration::from_secs(30));
+        if admin {
+            builder = builder.identity(reqwest::Identity::from_pem(self.admin_pem.as_bytes())?);
+        }
+        Ok(builder.build()?)
+    }
+
+    /// SIGTERM, then wait (at most 20 s, then SIGKILL) for the exit.
+    async fn stop(mut self) -> Res<()> {
+        Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status()?;
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.child.try_wait()?.is_none() {
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                return Err("kapi serve did not exit within 20 s of SIGTERM".into());
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Server URL, CA PEM and admin cert + key PEM from the admin kubeconfig.
+fn read_kubeconfig(path: &Path) -> Res<(String, String, String)> {
+    let doc: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(path)?)?;
+    let b64 = |v: &serde_yaml::Value| -> Res<String> {
+        let text = v.as_str().ok_or("kubeconfig: missing data field")?;
+        Ok(String::from_utf8(
+            base64::engine::general_purpose::STANDARD.decode(text)?,
+        )?)
+    };
+    let cluster = &doc["clusters"][0]["cluster"];
+    let url = cluster["server"]
+        .as_str()
+        .ok_or("kubeconfig: no server")?
+        .to_string();
+    let user = &doc["users"][0]["user"];
+    let admin = format!(
+        "{}{}",
+        b64(&user["client-certificate-data"])?,
+        b64(&user["client-key-data"])?
+    );
+    Ok((url, b64(&cluster["certificate-authority-data"])?, admin))
+}
+
+fn lease(name: &str, ns: &str) -> Value {
+    json!({
+        "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"holderIdentity": name, "leaseDurationSeconds": 40,
+                 "acquireTime": now_micro(), "renewTime": now_micro()}
+    })
+}
+
+fn now_micro() -> String {
+    chrono::Utc::now()
+        .format("%Y-%m-%dT%H:%M:%S%.6fZ")
+        .to_string()
+}
+
+/// Creates the namespaces and leases (idempotent: 409 counts as present).
+async fn populate(client: &reqwest::Client, url: &str) -> Res<()> {
+    for ns in [LIST_NS, RW_NS] {
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
+        let resp = client
+            .post(format!("{url}/api/v1/namespaces"))
+            .json(&body)
+            .send()
+            .await?;
+        if !(resp.status().is_success() || resp.status() == 409) {
+            return Err(format!(
+                "create namespace {ns}: {} {}",
+                resp.status(),
+                resp.text().await?
+            )
+            .into());
+        }
+    }
+    for (ns, count) in [(LIST_NS, LIST_ITEMS), (RW_NS, RW_ITEMS)] {
+        for i in 0..count {
+            let resp = client
+                .post(format!("{url}{GROUP_PATH}/{ns}/leases"))
+                .json(&lease(&format!("lease-{i:03}"), ns))
+                .send()
+                .await?;
+            if !(resp.status().is_success() || resp.status() == 409) {
+                return Err(
+                    format!("create lease: {} {}", resp.status(), resp.text().await?).into(),
+                );
+            }
+        }
+    }
+    let list: Value = client
+        .get(format!("{url}{GROUP_PATH}/{LIST_NS}/leases"))
+        .send()
+        .await?
+        .json()
+        .await?;
+    let n = list["items"].as_array().map_or(0, Vec::len);
+    if n != LIST_ITEMS {
+        return Err(format!("LIST returned {n} items, want {LIST_ITEMS}").into());
+    }
+    Ok(())
+}
+
+/// What one worker saw inside the measured window.
+#[derive(Default)]
+struct Tally {
+    latencies_us: Vec<u32>,
+    errors: u64,
+    bytes: u64,
+}
+
+/// One worker in a closed loop until `end`; only requests that finish after `measure_from`
+/// are recorded.
+async fn worker(
+    client: reqwest::Client,
+    url: String,
+    op: Op,
+    index: usize,
+    measure_from: Instant,
+    end: Instant,
+) -> Tally {
+    let mut tally = Tally::default();
+    let lease_url = format!(
+        "{url}{GROUP_PATH}/{RW_NS}/leases/lease-{:03}",
+        index % RW_ITEMS
+    );
+    let list_url = format!("{url}{GROUP_PATH}/{LIST_NS}/leases");
+    let mut current: Option<Value> = None;
+    loop {
+        let start = Instant::now();
+        if start >= end {
+            return tally;
+        }
+        let result: Res<(bool, u64)> = async {
+            match op {
+                Op::Get | Op::List => {
+                    let target = if op == Op::Get { &lease_url } else { &list_url };
+                    let resp = client
+                        .get(target)
+                        .header("accept", "application/json")
+                        .send()
+                        .await?;
+                    ensure_h2(&resp)?;
+                    let ok = resp.status().is_success();
+                    Ok((ok, resp.bytes().await?.len() as u64))
+                }
+                Op::Update => {
+                    let mut obj = match current.take() {
+                        Some(obj) => obj,
+                        None => client.get(&lease_url).send().await?.json::<Value>().await?,
+                    };
+                    obj["spec"]["renewTime"] = Value::String(now_micro());
+                    let resp = client.put(&lease_url).json(&obj).send().await?;
+                    ensure_h2(&resp)?;
+                    let ok = resp.status().is_success();
+                    let body = resp.bytes().await?;
+                    if ok {
+                        // The response carries the new resourceVersion for the next PUT.
+                        current = Some(serde_json::from_slice(&body)?);
+                    }
+                    Ok((ok, body.len() as u64))
+                }
+            }
+        }
+        .await;
+        let done = Instant::now();
+        if done < measure_from || done > end {
+            continue;
+        }
+        match result {
+            Ok((true, bytes)) => {
+                tally
+                    .latencies_us
+                    .push((done - start).as_micros().min(u32::MAX as u128) as u32);
+                tally.bytes += bytes;
+            }
+            _ => tally.errors += 1,
+        }
+    }
+}
+
+fn ensure_h2(resp: &reqwest::Response) -> Res<()> {
+    if resp.version() != reqwest::Version::HTTP_2 {
+        return Err(format!("expected HTTP/2, got {:?}", resp.version()).into());
+    }
+    Ok(())
+}
+
+/// Process utime + stime in seconds, from /proc/<pid>/stat.
+fn cpu_seconds(pid: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return f64::NAN;
+    };
+    // Fields after the ")" that ends the command name: state is field 3; utime 14, stime 15.
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(f64::NAN)
+    };
+    (ticks(11) + ticks(12)) / CLOCK_TICKS
+}
+
+/// VmRSS of a process in MiB.
+fn rss_mib(pid: u32) -> f64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+        })
+        .map_or(f64::NAN, |kb| kb / 1024.0)
+}
+
+/// One measured cell.
+struct Cell {
+    ops: f64,
+    p50_us: f64,
+    p99_us: f64,
+    errors: u64,
+    server_us_per_op: f64,
+    server_cores: f64,
+    loader_cores: f64,
+    bytes_per_op: f64,
+}
+
+async fn run_cell(
+    server: &Server,
+    op: Op,
+    conns: usize,
+    streams: usize,
+    s: &Settings,
+) -> Res<Cell> {
+    let clients = (0..conns)
+        .map(|_| server.client(true))
+        .collect::<Res<Vec<_>>>()?;
+    let pid = server.child.id().to_string();
+    let begin = Instant::now();
+    let measure_from = begin + s.warmup;
+    let end = measure_from + Duration::from_secs_f64(s.secs);
+    let mut tasks = Vec::new();
+    for (c, client) in clients.iter().enumerate() {
+        for st in 0..streams {
+            let fut = worker(
+                client.clone(),
+                server.url.clone(),
+                op,
+                c * streams + st,
+                measure_from,
+                end,
+            );
+            tasks.push(tokio::spawn(fut));
+        }
+    }
+    tokio::time::sleep_until(measure_from.into()).await;
+    let (srv0, me0, t0) = (cpu_seconds(&pid), cpu_seconds("self"), Instant::now());
+    tokio::time::sleep_until(end.into()).await;
+    let (srv1, me1, wall) = (
+        cpu_seconds(&pid),
+        cpu_seconds("self"),
+        t0.elapsed().as_secs_f64(),
+    );
+    let mut all = Tally::default();
+    for task in tasks {
+        let t = tokio::time::timeout(Duration::from_secs(60), task).await??;
+        all.latencies_us.extend(t.latencies_us);
+        all.errors += t.errors;
+        all.bytes += t.bytes;
+    }
+    all.latencies_us.sort_unstable();
+    let n = all.latencies_us.len();
+    let pct = |p: f64| -> f64 {
+        if n == 0 {
+            return f64::NAN;
+        }
+        let rank = ((p * n as f64).ceil() as usize).clamp(1, n);
+        all.latencies_us[rank - 1] as f64
+    };
+    Ok(Cell {
+        ops: n as f64 / s.secs,
+        p50_us: pct(0.50),
+        p99_us: pct(0.99),
+        errors: all.errors,
+        server_us_per_op: (srv1 - srv0) * 1e6 / n.max(1) as f64,
+        server_cores: (srv1 - srv0) / wall,
+        loader_cores: (me1 - me0) / wall,
+        bytes_per_op: all.bytes as f64 / n.max(1) as f64,
+    })
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| !x.is_nan());
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+fn fmt_us(us: f64) -> String {
+    if us >= 10_000.0 {
+        format!("{:.1} ms", us / 1000.0)
+    } else if us >= 1000.0 {
+        format!("{:.2} ms", us / 1000.0)
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+fn conditions() -> String {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    format!(
+        "cores: {cores}; load average: {}",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
+    )
+}
+
+async fn bench(s: Settings) -> Res<()> {
+    let dir = tempfile::tempdir()?;
+    println!("kapi API bench: {}", env!("CARGO_BIN_EXE_kapi"));
+    println!("before: {}", conditions());
+    println!(
+        "settings: {} s per cell after {} ms warm-up, {} run(s) interleaved, {} restart(s), {} loader thread(s)\n",
+        s.secs, s.warmup.as_millis(), s.runs, s.restarts, s.loader_threads
+    );
+    let server = Server::start(dir.path()).await?;
+    let first_start = server.ready_after;
+    let admin = server.client(true)?;
+    populate(&admin, &server.url).await?;
+    drop(admin);
+
+    let ops = [Op::Get, Op::List, Op::Update];
+    let mut results: Vec<Vec<Cell>> = (0..ops.len() * LAYOUTS.len()).map(|_| Vec::new()).collect();
+    for run in 0..s.runs {
+        for (oi, op) in ops.iter().enumerate() {
+            for (li, (conc, conns, streams)) in LAYOUTS.iter().enumerate() {
+                let cell = run_cell(&server, *op, *conns, *streams, &s).await?;
+                eprintln!(
+                    "run {} {:<16} c={:<2} {:>8.0} ops/s p50 {:>9} p99 {:>9} errors {}",
+                    run + 1,
+                    op.name(),
+                    conc,
+                    cell.ops,
+                    fmt_us(cell.p50_us),
+                    fmt_us(cell.p99_us),
+                    cell.errors
+                );
+                results[oi * LAYOUTS.len() + li].push(cell);
+            }
+        }
+    }
+    let rss_after_load = rss_mib(server.child.id());
+    server.stop().await?;
+
+    println!("| op | conc | ops/s (median) | ops/s min-max | p50 | p99 | errors | server CPU µs/op | server cores | loader cores | bytes/response |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    for (oi, op) in ops.iter().enumerate() {
+        for (li, (conc, _, _)) in LAYOUTS.iter().enumerate() {
+            let cells = &results[oi * LAYOUTS.len() + li];
+            let m = |f: fn(&Cell) -> f64| median(cells.iter().map(f).collect());
+            let lo = cells.iter().map(|c| c.ops).fold(f64::INFINITY, f64::min);
+            let hi = cells.iter().map(|c| c.ops).fold(0.0, f64::max);
+            println!(
+                "| {} | {} | {:.0} | {:.0}-{:.0} | {} | {} | {} | {:.1} | {:.2} | {:.2} | {:.0} |",
+                op.name(),
+                conc,
+                m(|c| c.ops),
+                lo,
+                hi,
+                fmt_us(m(|c| c.p50_us)),
+                fmt_us(m(|c| c.p99_us)),
+                cells.iter().map(|c| c.errors).sum::<u64>(),
+                m(|c| c.server_us_per_op),
+                m(|c| c.server_cores),
+                m(|c| c.loader_cores),
+                m(|c| c.bytes_per_op)
+            );
+        }
+    }
+
+    let mut starts = Vec::new();
+    let mut rss = Vec::new();
+    for _ in 0..s.restarts {
+        let server = Server::start(dir.path()).await?;
+        starts.push(server.ready_after.as_secs_f64() * 1000.0);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        rss.push(rss_mib(server.child.id()));
+        server.stop().await?;
+    }
+    let (lo, hi) = starts
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), x| (l.min(*x), h.max(*x)));
+    println!("\nstart → first /readyz 200, existing data dir: median {:.1} ms (min {lo:.1}, max {hi:.1}, {} restarts)", median(starts.clone()), starts.len());
+    println!(
+        "first start on an empty data dir: {:.1} ms",
+        first_start.as_secs_f64() * 1000.0
+    );
+    println!(
+        "idle RSS 1 s after /readyz 200: median {:.1} MiB ({:.1} MB)",
+        median(rss.clone()),
+        median(rss) * 1.048576
+    );
+    println!("RSS after the load: {rss_after_load:.1} MiB");
+    println!("after: {}", conditions());
+    Ok(())
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` does not: run a short smoke pass then.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let settings = Settings::from_env(smoke);
+    let mut rt = tokio::runtime::Builder::new_multi_thread();
+    rt.worker_threads(settings.loader_threads).enable_all();
+    let result = rt
+        .build()
+        .map_err(Into::into)
+        .and_then(|rt| rt.block_on(bench(settings)));
+    if let Err(err) = result {
+        eprintln!("bench failed: {err}");
+        std::process::exit(1);
+    }
+}
