@@ -452,65 +452,9 @@ async fn kubectl_apply_and_patch() {
     assert_eq!(data, json!({"j": "2", "k": "x", "m": "1", "s": "3"}));
 }
 
-/// A real etcd on loopback ports in a temp dir, killed on drop.
-struct Etcd {
-    child: std::process::Child,
-    _dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn start_etcd() -> Option<Etcd> {
-    let dir = tempfile::tempdir().unwrap();
-    let (client, peer) = (free_port(), free_port());
-    let url = format!("http://127.0.0.1:{client}");
-    let child = std::process::Command::new("etcd")
-        .args(["--data-dir", &dir.path().display().to_string()])
-        .args([
-            "--listen-client-urls",
-            &url,
-            "--advertise-client-urls",
-            &url,
-        ])
-        .args(["--listen-peer-urls", &format!("http://127.0.0.1:{peer}")])
-        .args([
-            "--initial-advertise-peer-urls",
-            &format!("http://127.0.0.1:{peer}"),
-        ])
-        .args([
-            "--initial-cluster",
-            &format!("default=http://127.0.0.1:{peer}"),
-        ])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .ok()?;
-    Some(Etcd {
-        child,
-        _dir: dir,
-        url,
-    })
-}
-
 #[tokio::test]
 async fn crud_and_watch_list_on_real_etcd() {
-    let Some(etcd) = start_etcd() else {
-        panic!("etcd is not on PATH: run the suite through scripts/test.sh, which installs it");
-    };
+    let etcd = crate::support::etcd::start_etcd().await;
     let server = TestServer::start_with(
         crate::support::Options::default().args(["--etcd-servers".to_string(), etcd.url.clone()]),
     )

@@ -2,73 +2,13 @@
 //! publish their peer addresses in their identity leases; `kapi hooks` and `kapi health` reach
 //! both through them, and name the replica that is gone once it is killed.
 
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::support::etcd::start_etcd;
 use crate::support::{within, Options, TestServer};
-
-/// A single-member etcd in a temp dir, killed on drop.
-struct Etcd {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-async fn start_etcd() -> Etcd {
-    let dir = tempfile::tempdir().unwrap();
-    let (client_port, peer_port) = (free_port(), free_port());
-    let url = format!("http://127.0.0.1:{client_port}");
-    let peer = format!("http://127.0.0.1:{peer_port}");
-    let child = Command::new("etcd")
-        .args(["--name", "default", "--data-dir"])
-        .arg(dir.path().join("etcd"))
-        .args([
-            "--listen-client-urls",
-            &url,
-            "--advertise-client-urls",
-            &url,
-        ])
-        .args([
-            "--listen-peer-urls",
-            &peer,
-            "--initial-advertise-peer-urls",
-            &peer,
-        ])
-        .args(["--initial-cluster", &format!("default={peer}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("etcd must be on PATH (scripts/test.sh installs it)");
-    let addr = format!("127.0.0.1:{client_port}");
-    within(Duration::from_secs(30), "etcd to listen", async {
-        while tokio::net::TcpStream::connect(&addr).await.is_err() {
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    Etcd {
-        child,
-        url,
-        _dir: dir,
-    }
-}
 
 fn replica(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Options {
     Options::default().args([

@@ -4,6 +4,8 @@
 //! The process is killed and reaped on drop.
 #![allow(dead_code)]
 
+pub mod etcd;
+
 use base64::Engine;
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
