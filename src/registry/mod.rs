@@ -4,6 +4,7 @@
 pub mod error;
 pub mod resources;
 pub mod store;
+pub mod store_delete;
 pub mod store_list;
 pub mod strategy;
 pub mod validation;
