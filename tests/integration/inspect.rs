@@ -11,14 +11,14 @@ use serde_json::Value;
 use crate::support::{get_text, within, Options, TestServer};
 
 /// Result of one `kapi` run.
-struct Run {
-    code: i32,
-    stdout: String,
-    stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 /// Runs `kapi <args>` with `KUBECONFIG` set to `kubeconfig` and a clean environment for colour.
-async fn kapi_with(kubeconfig: &Path, args: &[&str]) -> Run {
+pub(crate) async fn kapi_with(kubeconfig: &Path, args: &[&str]) -> Run {
     let fut = tokio::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
         .args(args)
         .env("KUBECONFIG", kubeconfig)

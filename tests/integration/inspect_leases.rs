@@ -13,20 +13,8 @@ use tokio::io::AsyncBufReadExt;
 use crate::support::{within, Options, TestServer};
 
 async fn kapi(server: &TestServer, args: &[&str]) -> (i32, String, String) {
-    let fut = tokio::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
-        .args(args)
-        .env("KUBECONFIG", server.kubeconfig())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = within(Duration::from_secs(60), &format!("kapi {args:?}"), fut)
-        .await
-        .expect("spawn kapi");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let run = crate::inspect::kapi_with(server.kubeconfig(), args).await;
+    (run.code, run.stdout, run.stderr)
 }
 
 /// Waits for the server's identity lease and returns it.

@@ -2,7 +2,6 @@
 //! publish their peer addresses in their identity leases; `kapi hooks` and `kapi health` reach
 //! both through them, and name the replica that is gone once it is killed.
 
-use std::process::Stdio;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -28,20 +27,8 @@ fn replica(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Options {
 }
 
 async fn kapi(server: &TestServer, args: &[&str]) -> (i32, String, String) {
-    let fut = tokio::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
-        .args(args)
-        .env("KUBECONFIG", server.kubeconfig())
-        .stdin(Stdio::null())
-        .kill_on_drop(true)
-        .output();
-    let out = within(Duration::from_secs(60), &format!("kapi {args:?}"), fut)
-        .await
-        .expect("spawn kapi");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).unwrap(),
-        String::from_utf8(out.stderr).unwrap(),
-    )
+    let run = crate::inspect::kapi_with(server.kubeconfig(), args).await;
+    (run.code, run.stdout, run.stderr)
 }
 
 #[tokio::test]
