@@ -300,17 +300,20 @@ fn event_source(s: &core::v1::EventSource) -> Obj {
         .str("host", &s.host)
 }
 
-fn config_map(c: core::v1::ConfigMap) -> Obj {
-    let binary: BTreeMap<String, String> = c
-        .binary_data
-        .iter()
+/// Byte values as JSON carries them (ConfigMap.binaryData, Secret.data): standard base64.
+fn base64_values<V: AsRef<[u8]>>(map: &BTreeMap<String, V>) -> BTreeMap<String, String> {
+    map.iter()
         .map(|(k, v)| {
             (
                 k.clone(),
                 base64::engine::general_purpose::STANDARD.encode(v),
             )
         })
-        .collect();
+        .collect()
+}
+
+fn config_map(c: core::v1::ConfigMap) -> Obj {
+    let binary = base64_values(&c.binary_data);
     metadata(&c.metadata)
         .opt_bool("immutable", c.immutable)
         .str_map("data", &c.data)
@@ -318,16 +321,7 @@ fn config_map(c: core::v1::ConfigMap) -> Obj {
 }
 
 fn secret(s: core::v1::Secret) -> Obj {
-    let data: BTreeMap<String, String> = s
-        .data
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.clone(),
-                base64::engine::general_purpose::STANDARD.encode(v),
-            )
-        })
-        .collect();
+    let data = base64_values(&s.data);
     metadata(&s.metadata)
         .opt_bool("immutable", s.immutable)
         .str_map("data", &data)
