@@ -16,10 +16,16 @@
 //! Environment: `KAPI_BENCH_SECS` (measured seconds per cell, default 5),
 //! `KAPI_BENCH_WARMUP_MS` (default 1000), `KAPI_BENCH_RUNS` (default 3),
 //! `KAPI_BENCH_RESTARTS` (default 7), `KAPI_BENCH_LOADER_THREADS` (default 1, like
-//! `h2load -t1`). Without `--bench` (i.e. under `cargo test --benches`) it runs a short
+//! `h2load -t1`), `KAPI_BENCH_OPS` (comma-separated subset of `get,list,update`; default all).
+//! Without `--bench` (i.e. under `cargo test --benches`) it runs a short
 //! smoke pass so the bench itself stays tested.
 
+#[path = "api/loader.rs"]
+mod loader;
+
 use base64::Engine;
+use bytes::Bytes;
+use hyper::Method;
 use serde_json::{json, Value};
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -62,6 +68,8 @@ struct Settings {
     runs: usize,
     restarts: usize,
     loader_threads: usize,
+    /// Lower-case prefixes of the operations to run (`get`, `list`, `update`).
+    ops: Vec<String>,
 }
 
 impl Settings {
@@ -79,6 +87,7 @@ impl Settings {
                 runs: 1,
                 restarts: 2,
                 loader_threads: 1,
+                ops: all_ops(),
             };
         }
         Settings {
@@ -87,8 +96,15 @@ impl Settings {
             runs: get("KAPI_BENCH_RUNS", 3.0).max(1.0) as usize,
             restarts: get("KAPI_BENCH_RESTARTS", 7.0).max(1.0) as usize,
             loader_threads: get("KAPI_BENCH_LOADER_THREADS", 1.0).max(1.0) as usize,
+            ops: std::env::var("KAPI_BENCH_OPS")
+                .map(|v| v.split(',').map(|o| o.trim().to_lowercase()).collect())
+                .unwrap_or_else(|_| all_ops()),
         }
     }
+}
+
+fn all_ops() -> Vec<String> {
+    vec!["get".into(), "list".into(), "update".into()]
 }
 
 /// A running `kapi serve` process with what the bench needs to talk to it.
@@ -317,7 +333,7 @@ struct Tally {
 /// One worker in a closed loop until `end`; only requests that finish after `measure_from`
 /// are recorded.
 async fn worker(
-    client: reqwest::Client,
+    mut conn: loader::Conn,
     url: String,
     op: Op,
     index: usize,
@@ -330,40 +346,37 @@ async fn worker(
         index % RW_ITEMS
     );
     let list_url = format!("{url}{GROUP_PATH}/{LIST_NS}/leases");
-    let mut current: Option<Value> = None;
+    let mut current: Option<Bytes> = None;
     loop {
         let start = Instant::now();
         if start >= end {
             return tally;
         }
-        let result: Res<(bool, u64)> = async {
+        let result: loader::Res<(bool, u64)> = async {
             match op {
                 Op::Get | Op::List => {
                     let target = if op == Op::Get { &lease_url } else { &list_url };
-                    let resp = client
-                        .get(target)
-                        .header("accept", "application/json")
-                        .send()
-                        .await?;
-                    ensure_h2(&resp)?;
-                    let ok = resp.status().is_success();
-                    Ok((ok, resp.bytes().await?.len() as u64))
+                    let (ok, body) = loader::send(&mut conn, &Method::GET, target, None).await?;
+                    Ok((ok, body.len() as u64))
                 }
                 Op::Update => {
-                    let mut obj = match current.take() {
+                    let obj = match current.take() {
                         Some(obj) => obj,
-                        None => client.get(&lease_url).send().await?.json::<Value>().await?,
+                        None => {
+                            loader::send(&mut conn, &Method::GET, &lease_url, None)
+                                .await?
+                                .1
+                        }
                     };
-                    obj["spec"]["renewTime"] = Value::String(now_micro());
-                    let resp = client.put(&lease_url).json(&obj).send().await?;
-                    ensure_h2(&resp)?;
-                    let ok = resp.status().is_success();
-                    let body = resp.bytes().await?;
+                    let next = loader::with_renew_time(&obj, &now_micro())?;
+                    let (ok, body) =
+                        loader::send(&mut conn, &Method::PUT, &lease_url, Some(next)).await?;
+                    let len = body.len() as u64;
                     if ok {
                         // The response carries the new resourceVersion for the next PUT.
-                        current = Some(serde_json::from_slice(&body)?);
+                        current = Some(body);
                     }
-                    Ok((ok, body.len() as u64))
+                    Ok((ok, len))
                 }
             }
         }
@@ -382,13 +395,6 @@ async fn worker(
             _ => tally.errors += 1,
         }
     }
-}
-
-fn ensure_h2(resp: &reqwest::Response) -> Res<()> {
-    if resp.version() != reqwest::Version::HTTP_2 {
-        return Err(format!("expected HTTP/2, got {:?}", resp.version()).into());
-    }
-    Ok(())
 }
 
 /// Process utime + stime in seconds, from /proc/<pid>/stat.
@@ -439,9 +445,12 @@ async fn run_cell(
     streams: usize,
     s: &Settings,
 ) -> Res<Cell> {
-    let clients = (0..conns)
-        .map(|_| server.client(true))
-        .collect::<Res<Vec<_>>>()?;
+    let tls = loader::tls_config(&server.ca_pem, &server.admin_pem)?;
+    let (host, port) = host_port(&server.url)?;
+    let mut clients = Vec::new();
+    for _ in 0..conns {
+        clients.push(loader::connect(tls.clone(), &host, port).await?);
+    }
     let pid = server.child.id().to_string();
     let begin = Instant::now();
     let measure_from = begin + s.warmup;
@@ -496,6 +505,18 @@ async fn run_cell(
     })
 }
 
+/// Host and port of an `https://host:port` URL.
+fn host_port(url: &str) -> Res<(String, u16)> {
+    let rest = url
+        .strip_prefix("https://")
+        .ok_or("server URL is not https")?;
+    let (host, port) = rest.rsplit_once(':').ok_or("server URL has no port")?;
+    Ok((
+        host.trim_matches(['[', ']']).to_string(),
+        port.trim_end_matches('/').parse()?,
+    ))
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.retain(|x| !x.is_nan());
     if v.is_empty() {
@@ -546,7 +567,14 @@ async fn bench(s: Settings) -> Res<()> {
     populate(&admin, &server.url).await?;
     drop(admin);
 
-    let ops = [Op::Get, Op::List, Op::Update];
+    let ops: Vec<Op> = [Op::Get, Op::List, Op::Update]
+        .into_iter()
+        .filter(|op| {
+            s.ops
+                .iter()
+                .any(|name| op.name().to_lowercase().starts_with(name))
+        })
+        .collect();
     let mut results: Vec<Vec<Cell>> = (0..ops.len() * LAYOUTS.len()).map(|_| Vec::new()).collect();
     for run in 0..s.runs {
         for (oi, op) in ops.iter().enumerate() {

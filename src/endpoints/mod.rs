@@ -49,12 +49,13 @@ impl ApiServer {
             return openapi::handle(target, req.headers())
                 .unwrap_or_else(|| Status::not_found_path().into_response());
         }
-        if let Some(resp) = self.discovery.serve(path, req.headers()) {
-            return resp;
-        }
         let info = &ctx.info;
         if !info.is_resource_request {
-            return Status::not_found_path().into_response();
+            // Discovery documents live at the non-resource paths /api, /apis and below.
+            return self
+                .discovery
+                .serve(path, req.headers())
+                .unwrap_or_else(|| Status::not_found_path().into_response());
         }
         let Some(resource) =
             self.registry
@@ -69,6 +70,7 @@ impl ApiServer {
             ctx: &ctx,
             out: negotiate::output(req.headers()),
         };
-        handlers::dispatch(resource, r).await
+        // Boxed: the handlers' state machines are large, and hyper moves the request future.
+        Box::pin(handlers::dispatch(resource, r)).await
     }
 }

@@ -186,23 +186,25 @@ pub(crate) fn respond(
     out: Output,
     warnings: &[String],
 ) -> Response<Body> {
-    let (bytes, ct) = if out == Output::Yaml {
-        (
-            serde_yaml::to_string(value)
-                .unwrap_or_default()
-                .into_bytes(),
-            "application/yaml",
-        )
-    } else {
-        (
-            serde_json::to_vec(value).unwrap_or_default(),
-            "application/json",
-        )
-    };
-    let mut resp = Response::new(full_body(bytes));
+    if out == Output::Yaml {
+        let yaml = serde_yaml::to_string(value).unwrap_or_default();
+        return respond_bytes(code, Bytes::from(yaml), "application/yaml", warnings);
+    }
+    let json = serde_json::to_vec(value).unwrap_or_default();
+    respond_bytes(code, Bytes::from(json), "application/json", warnings)
+}
+
+/// A response whose body is already encoded as `content_type`.
+pub(crate) fn respond_bytes(
+    code: u16,
+    body: Bytes,
+    content_type: &'static str,
+    warnings: &[String],
+) -> Response<Body> {
+    let mut resp = Response::new(full_body(body));
     *resp.status_mut() = http::StatusCode::from_u16(code).unwrap_or(http::StatusCode::OK);
     resp.headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     for w in warnings {
         if let Some(v) = warning_value(w) {
             resp.headers_mut().append(header::WARNING, v);

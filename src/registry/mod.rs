@@ -2,14 +2,17 @@
 //! Sees no HTTP types. May use: storage, api.
 
 pub mod error;
+pub mod memo;
 pub mod resources;
 pub mod store;
+mod store_codec;
 pub mod store_delete;
 pub mod store_list;
 pub mod strategy;
 pub mod validation;
 
 pub use error::{Error, FieldError, Result};
+pub use memo::Decoded;
 pub use resources::reviews::Review;
 pub use store::{DeleteOptions, GenericStore, Transform, WriteResult};
 pub use store_list::{ListOptions, ListResult, WatchEvent};

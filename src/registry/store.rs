@@ -8,11 +8,11 @@
 //! List and watch live in store_list.rs. May use: storage, api.
 
 use super::error::{Error, FieldError, Result};
+use super::memo::{Decoded, Memo};
 use super::strategy::{name_of, Strategy};
 use super::validation::{validate_object_meta, validate_object_meta_update};
-use super::{Context, FieldValidation};
+use super::Context;
 use crate::storage::{self, KeyValue, Storage, Update};
-use bytes::Bytes;
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
 
@@ -54,6 +54,8 @@ pub struct GenericStore {
     pub(crate) strategy: Arc<dyn Strategy>,
     /// Key folder: usually the resource name (events of both groups share `events`).
     pub(crate) key_root: &'static str,
+    /// Decoded objects by key and revision.
+    pub(crate) memo: Memo,
 }
 
 impl GenericStore {
@@ -69,6 +71,7 @@ impl GenericStore {
             prefix: prefix.trim_end_matches('/').to_string(),
             strategy,
             key_root,
+            memo: Memo::default(),
         }
     }
 
@@ -138,97 +141,19 @@ impl GenericStore {
         }
     }
 
-    /// Decodes a stored value and stamps its resourceVersion.
-    pub(crate) fn decode_kv(&self, kv: &KeyValue) -> Result<Value> {
-        let mut obj: Value = serde_json::from_slice(&kv.value)
-            .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
-        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.insert(
-                "resourceVersion".into(),
-                Value::from(kv.mod_revision.to_string()),
-            );
-        }
-        Ok(self.strategy.to_served(obj))
-    }
-
-    pub(crate) fn encode(&self, obj: &Value) -> Result<Bytes> {
-        let mut stored = self.strategy.to_storage(obj.clone());
-        if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("resourceVersion");
-            meta.remove("selfLink");
-        }
-        let bytes = serde_json::to_vec(&stored).map_err(|e| Error::Internal(e.to_string()))?;
-        if bytes.len() > MAX_OBJECT_BYTES {
-            return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
-        }
-        Ok(Bytes::from(bytes))
-    }
-
-    /// Decodes a request object: apiVersion/kind must match (missing ones are filled in),
-    /// then the typed round trip drops unknown fields per fieldValidation.
-    pub fn decode_request(&self, ctx: &Context, mut obj: Value) -> Result<(Value, Vec<String>)> {
-        let i = self.strategy.info();
-        let api_version = i.api_version();
-        let Some(map) = obj.as_object_mut() else {
-            return Err(Error::BadRequest(format!(
-                "{} in version \"{}\" cannot be handled as a {}: the body is not a JSON object",
-                i.kind, i.version, i.kind
-            )));
-        };
-        match map.get("apiVersion").and_then(Value::as_str) {
-            None | Some("") => {
-                map.insert("apiVersion".into(), Value::from(api_version.clone()));
-            }
-            Some(v) if v != api_version => {
-                return Err(Error::BadRequest(format!(
-                    "the API version in the data ({v}) does not match the expected API version ({api_version})"
-                )));
-            }
-            Some(_) => {}
-        }
-        match map.get("kind").and_then(Value::as_str) {
-            None | Some("") => {
-                map.insert("kind".into(), Value::from(i.kind));
-            }
-            Some(k) if k != i.kind => {
-                return Err(Error::BadRequest(format!(
-                    "{} in version \"{}\" cannot be handled as a {}: the kind in the data ({k}) does not match the expected kind ({})",
-                    i.kind, i.version, i.kind, i.kind
-                )));
-            }
-            Some(_) => {}
-        }
-        let (obj, unknown) = self.strategy.canonicalize(obj).map_err(|e| {
-            Error::BadRequest(format!(
-                "{} in version \"{}\" cannot be handled as a {}: {e}",
-                i.kind, i.version, i.kind
-            ))
-        })?;
-        let texts: Vec<String> = unknown
-            .iter()
-            .map(|f| format!("unknown field \"{f}\""))
-            .collect();
-        match ctx.field_validation {
-            FieldValidation::Strict if !texts.is_empty() => Err(Error::BadRequest(format!(
-                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
-                i.kind,
-                i.version,
-                i.kind,
-                texts.join(", ")
-            ))),
-            FieldValidation::Warn => Ok((obj, texts)),
-            _ => Ok((obj, Vec::new())),
-        }
-    }
-
     /// Reads one object.
     pub async fn get(&self, ctx: &Context, name: &str) -> Result<Value> {
+        Ok(self.get_shared(ctx, name).await?.obj.clone())
+    }
+
+    /// Reads one object, shared with the memo (its JSON encoding is made once per revision).
+    pub async fn get_shared(&self, ctx: &Context, name: &str) -> Result<Arc<Decoded>> {
         let kv = self
             .storage
             .get(&self.key(&ctx.namespace, name))
             .await
             .map_err(|e| self.storage_error(name, e))?;
-        self.decode_kv(&kv)
+        self.decode_shared(&kv)
     }
 
     /// NamespaceLifecycle admission for creates in a namespace.
@@ -389,8 +314,9 @@ impl GenericStore {
             self.prepare_create(ctx, &mut obj)?;
             return Ok((obj, true));
         };
-        let old = self.decode_kv(kv)?;
-        let mut new = transform(Some(&old))?;
+        let old = self.decode_shared(kv)?;
+        let old = &old.obj;
+        let mut new = transform(Some(old))?;
         if !new.is_object() {
             return Err(Error::BadRequest("the object must be a JSON object".into()));
         }
@@ -435,14 +361,14 @@ impl GenericStore {
             meta.remove("selfLink");
         }
         if subresource.is_empty() {
-            self.strategy.prepare_for_update(&mut new, &old);
+            self.strategy.prepare_for_update(&mut new, old);
         } else if !self
             .strategy
-            .prepare_for_subresource_update(subresource, &mut new, &old)
+            .prepare_for_subresource_update(subresource, &mut new, old)
         {
             return Err(self.not_found(name));
         }
-        if self.strategy.uses_generation() && spec_changed(&new, &old) {
+        if self.strategy.uses_generation() && spec_changed(&new, old) {
             let g = old
                 .pointer("/metadata/generation")
                 .and_then(Value::as_i64)
@@ -452,12 +378,12 @@ impl GenericStore {
         }
         let i = self.strategy.info();
         let mut errs = validate_object_meta(&new, i.namespaced, self.strategy.name_rule());
-        errs.extend(validate_object_meta_update(&new, &old));
-        errs.extend(self.strategy.validate_update(&new, &old));
+        errs.extend(validate_object_meta_update(&new, old));
+        errs.extend(self.strategy.validate_update(&new, old));
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }
-        let unchanged = new == old;
+        let unchanged = new == *old;
         Ok((new, !unchanged))
     }
 

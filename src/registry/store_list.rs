@@ -5,6 +5,7 @@
 //! May use: storage, api.
 
 use super::error::{Error, FieldError, Result};
+use super::memo::Decoded;
 use super::store::GenericStore;
 use super::Context;
 use crate::api::selectors::{FieldSelector, LabelSelector};
@@ -42,8 +43,8 @@ pub struct ListOptions {
 /// One page of a list.
 #[derive(Debug, Clone, Default)]
 pub struct ListResult {
-    /// Matching objects.
-    pub items: Vec<Value>,
+    /// Matching objects, shared with the memo (`.obj` is the object).
+    pub items: Vec<Arc<Decoded>>,
     /// The list's resourceVersion.
     pub resource_version: String,
     /// Token for the next page.
@@ -244,8 +245,8 @@ impl GenericStore {
             revision = ListRevision::Exact(page.revision);
             let n = page.items.len();
             for (idx, kv) in page.items.iter().enumerate() {
-                let obj = self.decode_kv(kv)?;
-                if self.matches(&obj, &opts.label, &opts.field) {
+                let obj = self.decode_shared(kv)?;
+                if self.matches(&obj.obj, &opts.label, &opts.field) {
                     out.items.push(obj);
                 }
                 if opts.limit > 0 && out.items.len() >= opts.limit {
@@ -391,11 +392,15 @@ impl GenericStore {
                 self.matches(&obj, label, field)
                     .then_some(WatchEvent::Added(obj))
             }
+            Ok(storage::WatchEvent::Updated { kv, .. }) if label.is_empty() && field.is_empty() => {
+                // Without selectors the previous object cannot change the event's type.
+                Some(WatchEvent::Modified(decode(&kv)?))
+            }
             Ok(storage::WatchEvent::Updated { kv, prev }) => {
                 let obj = decode(&kv)?;
-                let old = decode(&prev)?;
+                let old = self.decode_shared(&prev).ok()?;
                 match (
-                    self.matches(&old, label, field),
+                    self.matches(&old.obj, label, field),
                     self.matches(&obj, label, field),
                 ) {
                     (true, true) => Some(WatchEvent::Modified(obj)),

@@ -223,7 +223,7 @@ async fn list_paging_selectors_and_continue() {
     assert_eq!(p1.remaining, Some(3));
     opts.continue_token = p1.continue_token.clone();
     let p2 = timed(cms.list(&ctx("default"), &opts)).await.unwrap();
-    assert_eq!(p2.items[0]["metadata"]["name"], "cm2");
+    assert_eq!(p2.items[0].obj["metadata"]["name"], "cm2");
     assert_eq!(p2.resource_version, p1.resource_version);
     let sel = ListOptions {
         label: crate::api::selectors::LabelSelector::parse("tier in (web)").unwrap(),

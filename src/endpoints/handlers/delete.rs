@@ -106,7 +106,8 @@ pub(crate) async fn delete_collection(store: &GenericStore, req: &Req<'_>) -> Re
         Err(e) => return error_response(&e),
     };
     let mut deleted = Vec::new();
-    for obj in page.items {
+    for item in page.items {
+        let obj = &item.obj;
         let name = obj
             .pointer("/metadata/name")
             .and_then(Value::as_str)

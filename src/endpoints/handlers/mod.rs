@@ -87,15 +87,16 @@ pub(crate) async fn dispatch(resource: &Resource, req: Req<'_>) -> Response<Body
         Resource::Review(review) => return write::review(*review, &req),
         Resource::Stored(store) => store,
     };
+    // Each verb's future is boxed so this one stays as small as the largest pointer.
     match verb {
-        "get" => read::get(store, &req).await,
-        "list" => read::list(store, &req).await,
-        "watch" => watch::watch(store, &req).await,
-        "create" => write::create(store, &req).await,
-        "update" => write::update(store, &req).await,
-        "patch" => write::patch(store, &req).await,
-        "delete" => delete::delete(store, &req).await,
-        "deletecollection" => delete::delete_collection(store, &req).await,
+        "get" => Box::pin(read::get(store, &req)).await,
+        "list" => Box::pin(read::list(store, &req)).await,
+        "watch" => Box::pin(watch::watch(store, &req)).await,
+        "create" => Box::pin(write::create(store, &req)).await,
+        "update" => Box::pin(write::update(store, &req)).await,
+        "patch" => Box::pin(write::patch(store, &req)).await,
+        "delete" => Box::pin(delete::delete(store, &req)).await,
+        "deletecollection" => Box::pin(delete::delete_collection(store, &req)).await,
         other => method_not_allowed(info, other),
     }
 }

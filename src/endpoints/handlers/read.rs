@@ -4,11 +4,14 @@
 use super::table::{include, partial, table};
 use super::{respond, status_response, Req};
 use crate::api::Body;
+use crate::endpoints::negotiate::respond_bytes;
 use crate::endpoints::negotiate::Output;
 use crate::endpoints::status::error_response;
-use crate::registry::GenericStore;
+use crate::registry::{Decoded, GenericStore};
+use bytes::Bytes;
 use http::Response;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// GET one object.
 pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
@@ -19,10 +22,11 @@ pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
         Ok(c) => c,
         Err(s) => return status_response(s),
     };
-    let obj = match store.get(&ctx, req.name()).await {
+    let shared = match store.get_shared(&ctx, req.name()).await {
         Ok(o) => o,
         Err(e) => return error_response(&e),
     };
+    let obj = &shared.obj;
     match req.out {
         Output::Table(v) => {
             let inc = match include(req.query.get("includeObject")) {
@@ -38,7 +42,7 @@ pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
                 200,
                 &table(
                     store,
-                    &[obj],
+                    std::slice::from_ref(obj),
                     json!({ "resourceVersion": rv }),
                     v,
                     inc,
@@ -47,8 +51,9 @@ pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
                 &[],
             )
         }
-        Output::Metadata(v) => respond(req, 200, &partial(&obj, v), &[]),
-        _ => respond(req, 200, &obj, &[]),
+        Output::Metadata(v) => respond(req, 200, &partial(obj, v), &[]),
+        Output::Json => respond_bytes(200, shared.json().clone(), "application/json", &[]),
+        Output::Yaml => respond(req, 200, obj, &[]),
     }
 }
 
@@ -80,26 +85,78 @@ pub(crate) async fn list(store: &GenericStore, req: &Req<'_>) -> Response<Body> 
                 Ok(i) => i,
                 Err(s) => return status_response(s),
             };
-            respond(
-                req,
-                200,
-                &table(store, &page.items, meta, v, inc, true),
-                &[],
-            )
+            let items: Vec<Value> = page.items.iter().map(|d| d.obj.clone()).collect();
+            respond(req, 200, &table(store, &items, meta, v, inc, true), &[])
         }
         Output::Metadata(v) => {
-            let items: Vec<Value> = page.items.iter().map(|o| partial(o, v)).collect();
+            let items: Vec<Value> = page.items.iter().map(|d| partial(&d.obj, v)).collect();
             let list = json!({ "kind": "PartialObjectMetadataList", "apiVersion": format!("meta.k8s.io/{v}"), "metadata": meta, "items": items });
             respond(req, 200, &list, &[])
         }
-        _ => {
+        Output::Json => {
+            let head = json!({
+                "kind": format!("{}List", info.kind),
+                "apiVersion": info.api_version(),
+                "metadata": meta,
+            });
+            respond_bytes(200, list_json(&head, &page.items), "application/json", &[])
+        }
+        Output::Yaml => {
+            let items: Vec<&Value> = page.items.iter().map(|d| &d.obj).collect();
             let list = json!({
                 "kind": format!("{}List", info.kind),
                 "apiVersion": info.api_version(),
                 "metadata": meta,
-                "items": page.items,
+                "items": items,
             });
             respond(req, 200, &list, &[])
         }
+    }
+}
+
+/// `head` with `"items": [...]` appended, spliced from each item's memoized JSON: the same
+/// bytes as serializing the whole list, without encoding every item again.
+fn list_json(head: &Value, items: &[Arc<Decoded>]) -> Bytes {
+    let mut out = serde_json::to_vec(head).unwrap_or_default();
+    out.pop(); // the head's closing brace
+    let len: usize = items.iter().map(|d| d.json().len() + 1).sum();
+    out.reserve(len + 12);
+    out.extend_from_slice(b",\"items\":[");
+    for (i, d) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(d.json());
+    }
+    out.extend_from_slice(b"]}");
+    Bytes::from(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spliced_list_is_byte_identical_to_serializing_the_list() {
+        let head = json!({"kind": "LeaseList", "apiVersion": "coordination.k8s.io/v1",
+                          "metadata": {"resourceVersion": "7"}});
+        let objs = [
+            json!({"metadata": {"name": "a"}}),
+            json!({"n": "b\"q", "x": [1, 2]}),
+        ];
+        let items: Vec<Arc<Decoded>> = objs
+            .iter()
+            .cloned()
+            .map(|o| Arc::new(Decoded::new(o)))
+            .collect();
+        let mut whole = head.clone();
+        whole["items"] = json!(objs);
+        assert_eq!(
+            list_json(&head, &items),
+            serde_json::to_vec(&whole).unwrap()
+        );
+        let mut empty = head.clone();
+        empty["items"] = json!([]);
+        assert_eq!(list_json(&head, &[]), serde_json::to_vec(&empty).unwrap());
     }
 }

@@ -1,0 +1,112 @@
+//! Decoded objects by storage key and revision, with their JSON encoding made once.
+//!
+//! A stored object at one revision never changes, so decoding it (JSON → the served form) and
+//! encoding the response (served form → JSON) are done once per revision instead of once per
+//! GET, LIST item, watch event and update. This is the registry's counterpart of the
+//! apiserver's `cachingObject` (one serialization per object shared by all watchers). The
+//! memo is bounded (it starts over when full; a deleted key's entry simply ages out); entries
+//! are only a cache, and a miss decodes again.
+
+use bytes::Bytes;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// How many objects one resource keeps decoded.
+const CAPACITY: usize = 4096;
+
+/// One object as served, at one revision.
+#[derive(Debug)]
+pub struct Decoded {
+    /// The served object, `metadata.resourceVersion` included.
+    pub obj: Value,
+    json: OnceLock<Bytes>,
+}
+
+impl Decoded {
+    /// Wraps a served object.
+    pub fn new(obj: Value) -> Decoded {
+        Decoded {
+            obj,
+            json: OnceLock::new(),
+        }
+    }
+
+    /// The object's JSON encoding (what `serde_json::to_vec(&self.obj)` gives), made once.
+    pub fn json(&self) -> &Bytes {
+        self.json
+            .get_or_init(|| Bytes::from(serde_json::to_vec(&self.obj).unwrap_or_default()))
+    }
+}
+
+/// The bounded memo of one resource.
+#[derive(Default)]
+pub(crate) struct Memo {
+    entries: Mutex<HashMap<String, (i64, Arc<Decoded>)>>,
+}
+
+impl Memo {
+    /// The object stored under `key` at `revision`, if it is memoized.
+    pub(crate) fn get(&self, key: &str, revision: i64) -> Option<Arc<Decoded>> {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        match entries.get(key) {
+            Some((rev, d)) if *rev == revision => Some(d.clone()),
+            _ => None,
+        }
+    }
+
+    /// Remembers `decoded` as the object under `key` at `revision` (a newer revision
+    /// replaces an older one, never the reverse).
+    pub(crate) fn put(&self, key: &str, revision: i64, decoded: Arc<Decoded>) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((rev, d)) = entries.get_mut(key) {
+            if *rev <= revision {
+                *rev = revision;
+                *d = decoded;
+            }
+            return;
+        }
+        if entries.len() >= CAPACITY {
+            // A cache, not a store: start over rather than track recency on every read.
+            entries.clear();
+        }
+        entries.insert(key.to_string(), (revision, decoded));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn serves_only_the_memoized_revision_and_never_goes_back() {
+        let memo = Memo::default();
+        memo.put("/k", 5, Arc::new(Decoded::new(json!({"v": 5}))));
+        assert_eq!(memo.get("/k", 5).unwrap().obj["v"], 5);
+        assert!(memo.get("/k", 6).is_none());
+        memo.put("/k", 4, Arc::new(Decoded::new(json!({"v": 4}))));
+        assert_eq!(memo.get("/k", 5).unwrap().obj["v"], 5);
+        memo.put("/k", 7, Arc::new(Decoded::new(json!({"v": 7}))));
+        assert!(memo.get("/k", 5).is_none());
+        assert_eq!(memo.get("/k", 7).unwrap().obj["v"], 7);
+    }
+
+    #[test]
+    fn json_is_the_serde_encoding() {
+        let d = Decoded::new(json!({"b": 1, "a": [1, "x"]}));
+        assert_eq!(
+            &d.json()[..],
+            serde_json::to_vec(&d.obj).unwrap().as_slice()
+        );
+    }
+
+    #[test]
+    fn stays_bounded() {
+        let memo = Memo::default();
+        for i in 0..(CAPACITY + 10) {
+            memo.put(&format!("/k{i}"), 1, Arc::new(Decoded::new(json!(i))));
+        }
+        assert!(memo.entries.lock().unwrap().len() <= CAPACITY);
+    }
+}

@@ -1,0 +1,111 @@
+//! The store's codec: stored bytes ↔ the served object (through the memo, so each revision
+//! is decoded once), and request bodies → canonical objects (apiVersion/kind checks, the typed
+//! round trip, fieldValidation). May use: storage, api.
+
+use super::error::{Error, Result};
+use super::memo::Decoded;
+use super::store::{GenericStore, MAX_OBJECT_BYTES};
+use super::{Context, FieldValidation};
+use crate::storage::KeyValue;
+use bytes::Bytes;
+use serde_json::Value;
+use std::sync::Arc;
+
+impl GenericStore {
+    /// Decodes a stored value and stamps its resourceVersion.
+    pub(crate) fn decode_kv(&self, kv: &KeyValue) -> Result<Value> {
+        Ok(self.decode_shared(kv)?.obj.clone())
+    }
+
+    /// The served object of a stored value, from the memo when this revision was seen before.
+    pub(crate) fn decode_shared(&self, kv: &KeyValue) -> Result<Arc<Decoded>> {
+        if let Some(d) = self.memo.get(&kv.key, kv.mod_revision) {
+            return Ok(d);
+        }
+        let d = Arc::new(Decoded::new(self.decode_fresh(kv)?));
+        self.memo.put(&kv.key, kv.mod_revision, d.clone());
+        Ok(d)
+    }
+
+    fn decode_fresh(&self, kv: &KeyValue) -> Result<Value> {
+        let mut obj: Value = serde_json::from_slice(&kv.value)
+            .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert(
+                "resourceVersion".into(),
+                Value::from(kv.mod_revision.to_string()),
+            );
+        }
+        Ok(self.strategy.to_served(obj))
+    }
+
+    pub(crate) fn encode(&self, obj: &Value) -> Result<Bytes> {
+        let mut stored = self.strategy.to_storage(obj.clone());
+        if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+            meta.remove("selfLink");
+        }
+        let bytes = serde_json::to_vec(&stored).map_err(|e| Error::Internal(e.to_string()))?;
+        if bytes.len() > MAX_OBJECT_BYTES {
+            return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
+        }
+        Ok(Bytes::from(bytes))
+    }
+
+    /// Decodes a request object: apiVersion/kind must match (missing ones are filled in),
+    /// then the typed round trip drops unknown fields per fieldValidation.
+    pub fn decode_request(&self, ctx: &Context, mut obj: Value) -> Result<(Value, Vec<String>)> {
+        let i = self.strategy.info();
+        let api_version = i.api_version();
+        let Some(map) = obj.as_object_mut() else {
+            return Err(Error::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: the body is not a JSON object",
+                i.kind, i.version, i.kind
+            )));
+        };
+        match map.get("apiVersion").and_then(Value::as_str) {
+            None | Some("") => {
+                map.insert("apiVersion".into(), Value::from(api_version.clone()));
+            }
+            Some(v) if v != api_version => {
+                return Err(Error::BadRequest(format!(
+                    "the API version in the data ({v}) does not match the expected API version ({api_version})"
+                )));
+            }
+            Some(_) => {}
+        }
+        match map.get("kind").and_then(Value::as_str) {
+            None | Some("") => {
+                map.insert("kind".into(), Value::from(i.kind));
+            }
+            Some(k) if k != i.kind => {
+                return Err(Error::BadRequest(format!(
+                    "{} in version \"{}\" cannot be handled as a {}: the kind in the data ({k}) does not match the expected kind ({})",
+                    i.kind, i.version, i.kind, i.kind
+                )));
+            }
+            Some(_) => {}
+        }
+        let (obj, unknown) = self.strategy.canonicalize(obj).map_err(|e| {
+            Error::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: {e}",
+                i.kind, i.version, i.kind
+            ))
+        })?;
+        let texts: Vec<String> = unknown
+            .iter()
+            .map(|f| format!("unknown field \"{f}\""))
+            .collect();
+        match ctx.field_validation {
+            FieldValidation::Strict if !texts.is_empty() => Err(Error::BadRequest(format!(
+                "{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                i.kind,
+                i.version,
+                i.kind,
+                texts.join(", ")
+            ))),
+            FieldValidation::Warn => Ok((obj, texts)),
+            _ => Ok((obj, Vec::new())),
+        }
+    }
+}
