@@ -12,7 +12,7 @@ pub mod validation;
 pub use error::{Error, FieldError, Result};
 pub use resources::reviews::Review;
 pub use store::{DeleteOptions, GenericStore, Transform, WriteResult};
-pub use store_list::{ListOptions, ListResult, WatchEvent};
+pub use store_list::{ListOptions, ListResult, WatchEvent, WatchProgress};
 pub use strategy::{Column, ResourceInfo, Strategy};
 
 use crate::api::UserInfo;

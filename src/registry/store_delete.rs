@@ -235,7 +235,11 @@ fn gc_finalizers(obj: &Value, opts: &DeleteOptions) -> Option<Vec<Value>> {
     if should_delete_dependents(obj, opts) {
         next.push(Value::from(FINALIZER_FOREGROUND));
     }
-    let set = |v: &[Value]| v.iter().map(Value::to_string).collect::<std::collections::BTreeSet<_>>();
+    let set = |v: &[Value]| {
+        v.iter()
+            .map(Value::to_string)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
     (set(&current) != set(&next)).then_some(next)
 }
 
@@ -279,7 +283,10 @@ mod tests {
             gc_finalizers(&orphaning, &opts(Some("Background"), None)),
             Some(vec![])
         );
-        assert_eq!(gc_finalizers(&orphaning, &opts(None, Some(false))), Some(vec![]));
+        assert_eq!(
+            gc_finalizers(&orphaning, &opts(None, Some(false))),
+            Some(vec![])
+        );
         // Without options the existing finalizer stays.
         assert_eq!(gc_finalizers(&orphaning, &opts(None, None)), None);
         assert_eq!(
