@@ -42,7 +42,8 @@ const ORPHAN: &str = "orphan";
 const FOREGROUND: &str = "foregroundDeletion";
 /// Events closer together than this share one pass.
 const DEBOUNCE: Duration = Duration::from_millis(200);
-/// A pass that could not finish (conflict, error) is retried this soon.
+/// A pass that could not finish (conflict, error) is retried this soon, doubling up to
+/// [`RESYNC`] while it keeps failing.
 const RETRY: Duration = Duration::from_secs(1);
 /// A full pass runs at least this often.
 const RESYNC: Duration = Duration::from_secs(60);
@@ -56,57 +57,39 @@ struct Kind {
     namespaced: bool,
 }
 
+impl Kind {
+    const fn new(
+        g: &'static str,
+        v: &'static str,
+        k: &'static str,
+        p: &'static str,
+        ns: bool,
+    ) -> Kind {
+        Kind {
+            group: g,
+            version: v,
+            kind: k,
+            plural: p,
+            namespaced: ns,
+        }
+    }
+}
+
 /// The kinds kapi serves with ownerReferences (events.k8s.io Events are these core Events).
 const KINDS: [Kind; 7] = [
-    Kind {
-        group: "",
-        version: "v1",
-        kind: "Namespace",
-        plural: "namespaces",
-        namespaced: false,
-    },
-    Kind {
-        group: "",
-        version: "v1",
-        kind: "ConfigMap",
-        plural: "configmaps",
-        namespaced: true,
-    },
-    Kind {
-        group: "",
-        version: "v1",
-        kind: "Secret",
-        plural: "secrets",
-        namespaced: true,
-    },
-    Kind {
-        group: "",
-        version: "v1",
-        kind: "ServiceAccount",
-        plural: "serviceaccounts",
-        namespaced: true,
-    },
-    Kind {
-        group: "",
-        version: "v1",
-        kind: "Event",
-        plural: "events",
-        namespaced: true,
-    },
-    Kind {
-        group: "coordination.k8s.io",
-        version: "v1",
-        kind: "Lease",
-        plural: "leases",
-        namespaced: true,
-    },
-    Kind {
-        group: "coordination.k8s.io",
-        version: "v1beta1",
-        kind: "LeaseCandidate",
-        plural: "leasecandidates",
-        namespaced: true,
-    },
+    Kind::new("", "v1", "Namespace", "namespaces", false),
+    Kind::new("", "v1", "ConfigMap", "configmaps", true),
+    Kind::new("", "v1", "Secret", "secrets", true),
+    Kind::new("", "v1", "ServiceAccount", "serviceaccounts", true),
+    Kind::new("", "v1", "Event", "events", true),
+    Kind::new("coordination.k8s.io", "v1", "Lease", "leases", true),
+    Kind::new(
+        "coordination.k8s.io",
+        "v1beta1",
+        "LeaseCandidate",
+        "leasecandidates",
+        true,
+    ),
 ];
 
 /// The served kind an ownerReference's apiVersion + kind names (any version of the group).
@@ -520,6 +503,7 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
     let mut seen = Seen::default();
     let mut due = Some(Instant::now());
     let mut last = Instant::now();
+    let mut failures = 0u32;
     loop {
         let at = due.unwrap_or(last + RESYNC);
         tokio::select! {
@@ -536,17 +520,20 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
             () = tokio::time::sleep_until(at) => {
                 due = None;
                 last = Instant::now();
-                match pass(&client).await {
+                let done = match pass(&client).await {
                     Ok((snap, done)) => {
                         seen.reset(&snap);
-                        if !done {
-                            due = Some(Instant::now() + RETRY);
-                        }
+                        done
                     }
                     Err(e) => {
                         debug!(error = %format!("{e:#}"), "garbage collector pass failed");
-                        due = Some(Instant::now() + RETRY);
+                        false
                     }
+                };
+                failures = if done { 0 } else { failures.saturating_add(1) };
+                if failures > 0 {
+                    let backoff = RETRY.saturating_mul(1 << (failures - 1).min(5)).min(RESYNC);
+                    due = Some(Instant::now() + backoff);
                 }
             }
         }

@@ -19,6 +19,7 @@ impl GenericStore {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<WriteResult> {
+        opts.validate()?;
         self.strategy.admit_delete(name).map_err(|message| {
             let i = self.strategy.info();
             Error::Forbidden {
@@ -29,7 +30,6 @@ impl GenericStore {
                 causes: vec![],
             }
         })?;
-        opts.validate()?;
         let key = self.key(&ctx.namespace, name);
         let kv = self
             .storage
