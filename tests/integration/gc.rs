@@ -257,6 +257,19 @@ async fn delete_options_over_the_raw_api() {
     assert_eq!(body["metadata"]["deletionGracePeriodSeconds"], 0);
     gone(&server, &format!("{CMS}/target")).await;
 
+    // client-go's typed clients send DeleteOptions as protobuf.
+    configmap(&server, "proto", &[]).await;
+    let (code, body, _) = call(
+        &c,
+        Method::DELETE,
+        &server.url(&format!("{CMS}/proto")),
+        Some(("application/vnd.kubernetes.protobuf", protobuf_orphan())),
+    )
+    .await;
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(body["metadata"]["finalizers"], json!(["orphan"]));
+    gone(&server, &format!("{CMS}/proto")).await;
+
     // Legacy orphanDependents=true adds the orphan finalizer; =false answers 202 while pending.
     configmap(&server, "legacy", &[]).await;
     let legacy = server.url(&format!("{CMS}/legacy"));
@@ -283,4 +296,26 @@ async fn delete_options_over_the_raw_api() {
     .await;
     assert_eq!(code, 202, "{body}");
     assert_eq!(body["metadata"]["finalizers"], json!(["example.com/hold"]));
+}
+
+/// `DeleteOptions{propagationPolicy: Orphan}` in the protobuf envelope client-go sends.
+fn protobuf_orphan() -> Vec<u8> {
+    use k8s_pb::apimachinery::pkg::apis::meta::v1::DeleteOptions;
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    use prost::Message;
+    let opts = DeleteOptions {
+        propagation_policy: Some("Orphan".into()),
+        ..Default::default()
+    };
+    let envelope = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some("meta.k8s.io/v1".into()),
+            kind: Some("DeleteOptions".into()),
+        }),
+        raw: Some(opts.encode_to_vec()),
+        ..Default::default()
+    };
+    let mut body = b"k8s\0".to_vec();
+    body.extend(envelope.encode_to_vec());
+    body
 }
