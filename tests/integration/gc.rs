@@ -319,3 +319,35 @@ fn protobuf_orphan() -> Vec<u8> {
     body.extend(envelope.encode_to_vec());
     body
 }
+
+#[tokio::test]
+async fn cascading_deletion_on_real_etcd() {
+    let etcd = crate::support::etcd::start_etcd().await;
+    let server = TestServer::start_with(
+        crate::support::Options::default().args(["--etcd-servers".to_string(), etcd.url.clone()]),
+    )
+    .await;
+    wait_default(&server).await;
+    let owner = configmap(&server, "owner", &[]).await;
+    configmap(&server, "child", &[("owner", &owner)]).await;
+    let out = server
+        .kubectl(&[
+            "delete",
+            "configmap",
+            "owner",
+            "-n",
+            "default",
+            "--cascade=foreground",
+        ])
+        .await;
+    check(&out);
+    assert_eq!(get(&server, &format!("{CMS}/child")).await.0, 404);
+    let owner = configmap(&server, "owner2", &[]).await;
+    configmap(&server, "child2", &[("owner2", &owner)]).await;
+    check(
+        &server
+            .kubectl(&["delete", "configmap", "owner2", "-n", "default"])
+            .await,
+    );
+    gone(&server, &format!("{CMS}/child2")).await;
+}
