@@ -7,8 +7,9 @@
 
 use crate::registry::{WatchEvent, WatchProgress};
 use futures::stream::{BoxStream, StreamExt};
+use std::pin::Pin;
 use std::time::Duration;
-use tokio::time::Instant;
+use tokio::time::{Instant, Sleep};
 
 /// How often an idle watcher gets a bookmark (the cacher's `bookmarkFrequency`).
 pub(crate) const BOOKMARK_FREQUENCY: Duration = Duration::from_secs(60);
@@ -28,7 +29,18 @@ struct State {
     progress: WatchProgress,
     deadline: Instant,
     frequency: Duration,
-    next: Option<Instant>,
+    /// Fires at the next bookmark time while `armed`; one timer for the whole watch.
+    timer: Pin<Box<Sleep>>,
+    armed: bool,
+}
+
+impl State {
+    fn schedule(&mut self) {
+        match next_bookmark(Instant::now(), self.deadline, self.frequency) {
+            Some(at) => self.timer.as_mut().reset(at),
+            None => self.armed = false,
+        }
+    }
 }
 
 /// `events` with periodic bookmarks interleaved; ends when `events` ends.
@@ -38,27 +50,22 @@ pub(crate) fn with_bookmarks(
     deadline: Instant,
     frequency: Duration,
 ) -> BoxStream<'static, WatchEvent> {
-    let state = State {
+    let mut state = State {
         events,
         progress,
         deadline,
         frequency,
-        next: next_bookmark(Instant::now(), deadline, frequency),
+        timer: Box::pin(tokio::time::sleep_until(deadline)),
+        armed: true,
     };
+    state.schedule();
     futures::stream::unfold(state, |mut s| async move {
         loop {
-            let next = s.next;
-            let timer = async move {
-                match next {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
-            };
             tokio::select! {
                 biased;
                 ev = s.events.next() => return ev.map(|e| (e, s)),
-                () = timer => {
-                    s.next = next_bookmark(Instant::now(), s.deadline, s.frequency);
+                () = &mut s.timer, if s.armed => {
+                    s.schedule();
                     if let Some(rev) = s.progress.revision() {
                         let bookmark = WatchEvent::Bookmark {
                             resource_version: rev.to_string(),
