@@ -501,7 +501,8 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
     });
     let mut events = select_all(watches);
     let mut seen = Seen::default();
-    let mut due = Some(Instant::now());
+    // The first pass follows the watches' initial lists (InitDone).
+    let mut due = None;
     let mut last = Instant::now();
     let mut failures = 0u32;
     loop {

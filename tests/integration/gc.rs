@@ -158,6 +158,26 @@ async fn kubectl_cascade_background_collects_dependents_after_the_owner() {
     assert_eq!(get(&server, &format!("{CMS}/owner")).await.0, 404);
     gone(&server, &format!("{CMS}/child")).await;
     gone(&server, &format!("{leases}/owned-lease")).await;
+    // Born dangling (the owner uid never existed): collected too. An owner of a kind kapi does
+    // not serve cannot be checked, so its dependent stays.
+    configmap(
+        &server,
+        "stray",
+        &[("never-was", "00000000-0000-0000-0000-000000000000")],
+    )
+    .await;
+    let foreign = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "foreign", "ownerReferences": [{"apiVersion": "apps/v1",
+            "kind": "Deployment", "name": "web", "uid": "11111111-1111-1111-1111-111111111111"}]}});
+    let (code, body, _) = call(
+        &server.admin_http(),
+        Method::POST,
+        &server.url(CMS),
+        js(foreign),
+    )
+    .await;
+    assert_eq!(code, 201, "{body}");
+    gone(&server, &format!("{CMS}/stray")).await;
     // A dependent with a surviving owner stays and only loses the dangling reference.
     within(
         Duration::from_secs(20),
@@ -176,6 +196,7 @@ async fn kubectl_cascade_background_collects_dependents_after_the_owner() {
         },
     )
     .await;
+    assert_eq!(get(&server, &format!("{CMS}/foreign")).await.0, 200);
 }
 
 #[tokio::test]
