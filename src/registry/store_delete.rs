@@ -145,7 +145,8 @@ impl GenericStore {
     }
 }
 
-/// The finalizer that makes the garbage collector orphan the dependents (`metav1.FinalizerOrphanDependents`).
+/// The finalizer that makes the garbage collector orphan the dependents
+/// (`metav1.FinalizerOrphanDependents`).
 pub const FINALIZER_ORPHAN: &str = "orphan";
 /// The finalizer of a foreground deletion (`metav1.FinalizerDeleteDependents`).
 pub const FINALIZER_FOREGROUND: &str = "foregroundDeletion";

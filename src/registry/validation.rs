@@ -123,8 +123,9 @@ pub(crate) fn validate_object_meta(
             }
         }
         // ValidateFinalizers: the garbage collector's two finalizers exclude each other.
-        if finalizers.iter().any(|f| f == "orphan")
-            && finalizers.iter().any(|f| f == "foregroundDeletion")
+        use super::store_delete::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
+        if finalizers.iter().any(|f| f == FINALIZER_ORPHAN)
+            && finalizers.iter().any(|f| f == FINALIZER_FOREGROUND)
         {
             let listed: Vec<String> = finalizers
                 .iter()

@@ -1,6 +1,8 @@
 //! DELETE and DELETECOLLECTION (handlers/delete.go): DeleteOptions from the body or the
-//! query (preconditions, dryRun, propagationPolicy, orphanDependents), the deleted object or a Success Status, and the list of
-//! deleted objects for a collection. May use: registry, api.
+//! query (preconditions, dryRun, propagationPolicy, orphanDependents; validated like
+//! ValidateDeleteOptions), the deleted object, the object still pending deletion (202 for the
+//! legacy orphanDependents=false) or a Success Status, and the list of deleted objects for a
+//! collection. May use: registry, api.
 
 use super::{respond, status_response, Req};
 use crate::api::{Body, GroupVersionKind, Status, StatusDetails};
