@@ -15,7 +15,8 @@
 //! `start-kube-apiserver-identity-lease-garbage-collector` (gate APIServerIdentity),
 //! `storage-readiness` (gate WatchCacheInitializationPostStartHook),
 //! `start-legacy-token-tracking-controller`, and kapi's `start-namespace-finalizer-controller`
-//! (kube-controller-manager's namespace controller, which kapi runs in-process).
+//! and `start-garbage-collector-controller` (kube-controller-manager's namespace controller
+//! and garbage collector, which kapi runs in-process).
 //! Pre-shutdown: `stop-kube-apiserver-identity-lease-controller` (stops renewing and deletes
 //! the identity lease) and `peer-endpoint-reconciler-controller`.
 //!
@@ -24,6 +25,7 @@
 mod auth_trust;
 mod coordinated;
 mod election;
+mod garbage_collector;
 mod gc;
 mod identity;
 mod leader;
@@ -262,6 +264,10 @@ pub fn hooks(config: &Config) -> Hooks {
         "start-namespace-finalizer-controller".into(),
         spawning(|ctx| namespace::run(ctx.client, ctx.cancel)),
     ));
+    h.post_start.push((
+        "start-garbage-collector-controller".into(),
+        spawning(|ctx| garbage_collector::run(ctx.client, ctx.cancel)),
+    ));
     h
 }
 
@@ -429,6 +435,7 @@ mod tests {
                 "storage-readiness",
                 "start-legacy-token-tracking-controller",
                 "start-namespace-finalizer-controller",
+                "start-garbage-collector-controller",
             ]
         );
         assert_eq!(

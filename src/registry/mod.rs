@@ -15,7 +15,7 @@ pub use error::{Error, FieldError, Result};
 pub use memo::Decoded;
 pub use resources::reviews::Review;
 pub use store::{DeleteOptions, GenericStore, Transform, WriteResult};
-pub use store_list::{ListOptions, ListResult, WatchEvent};
+pub use store_list::{ListOptions, ListResult, WatchEvent, WatchProgress};
 pub use strategy::{Column, ResourceInfo, Strategy};
 
 use crate::api::UserInfo;

@@ -34,6 +34,10 @@ pub struct DeleteOptions {
     pub uid: Option<String>,
     /// Precondition on the resourceVersion.
     pub resource_version: Option<String>,
+    /// propagationPolicy (`Orphan`, `Background`, `Foreground`); see store_delete.rs.
+    pub propagation_policy: Option<String>,
+    /// The deprecated orphanDependents.
+    pub orphan_dependents: Option<bool>,
 }
 
 /// Outcome of a write.

@@ -1,8 +1,10 @@
 //! Delete of the GenericStore: preconditions (uid, resourceVersion) with kube's messages,
-//! finalizers and graceful deletion (deletionTimestamp), and the system namespaces that cannot
-//! be deleted. May use: storage, api.
+//! finalizers and graceful deletion (deletionTimestamp), the garbage collector's finalizers
+//! from propagationPolicy / orphanDependents (generic/registry/store.go
+//! `deletionFinalizersForGarbageCollection`), and the system namespaces that cannot be
+//! deleted. May use: storage, api.
 
-use super::error::{Error, Result};
+use super::error::{Error, FieldError, Result};
 use super::store::{metadata_mut, now_rfc3339, DeleteOptions, GenericStore, WriteResult};
 use super::Context;
 use crate::storage::{self, KeyValue, Update};
@@ -17,6 +19,7 @@ impl GenericStore {
         name: &str,
         opts: &DeleteOptions,
     ) -> Result<WriteResult> {
+        opts.validate()?;
         self.strategy.admit_delete(name).map_err(|message| {
             let i = self.strategy.info();
             Error::Forbidden {
@@ -37,6 +40,9 @@ impl GenericStore {
         self.check_preconditions(name, &current, opts)?;
         let mut pending = current.clone();
         let keep = self.strategy.begin_delete(&mut pending);
+        if let Some(finalizers) = gc_finalizers(&pending, opts) {
+            metadata_mut(&mut pending).insert("finalizers".into(), Value::from(finalizers));
+        }
         let has_finalizers = pending
             .pointer("/metadata/finalizers")
             .and_then(Value::as_array)
@@ -139,6 +145,178 @@ impl GenericStore {
     }
 }
 
+/// The finalizer that makes the garbage collector orphan the dependents
+/// (`metav1.FinalizerOrphanDependents`).
+pub const FINALIZER_ORPHAN: &str = "orphan";
+/// The finalizer of a foreground deletion (`metav1.FinalizerDeleteDependents`).
+pub const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
+
+impl DeleteOptions {
+    /// ValidateDeleteOptions: a 422 on `DeleteOptions.meta.k8s.io ""` naming propagationPolicy.
+    ///
+    /// # Errors
+    /// Both orphanDependents and propagationPolicy set, or an unknown policy.
+    pub fn validate(&self) -> Result<()> {
+        let mut errs = Vec::new();
+        if let Some(policy) = &self.propagation_policy {
+            if self.orphan_dependents.is_some() {
+                errs.push(FieldError::invalid(
+                    "propagationPolicy",
+                    policy,
+                    "orphanDependents and deletionPropagation cannot be both set",
+                ));
+            }
+            if !matches!(policy.as_str(), "Foreground" | "Background" | "Orphan") {
+                errs.push(FieldError::not_supported(
+                    "propagationPolicy",
+                    policy,
+                    &["Foreground", "Background", "Orphan", "nil"],
+                ));
+            }
+        }
+        if errs.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::invalid("meta.k8s.io", "DeleteOptions", "", errs))
+        }
+    }
+}
+
+/// The first of `orphan` / `foregroundDeletion` among the object's finalizers, if any.
+fn first_gc_finalizer(obj: &Value) -> Option<&str> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)?
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|f| *f == FINALIZER_ORPHAN || *f == FINALIZER_FOREGROUND)
+}
+
+/// shouldOrphanDependents: the options, else the object's finalizers, else no (the default
+/// policy of every served kind is to delete dependents).
+fn should_orphan(obj: &Value, opts: &DeleteOptions) -> bool {
+    if let Some(orphan) = opts.orphan_dependents {
+        return orphan;
+    }
+    match opts.propagation_policy.as_deref() {
+        Some("Orphan") => true,
+        Some("Background" | "Foreground") => false,
+        _ => first_gc_finalizer(obj) == Some(FINALIZER_ORPHAN),
+    }
+}
+
+/// shouldDeleteDependents: the options, else the object's finalizers, else no.
+fn should_delete_dependents(obj: &Value, opts: &DeleteOptions) -> bool {
+    if opts.orphan_dependents.is_some() {
+        return false;
+    }
+    match opts.propagation_policy.as_deref() {
+        Some("Foreground") => true,
+        Some("Background" | "Orphan") => false,
+        _ => first_gc_finalizer(obj) == Some(FINALIZER_FOREGROUND),
+    }
+}
+
+/// deletionFinalizersForGarbageCollection: the object's finalizers with `orphan` /
+/// `foregroundDeletion` removed and added back as the options say; None when the set is
+/// unchanged.
+fn gc_finalizers(obj: &Value, opts: &DeleteOptions) -> Option<Vec<Value>> {
+    let current: Vec<Value> = obj
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut next: Vec<Value> = current
+        .iter()
+        .filter(|f| *f != FINALIZER_ORPHAN && *f != FINALIZER_FOREGROUND)
+        .cloned()
+        .collect();
+    if should_orphan(obj, opts) {
+        next.push(Value::from(FINALIZER_ORPHAN));
+    }
+    if should_delete_dependents(obj, opts) {
+        next.push(Value::from(FINALIZER_FOREGROUND));
+    }
+    let set = |v: &[Value]| {
+        v.iter()
+            .map(Value::to_string)
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    (set(&current) != set(&next)).then_some(next)
+}
+
 fn rv_precondition_msg(rv: &str, have: i64) -> String {
     format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {have}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn opts(policy: Option<&str>, orphan: Option<bool>) -> DeleteOptions {
+        DeleteOptions {
+            propagation_policy: policy.map(String::from),
+            orphan_dependents: orphan,
+            ..DeleteOptions::default()
+        }
+    }
+
+    #[test]
+    fn policies_set_and_clear_gc_finalizers() {
+        let plain = json!({"metadata": {"finalizers": ["example.com/x"]}});
+        assert_eq!(
+            gc_finalizers(&plain, &opts(Some("Foreground"), None)),
+            Some(vec![json!("example.com/x"), json!("foregroundDeletion")])
+        );
+        assert_eq!(
+            gc_finalizers(&plain, &opts(Some("Orphan"), None)),
+            Some(vec![json!("example.com/x"), json!("orphan")])
+        );
+        assert_eq!(gc_finalizers(&plain, &opts(Some("Background"), None)), None);
+        assert_eq!(gc_finalizers(&plain, &opts(None, None)), None);
+        assert_eq!(
+            gc_finalizers(&json!({}), &opts(None, Some(true))),
+            Some(vec![json!("orphan")])
+        );
+        let orphaning = json!({"metadata": {"finalizers": ["orphan"]}});
+        // Background (and legacy orphanDependents=false) remove the GC finalizers.
+        assert_eq!(
+            gc_finalizers(&orphaning, &opts(Some("Background"), None)),
+            Some(vec![])
+        );
+        assert_eq!(
+            gc_finalizers(&orphaning, &opts(None, Some(false))),
+            Some(vec![])
+        );
+        // Without options the existing finalizer stays.
+        assert_eq!(gc_finalizers(&orphaning, &opts(None, None)), None);
+        assert_eq!(
+            gc_finalizers(&orphaning, &opts(Some("Foreground"), None)),
+            Some(vec![json!("foregroundDeletion")])
+        );
+    }
+
+    #[test]
+    fn invalid_options_are_422_naming_the_field() {
+        assert!(opts(Some("Orphan"), None).validate().is_ok());
+        assert!(opts(None, Some(true)).validate().is_ok());
+        let Err(Error::Invalid { kind, errors, .. }) = opts(Some("Sideways"), None).validate()
+        else {
+            panic!("expected Invalid");
+        };
+        assert_eq!(kind, "DeleteOptions");
+        assert_eq!(errors[0].field, "propagationPolicy");
+        assert_eq!(
+            errors[0].message(),
+            r#"Unsupported value: "Sideways": supported values: "Foreground", "Background", "Orphan", "nil""#
+        );
+        let Err(Error::Invalid { errors, .. }) = opts(Some("Orphan"), Some(false)).validate()
+        else {
+            panic!("expected Invalid");
+        };
+        assert_eq!(
+            errors[0].message(),
+            r#"Invalid value: "Orphan": orphanDependents and deletionPropagation cannot be both set"#
+        );
+    }
 }

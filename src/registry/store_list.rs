@@ -14,6 +14,7 @@ use base64::Engine;
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 /// Message of a 410 for an expired continue token (storage/etcd3/errors.go).
@@ -71,6 +72,31 @@ pub enum WatchEvent {
     },
     /// ERROR (e.g. 410 Expired); the stream ends after it.
     Error(Error),
+}
+
+/// How far a watch stream has got: every change of the resource up to [`Self::revision`] has
+/// been yielded by the stream or filtered out, so a periodic BOOKMARK may carry it and a
+/// client may resume from it. Unset until the initial events are out.
+#[derive(Debug, Clone)]
+pub struct WatchProgress(Arc<AtomicI64>);
+
+impl Default for WatchProgress {
+    fn default() -> Self {
+        WatchProgress(Arc::new(AtomicI64::new(-1)))
+    }
+}
+
+impl WatchProgress {
+    /// The revision the stream is consistent with, once known.
+    pub fn revision(&self) -> Option<Revision> {
+        let r = self.0.load(Ordering::Acquire);
+        (r >= 0).then_some(r)
+    }
+
+    /// Records that the stream has caught up with `rev` (never goes back).
+    pub fn advance(&self, rev: Revision) {
+        self.0.fetch_max(rev, Ordering::AcqRel);
+    }
 }
 
 #[derive(serde::Serialize, serde::Deserialize)]
@@ -279,6 +305,16 @@ impl GenericStore {
         ctx: &Context,
         opts: &ListOptions,
     ) -> Result<BoxStream<'static, WatchEvent>> {
+        Ok(self.watch_with_progress(ctx, opts).await?.0)
+    }
+
+    /// [`Self::watch`] plus the stream's [`WatchProgress`] (for periodic bookmarks).
+    pub async fn watch_with_progress(
+        self: &Arc<Self>,
+        ctx: &Context,
+        opts: &ListOptions,
+    ) -> Result<(BoxStream<'static, WatchEvent>, WatchProgress)> {
+        let progress = WatchProgress::default();
         self.check_fields(&opts.field)?;
         let rv = opts.resource_version.as_deref().unwrap_or("");
         let rvm = opts.resource_version_match.as_deref().unwrap_or("");
@@ -355,15 +391,19 @@ impl GenericStore {
             Ok(s) => s,
             Err(e @ storage::Error::Compacted { .. }) => {
                 initial.push(WatchEvent::Error(self.storage_error("", e)));
-                return Ok(futures::stream::iter(initial).boxed());
+                return Ok((futures::stream::iter(initial).boxed(), progress));
             }
             Err(e) => return Err(self.storage_error("", e)),
         };
         let store = Arc::clone(self);
         let (label, field, bookmarks) =
             (opts.label.clone(), opts.field.clone(), opts.allow_bookmarks);
+        let seen = progress.clone();
         let live = live
             .filter_map(move |ev| {
+                if let Ok(e) = &ev {
+                    seen.advance(e.revision());
+                }
                 let out = store.convert_event(ev, &label, &field, bookmarks);
                 futures::future::ready(out)
             })
@@ -375,7 +415,18 @@ impl GenericStore {
                 *ended = matches!(ev, WatchEvent::Error(_));
                 futures::future::ready(Some(ev))
             });
-        Ok(futures::stream::iter(initial).chain(live).boxed())
+        // Progress starts at `after` only once the initial events are out.
+        let start = progress.clone();
+        let caught_up = futures::stream::once(async move {
+            start.advance(after);
+            None
+        })
+        .filter_map(futures::future::ready);
+        let stream = futures::stream::iter(initial)
+            .chain(caught_up)
+            .chain(live)
+            .boxed();
+        Ok((stream, progress))
     }
 
     fn convert_event(

@@ -122,6 +122,21 @@ pub(crate) fn validate_object_meta(
                 ));
             }
         }
+        // ValidateFinalizers: the garbage collector's two finalizers exclude each other.
+        use super::store_delete::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
+        if finalizers.iter().any(|f| f == FINALIZER_ORPHAN)
+            && finalizers.iter().any(|f| f == FINALIZER_FOREGROUND)
+        {
+            let listed: Vec<String> = finalizers
+                .iter()
+                .map(|f| super::error::quote(f.as_str().unwrap_or("")))
+                .collect();
+            errs.push(FieldError::invalid_raw(
+                "metadata.finalizers",
+                format!("[]string{{{}}}", listed.join(", ")),
+                "finalizer orphan and foregroundDeletion cannot be both set",
+            ));
+        }
     }
     errs
 }
@@ -175,6 +190,19 @@ pub(crate) fn validate_object_meta_update(new: &Value, old: &Value) -> Vec<Field
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn gc_finalizers_exclude_each_other() {
+        let errs = validate_object_meta(
+            &json!({"metadata": {"name": "a", "finalizers": ["orphan", "foregroundDeletion"]}}),
+            false,
+            NameRule::Subdomain,
+        );
+        assert_eq!(
+            errs[0].to_string(),
+            "metadata.finalizers: Invalid value: []string{\"orphan\", \"foregroundDeletion\"}: finalizer orphan and foregroundDeletion cannot be both set"
+        );
+    }
 
     #[test]
     fn object_meta_errors_match_kube() {

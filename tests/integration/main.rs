@@ -4,10 +4,12 @@ mod support;
 
 mod auth;
 mod badinput;
+mod bookmarks;
 mod clients;
 mod controllers;
 mod crud;
 mod discovery;
+mod gc;
 mod generated;
 mod ha;
 mod health;

@@ -1,22 +1,28 @@
 //! DELETE and DELETECOLLECTION (handlers/delete.go): DeleteOptions from the body or the
-//! query (preconditions, dryRun), the deleted object or a Success Status, and the list of
-//! deleted objects for a collection. May use: registry, api.
+//! query (preconditions, dryRun, propagationPolicy, orphanDependents; validated like
+//! ValidateDeleteOptions), the deleted object, the object still pending deletion (202 for the
+//! legacy orphanDependents=false) or a Success Status, and the list of deleted objects for a
+//! collection. May use: registry, api.
 
 use super::{respond, status_response, Req};
-use crate::api::{Body, Status, StatusDetails};
+use crate::api::{Body, GroupVersionKind, Status, StatusDetails};
 use crate::endpoints::negotiate::{content_type, yaml_to_json};
 use crate::endpoints::status::error_response;
 use crate::registry::{DeleteOptions, GenericStore};
 use http::Response;
 use serde_json::{json, Value};
 
-/// DeleteOptions from the body (JSON/YAML; an undecodable protobuf body is ignored) and query.
+/// DeleteOptions from the body (JSON, YAML or protobuf; an undecodable protobuf body is
+/// ignored) or, when there is no body, from the query (handlers/delete.go).
 fn delete_options(req: &Req<'_>) -> Result<(DeleteOptions, Option<bool>), Status> {
     let mut body = Value::Null;
     if !req.body.is_empty() {
         body = match content_type(req.headers).as_str() {
             "application/yaml" => yaml_to_json(req.body)?,
-            "application/vnd.kubernetes.protobuf" => Value::Null,
+            "application/vnd.kubernetes.protobuf" => {
+                let hint = GroupVersionKind::new("meta.k8s.io", "v1", "DeleteOptions");
+                crate::endpoints::protobuf::decode(req.body, &hint).unwrap_or(Value::Null)
+            }
             _ => serde_json::from_slice(req.body).map_err(|e| {
                 Status::failure(
                     400,
@@ -26,22 +32,28 @@ fn delete_options(req: &Req<'_>) -> Result<(DeleteOptions, Option<bool>), Status
             })?,
         };
     }
-    let uid = body
-        .pointer("/preconditions/uid")
-        .and_then(Value::as_str)
-        .map(String::from);
-    let rv = body
-        .pointer("/preconditions/resourceVersion")
-        .and_then(Value::as_str)
-        .map(String::from);
+    let text = |v: &Value, ptr: &str| v.pointer(ptr).and_then(Value::as_str).map(String::from);
     let dry_run = body
         .get("dryRun")
         .and_then(Value::as_array)
         .map(|a| a.iter().any(|v| v == "All"));
+    let (propagation_policy, orphan_dependents) = if req.body.is_empty() {
+        (
+            req.query.get("propagationPolicy").map(String::from),
+            req.query.bool("orphanDependents")?,
+        )
+    } else {
+        (
+            text(&body, "/propagationPolicy"),
+            body.get("orphanDependents").and_then(Value::as_bool),
+        )
+    };
     Ok((
         DeleteOptions {
-            uid,
-            resource_version: rv,
+            uid: text(&body, "/preconditions/uid"),
+            resource_version: text(&body, "/preconditions/resourceVersion"),
+            propagation_policy,
+            orphan_dependents,
         },
         dry_run,
     ))
@@ -81,6 +93,11 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
                 &[],
             )
         }
+        // 202 when the object stays and the client asked for cascading deletion through the
+        // legacy orphanDependents=false (kube keeps this for old clients).
+        Ok(w) if !w.created_or_gone && opts.orphan_dependents == Some(false) => {
+            respond(req, 202, &w.object, &[])
+        }
         Ok(w) => respond(req, 200, &w.object, &[]),
         Err(e) => error_response(&e),
     }
@@ -98,6 +115,9 @@ pub(crate) async fn delete_collection(store: &GenericStore, req: &Req<'_>) -> Re
         (Err(s), _, _) | (_, Err(s), _) | (_, _, Err(s)) => return status_response(s),
     };
     ctx.dry_run |= body_dry_run.unwrap_or(false);
+    if let Err(e) = opts.validate() {
+        return error_response(&e);
+    }
     let mut list_opts = list_opts;
     list_opts.limit = 0;
     list_opts.continue_token = None;

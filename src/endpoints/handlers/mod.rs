@@ -3,6 +3,7 @@
 // Status (the error type here) is large by design: it is the response body itself.
 #![allow(clippy::result_large_err)]
 
+mod bookmarks;
 mod delete;
 mod read;
 mod table;

@@ -1,10 +1,12 @@
 //! WATCH (handlers/watch.go): a 200 stream of compact JSON WatchEvents, one per line;
 //! BOOKMARKs as objects of the watched kind carrying only metadata.resourceVersion (and the
-//! `k8s.io/initial-events-end` annotation for watch-list); errors after the stream started as
+//! `k8s.io/initial-events-end` annotation for watch-list), periodic ones with
+//! allowWatchBookmarks (bookmarks.rs); errors after the stream started as
 //! an ERROR event with a Status. Ends at `timeoutSeconds` (default: random in [30, 60) min,
 //! like kube's minRequestTimeout), when the server shuts down, or after an ERROR.
 //! May use: registry, api.
 
+use super::bookmarks::{with_bookmarks, BOOKMARK_FREQUENCY};
 use super::table::{include, partial, table, Include};
 use super::{status_response, Req};
 use crate::api::Body;
@@ -59,8 +61,12 @@ pub(crate) async fn watch(
         Ok(i) => i,
         Err(s) => return status_response(s),
     };
-    let events = match store.watch(&ctx, &opts).await {
-        Ok(s) => s,
+    let deadline = tokio::time::Instant::now() + timeout;
+    let events = match store.watch_with_progress(&ctx, &opts).await {
+        Ok((events, progress)) if opts.allow_bookmarks => {
+            with_bookmarks(events, progress, deadline, BOOKMARK_FREQUENCY)
+        }
+        Ok((events, _)) => events,
         Err(e) => return error_response(&e),
     };
     let encoder = Encoder {
@@ -74,7 +80,7 @@ pub(crate) async fn watch(
         .scan(encoder, |enc, ev| {
             futures::future::ready(Some(enc.line(ev)))
         })
-        .take_until(tokio::time::sleep(timeout))
+        .take_until(tokio::time::sleep_until(deadline))
         .take_until(shutdown.cancelled_owned())
         .map(|line| Ok::<_, std::io::Error>(hyper::body::Frame::data(line)));
     let body = http_body_util::StreamBody::new(lines).boxed_unsync();

@@ -1,0 +1,627 @@
+//! The garbage collector (kube-controller-manager's `pkg/controller/garbagecollector`), run
+//! in-process as hook `start-garbage-collector-controller` over the kinds kapi serves. It acts
+//! on ownerReferences by uid, like upstream:
+//! - a dependent none of whose owners exists any more (by uid; confirmed by a live GET) is
+//!   deleted (Background, or as its own `orphan` / `foregroundDeletion` finalizer says); a
+//!   dependent that still has an owner only loses its references to the vanished ones;
+//! - an owner being deleted with the `orphan` finalizer: its references are removed from every
+//!   dependent, then the finalizer;
+//! - an owner being deleted with `foregroundDeletion`: its dependents are deleted (Foreground
+//!   when they have dependents of their own), and once no dependent whose reference has
+//!   `blockOwnerDeletion` is left the finalizer is removed, so the owner disappears.
+//!
+//! Instead of upstream's in-memory graph, each pass lists the metadata of every served kind
+//! (the lists are cheap and the passes rare): a pass runs when a metadata watch shows a change
+//! that can matter (an owned object, an owner being deleted with a GC finalizer, the deletion
+//! of a known owner or of a dependent), at most every [`DEBOUNCE`], and every [`RESYNC`].
+//! Every write carries the resourceVersion it was computed from, so a stale pass only conflicts
+//! and is retried. Not done: upstream's cycle breaking between foreground dependents,
+//! owner kinds kapi does not serve (such references are left alone), and namespaced owners of
+//! cluster-scoped dependents (invalid in Kubernetes; left alone).
+//!
+//! May use: nothing internal (a client of the API).
+
+use futures::stream::{select_all, StreamExt};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::api::{
+    ApiResource, DeleteParams, DynamicObject, ListParams, PartialObjectMeta, Patch, PatchParams,
+    Preconditions, PropagationPolicy,
+};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Client};
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+/// `metav1.FinalizerOrphanDependents`.
+const ORPHAN: &str = "orphan";
+/// `metav1.FinalizerDeleteDependents`.
+const FOREGROUND: &str = "foregroundDeletion";
+/// Events closer together than this share one pass.
+const DEBOUNCE: Duration = Duration::from_millis(200);
+/// A pass that could not finish (conflict, error) is retried this soon, doubling up to
+/// [`RESYNC`] while it keeps failing.
+const RETRY: Duration = Duration::from_secs(1);
+/// A full pass runs at least this often.
+const RESYNC: Duration = Duration::from_secs(60);
+
+/// One served kind.
+struct Kind {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+}
+
+impl Kind {
+    const fn new(
+        g: &'static str,
+        v: &'static str,
+        k: &'static str,
+        p: &'static str,
+        ns: bool,
+    ) -> Kind {
+        Kind {
+            group: g,
+            version: v,
+            kind: k,
+            plural: p,
+            namespaced: ns,
+        }
+    }
+}
+
+/// The kinds kapi serves with ownerReferences (events.k8s.io Events are these core Events).
+const KINDS: [Kind; 7] = [
+    Kind::new("", "v1", "Namespace", "namespaces", false),
+    Kind::new("", "v1", "ConfigMap", "configmaps", true),
+    Kind::new("", "v1", "Secret", "secrets", true),
+    Kind::new("", "v1", "ServiceAccount", "serviceaccounts", true),
+    Kind::new("", "v1", "Event", "events", true),
+    Kind::new("coordination.k8s.io", "v1", "Lease", "leases", true),
+    Kind::new(
+        "coordination.k8s.io",
+        "v1beta1",
+        "LeaseCandidate",
+        "leasecandidates",
+        true,
+    ),
+];
+
+/// The served kind an ownerReference's apiVersion + kind names (any version of the group).
+fn kind_index(api_version: &str, kind: &str) -> Option<usize> {
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    let group = if group == "events.k8s.io" && kind == "Event" {
+        ""
+    } else {
+        group
+    };
+    KINDS
+        .iter()
+        .position(|k| k.group == group && k.kind == kind)
+}
+
+fn api_resource(kind: usize) -> ApiResource {
+    let k = &KINDS[kind];
+    ApiResource {
+        group: k.group.into(),
+        version: k.version.into(),
+        api_version: if k.group.is_empty() {
+            k.version.into()
+        } else {
+            format!("{}/{}", k.group, k.version)
+        },
+        kind: k.kind.into(),
+        plural: k.plural.into(),
+    }
+}
+
+fn api(client: &Client, kind: usize, namespace: &str) -> Api<DynamicObject> {
+    let ar = api_resource(kind);
+    if KINDS[kind].namespaced && !namespace.is_empty() {
+        Api::namespaced_with(client.clone(), namespace, &ar)
+    } else {
+        Api::all_with(client.clone(), &ar)
+    }
+}
+
+/// The metadata of one object as a pass sees it.
+#[derive(Debug, Clone)]
+struct Obj {
+    kind: usize,
+    namespace: String,
+    name: String,
+    uid: String,
+    rv: String,
+    owners: Vec<OwnerReference>,
+    finalizers: Vec<String>,
+    deleting: bool,
+}
+
+impl Obj {
+    fn new(kind: usize, m: ObjectMeta) -> Obj {
+        Obj {
+            kind,
+            namespace: m.namespace.unwrap_or_default(),
+            name: m.name.unwrap_or_default(),
+            uid: m.uid.unwrap_or_default(),
+            rv: m.resource_version.unwrap_or_default(),
+            owners: m.owner_references.unwrap_or_default(),
+            finalizers: m.finalizers.unwrap_or_default(),
+            deleting: m.deletion_timestamp.is_some(),
+        }
+    }
+
+    fn has(&self, finalizer: &str) -> bool {
+        self.finalizers.iter().any(|f| f == finalizer)
+    }
+
+    /// An owner whose dependents must go first (deleting, with `foregroundDeletion`).
+    fn waits_for_dependents(&self) -> bool {
+        self.deleting && self.has(FOREGROUND)
+    }
+
+    fn label(&self) -> String {
+        let k = KINDS[self.kind].plural;
+        match self.namespace.as_str() {
+            "" => format!("{k}/{}", self.name),
+            ns => format!("{k}/{ns}/{}", self.name),
+        }
+    }
+}
+
+/// Every served object's metadata, indexed.
+struct Snapshot {
+    objects: Vec<Obj>,
+    /// (kind, namespace, name) → index.
+    by_name: HashMap<(usize, String, String), usize>,
+    /// owner uid → indexes of the objects referencing it.
+    dependents: HashMap<String, Vec<usize>>,
+}
+
+impl Snapshot {
+    fn new(objects: Vec<Obj>) -> Snapshot {
+        let mut by_name = HashMap::new();
+        let mut dependents: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, o) in objects.iter().enumerate() {
+            by_name.insert((o.kind, o.namespace.clone(), o.name.clone()), i);
+            for r in &o.owners {
+                dependents.entry(r.uid.clone()).or_default().push(i);
+            }
+        }
+        Snapshot {
+            objects,
+            by_name,
+            dependents,
+        }
+    }
+
+    /// The dependents of `owner`: objects referencing its uid (in its namespace when it is
+    /// namespaced), each with that reference.
+    fn dependents_of(&self, owner: &Obj) -> Vec<(&Obj, &OwnerReference)> {
+        let namespaced = KINDS[owner.kind].namespaced;
+        self.dependents
+            .get(&owner.uid)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.objects[i])
+            .filter(|d| !namespaced || d.namespace == owner.namespace)
+            .filter_map(|d| d.owners.iter().find(|r| r.uid == owner.uid).map(|r| (d, r)))
+            .collect()
+    }
+}
+
+/// What a pass failed on.
+#[derive(Debug, thiserror::Error)]
+enum Error {
+    #[error("listing {0} failed")]
+    List(&'static str, #[source] kube::Error),
+}
+
+/// Lists the metadata of every served kind.
+async fn snapshot(client: &Client) -> Result<Snapshot, Error> {
+    let mut objects = Vec::new();
+    for (i, k) in KINDS.iter().enumerate() {
+        let list = api(client, i, "")
+            .list_metadata(&ListParams::default())
+            .await
+            .map_err(|e| Error::List(k.plural, e))?;
+        objects.extend(list.items.into_iter().map(|o| Obj::new(i, o.metadata)));
+    }
+    Ok(Snapshot::new(objects))
+}
+
+/// How one ownerReference of a dependent stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owner {
+    /// The owner exists (or cannot be checked): the dependent stays.
+    Solid,
+    /// The owner is gone (or replaced by another object of the same name).
+    Dangling,
+    /// The owner is being deleted in the foreground.
+    Waiting,
+}
+
+/// The outcome of one write: done, or to be retried (conflict, error).
+type Done = bool;
+
+fn outcome(what: &str, obj: &Obj, r: Result<(), kube::Error>) -> Done {
+    match r {
+        Ok(()) => true,
+        Err(kube::Error::Api(s)) if s.code == 404 => true,
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            debug!(object = %obj.label(), "{what}: conflict, retrying");
+            false
+        }
+        Err(e) => {
+            warn!(object = %obj.label(), error = %e, "garbage collector: {what} failed");
+            false
+        }
+    }
+}
+
+/// A JSON merge patch of metadata carrying the resourceVersion it was computed from (so it
+/// conflicts instead of overwriting a newer object); an empty list becomes null (removed).
+async fn patch_meta(
+    client: &Client,
+    obj: &Obj,
+    field: &str,
+    list: Value,
+) -> Result<(), kube::Error> {
+    let list = match list {
+        Value::Array(a) if a.is_empty() => Value::Null,
+        v => v,
+    };
+    let body = json!({ "metadata": { "resourceVersion": obj.rv, field: list } });
+    api(client, obj.kind, &obj.namespace)
+        .patch_metadata(&obj.name, &PatchParams::default(), &Patch::Merge(body))
+        .await
+        .map(|_| ())
+}
+
+async fn remove_finalizer(client: &Client, obj: &Obj, finalizer: &str) -> Done {
+    let rest: Vec<&String> = obj.finalizers.iter().filter(|f| *f != finalizer).collect();
+    let r = patch_meta(client, obj, "finalizers", json!(rest)).await;
+    let done = outcome("removing a finalizer", obj, r);
+    if done {
+        info!(object = %obj.label(), finalizer, "dependents handled, finalizer removed");
+    }
+    done
+}
+
+async fn remove_owner_refs(client: &Client, dep: &Obj, uids: &HashSet<&str>) -> Done {
+    let rest: Vec<&OwnerReference> = dep
+        .owners
+        .iter()
+        .filter(|r| !uids.contains(r.uid.as_str()))
+        .collect();
+    let r = patch_meta(client, dep, "ownerReferences", json!(rest)).await;
+    outcome("removing ownerReferences", dep, r)
+}
+
+async fn delete(client: &Client, obj: &Obj, policy: PropagationPolicy) -> Done {
+    let what = format!("{policy:?}");
+    let dp = DeleteParams {
+        propagation_policy: Some(policy),
+        preconditions: Some(Preconditions {
+            uid: Some(obj.uid.clone()),
+            resource_version: Some(obj.rv.clone()),
+        }),
+        ..DeleteParams::default()
+    };
+    let r = api(client, obj.kind, &obj.namespace)
+        .delete(&obj.name, &dp)
+        .await
+        .map(|_| ());
+    let done = outcome("deleting a dependent", obj, r);
+    if done {
+        info!(object = %obj.label(), policy = what, "deleted: no owner left");
+    }
+    done
+}
+
+/// How `dep`'s reference `r` stands: from the snapshot when it shows the owner, else from a
+/// live GET (a list may predate the owner's creation).
+async fn classify(client: &Client, snap: &Snapshot, dep: &Obj, r: &OwnerReference) -> Owner {
+    let Some(kind) = kind_index(&r.api_version, &r.kind) else {
+        return Owner::Solid;
+    };
+    let namespace = if KINDS[kind].namespaced {
+        if dep.namespace.is_empty() {
+            return Owner::Solid;
+        }
+        dep.namespace.clone()
+    } else {
+        String::new()
+    };
+    let state = |o: &Obj| {
+        if o.waits_for_dependents() {
+            Owner::Waiting
+        } else {
+            Owner::Solid
+        }
+    };
+    if let Some(&i) = snap.by_name.get(&(kind, namespace.clone(), r.name.clone())) {
+        let o = &snap.objects[i];
+        if o.uid == r.uid {
+            return state(o);
+        }
+    }
+    match api(client, kind, &namespace)
+        .get_metadata_opt(&r.name)
+        .await
+    {
+        Ok(Some(m)) if m.metadata.uid.as_deref() == Some(r.uid.as_str()) => {
+            state(&Obj::new(kind, m.metadata))
+        }
+        Ok(_) => Owner::Dangling,
+        Err(e) => {
+            debug!(error = %e, "garbage collector: reading an owner failed");
+            Owner::Solid
+        }
+    }
+}
+
+/// attemptToDeleteItem for one dependent that is not being deleted.
+async fn collect(client: &Client, snap: &Snapshot, dep: &Obj) -> Done {
+    let mut solid = false;
+    let mut gone: HashSet<&str> = HashSet::new();
+    let mut waiting = false;
+    for r in &dep.owners {
+        match classify(client, snap, dep, r).await {
+            Owner::Solid => solid = true,
+            Owner::Dangling => {
+                gone.insert(r.uid.as_str());
+            }
+            Owner::Waiting => {
+                waiting = true;
+                gone.insert(r.uid.as_str());
+            }
+        }
+    }
+    if solid {
+        return gone.is_empty() || remove_owner_refs(client, dep, &gone).await;
+    }
+    let has_dependents = snap.dependents.get(&dep.uid).is_some_and(|d| !d.is_empty());
+    let policy = if waiting && has_dependents {
+        PropagationPolicy::Foreground
+    } else if dep.has(ORPHAN) {
+        PropagationPolicy::Orphan
+    } else if dep.has(FOREGROUND) {
+        PropagationPolicy::Foreground
+    } else {
+        PropagationPolicy::Background
+    };
+    delete(client, dep, policy).await
+}
+
+/// attemptToOrphan: drop `owner` from its dependents' ownerReferences, then its finalizer.
+async fn orphan(client: &Client, snap: &Snapshot, owner: &Obj) -> Done {
+    let uid = HashSet::from([owner.uid.as_str()]);
+    let mut done = true;
+    for (dep, _) in snap.dependents_of(owner) {
+        done &= remove_owner_refs(client, dep, &uid).await;
+    }
+    done && remove_finalizer(client, owner, ORPHAN).await
+}
+
+/// processDeletingDependentsItem: the finalizer goes once no blocking dependent is left (the
+/// dependents themselves are deleted by [`collect`], which sees this owner as waiting).
+async fn finish_foreground(client: &Client, snap: &Snapshot, owner: &Obj) -> Done {
+    let blocked = snap
+        .dependents_of(owner)
+        .iter()
+        .any(|(_, r)| r.block_owner_deletion == Some(true));
+    blocked || remove_finalizer(client, owner, FOREGROUND).await
+}
+
+/// One pass over everything; Ok(false) when something must be retried.
+async fn pass(client: &Client) -> Result<(Snapshot, Done), Error> {
+    let snap = snapshot(client).await?;
+    let mut done = true;
+    for o in snap.objects.iter().filter(|o| o.deleting) {
+        if o.has(ORPHAN) {
+            done &= orphan(client, &snap, o).await;
+        } else if o.has(FOREGROUND) {
+            done &= finish_foreground(client, &snap, o).await;
+        }
+    }
+    for d in snap
+        .objects
+        .iter()
+        .filter(|o| !o.deleting && !o.owners.is_empty())
+    {
+        done &= collect(client, &snap, d).await;
+    }
+    Ok((snap, done))
+}
+
+/// What the watches have seen: which uids exist and which are referenced as owners.
+#[derive(Default)]
+struct Seen {
+    present: HashSet<String>,
+    owners: HashSet<String>,
+}
+
+impl Seen {
+    fn reset(&mut self, snap: &Snapshot) {
+        self.present = snap.objects.iter().map(|o| o.uid.clone()).collect();
+        self.owners = snap.dependents.keys().cloned().collect();
+    }
+
+    /// Records a watch event; true when it may give the collector work.
+    fn observe(&mut self, ev: watcher::Event<Obj>) -> bool {
+        match ev {
+            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
+                self.present.insert(o.uid.clone());
+                let mut work = o.deleting && (o.has(ORPHAN) || o.has(FOREGROUND));
+                for r in &o.owners {
+                    work |= !self.present.contains(&r.uid);
+                    self.owners.insert(r.uid.clone());
+                }
+                work
+            }
+            watcher::Event::Delete(o) => {
+                self.present.remove(&o.uid);
+                !o.owners.is_empty() || self.owners.contains(&o.uid)
+            }
+            watcher::Event::Init => false,
+            watcher::Event::InitDone => true,
+        }
+    }
+}
+
+fn to_obj(
+    kind: usize,
+    ev: watcher::Event<PartialObjectMeta<DynamicObject>>,
+) -> watcher::Event<Obj> {
+    use watcher::Event as E;
+    match ev {
+        E::Apply(o) => E::Apply(Obj::new(kind, o.metadata)),
+        E::InitApply(o) => E::InitApply(Obj::new(kind, o.metadata)),
+        E::Delete(o) => E::Delete(Obj::new(kind, o.metadata)),
+        E::Init => E::Init,
+        E::InitDone => E::InitDone,
+    }
+}
+
+/// Runs the collector until `cancel` fires.
+pub(crate) async fn run(client: Client, cancel: CancellationToken) {
+    let watches = (0..KINDS.len()).map(|i| {
+        let api: Api<PartialObjectMeta<DynamicObject>> =
+            Api::all_with(client.clone(), &api_resource(i));
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .map(move |ev| ev.map(|e| to_obj(i, e)))
+            .boxed()
+    });
+    let mut events = select_all(watches);
+    let mut seen = Seen::default();
+    // The first pass follows the watches' initial lists (InitDone).
+    let mut due = None;
+    let mut last = Instant::now();
+    let mut failures = 0u32;
+    loop {
+        let at = due.unwrap_or(last + RESYNC);
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            Some(ev) = events.next() => match ev {
+                Ok(ev) => {
+                    if seen.observe(ev) {
+                        let soon = Instant::now() + DEBOUNCE;
+                        due = Some(due.map_or(soon, |d| d.min(soon)));
+                    }
+                }
+                Err(e) => debug!(error = %e, "garbage collector watch error"),
+            },
+            () = tokio::time::sleep_until(at) => {
+                due = None;
+                last = Instant::now();
+                let done = match pass(&client).await {
+                    Ok((snap, done)) => {
+                        seen.reset(&snap);
+                        done
+                    }
+                    Err(e) => {
+                        debug!(error = %format!("{e:#}"), "garbage collector pass failed");
+                        false
+                    }
+                };
+                failures = if done { 0 } else { failures.saturating_add(1) };
+                if failures > 0 {
+                    let backoff = RETRY.saturating_mul(1 << (failures - 1).min(5)).min(RESYNC);
+                    due = Some(Instant::now() + backoff);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn obj(kind: usize, ns: &str, name: &str, uid: &str, owners: &[(&str, &str, &str)]) -> Obj {
+        Obj {
+            kind,
+            namespace: ns.into(),
+            name: name.into(),
+            uid: uid.into(),
+            rv: "1".into(),
+            owners: owners
+                .iter()
+                .map(|(kind, name, uid)| OwnerReference {
+                    api_version: "v1".into(),
+                    kind: (*kind).into(),
+                    name: (*name).into(),
+                    uid: (*uid).into(),
+                    block_owner_deletion: Some(true),
+                    ..OwnerReference::default()
+                })
+                .collect(),
+            finalizers: vec![],
+            deleting: false,
+        }
+    }
+
+    #[test]
+    fn owner_kinds_resolve_across_versions_and_event_groups() {
+        assert_eq!(kind_index("v1", "ConfigMap"), Some(1));
+        assert_eq!(kind_index("events.k8s.io/v1", "Event"), Some(4));
+        assert_eq!(kind_index("coordination.k8s.io/v2", "Lease"), Some(5));
+        assert_eq!(kind_index("apps/v1", "Deployment"), None);
+        assert_eq!(kind_index("v1", "Namespace"), Some(0));
+    }
+
+    #[test]
+    fn dependents_stay_in_the_owners_namespace() {
+        let owner = obj(1, "a", "owner", "u1", &[]);
+        let snap = Snapshot::new(vec![
+            owner.clone(),
+            obj(1, "a", "dep", "u2", &[("ConfigMap", "owner", "u1")]),
+            obj(1, "b", "elsewhere", "u3", &[("ConfigMap", "owner", "u1")]),
+        ]);
+        let deps: Vec<&str> = snap
+            .dependents_of(&owner)
+            .iter()
+            .map(|(d, _)| d.name.as_str())
+            .collect();
+        assert_eq!(deps, ["dep"]);
+        // A cluster-scoped owner (a namespace) has dependents everywhere.
+        let ns = obj(0, "", "a", "n1", &[]);
+        let snap = Snapshot::new(vec![
+            ns.clone(),
+            obj(1, "a", "x", "u4", &[("Namespace", "a", "n1")]),
+            obj(2, "b", "y", "u5", &[("Namespace", "a", "n1")]),
+        ]);
+        assert_eq!(snap.dependents_of(&ns).len(), 2);
+    }
+
+    #[test]
+    fn only_relevant_events_wake_the_collector() {
+        let mut seen = Seen::default();
+        let owner = obj(1, "a", "owner", "u1", &[]);
+        assert!(!seen.observe(watcher::Event::InitApply(owner.clone())));
+        // A dependent of a known, present owner: nothing to do yet.
+        let dep = obj(1, "a", "dep", "u2", &[("ConfigMap", "owner", "u1")]);
+        assert!(!seen.observe(watcher::Event::Apply(dep.clone())));
+        // Its owner disappears: work.
+        assert!(seen.observe(watcher::Event::Delete(owner)));
+        // A dependent of an unseen owner: work (maybe dangling).
+        let orphaned = obj(1, "a", "o", "u3", &[("ConfigMap", "gone", "u9")]);
+        assert!(seen.observe(watcher::Event::Apply(orphaned)));
+        // An unrelated object coming and going: nothing.
+        let other = obj(5, "a", "lease", "u7", &[]);
+        assert!(!seen.observe(watcher::Event::Apply(other.clone())));
+        assert!(!seen.observe(watcher::Event::Delete(other)));
+        // An owner being deleted with a GC finalizer: work.
+        let mut deleting = obj(1, "a", "fg", "u8", &[]);
+        deleting.deleting = true;
+        deleting.finalizers = vec![FOREGROUND.into()];
+        assert!(seen.observe(watcher::Event::Apply(deleting)));
+    }
+}
