@@ -57,12 +57,12 @@ pub struct ListResult {
 /// One event of a watch as the registry produces it.
 #[derive(Debug, Clone)]
 pub enum WatchEvent {
-    /// ADDED.
-    Added(Value),
+    /// ADDED (objects are shared with the memo, so every watcher reuses one encoding).
+    Added(Arc<Decoded>),
     /// MODIFIED.
-    Modified(Value),
+    Modified(Arc<Decoded>),
     /// DELETED (the last state, with the deletion's resourceVersion).
-    Deleted(Value),
+    Deleted(Arc<Decoded>),
     /// BOOKMARK at a resourceVersion; `initial_events_end` for watch-list's end marker.
     Bookmark {
         /// The resourceVersion reached.
@@ -372,8 +372,8 @@ impl GenericStore {
                 .await
                 .map_err(|e| self.list_error(e, false))?;
             for kv in &all.items {
-                let obj = self.decode_kv(kv)?;
-                if self.matches(&obj, &opts.label, &opts.field) {
+                let obj = self.decode_shared(kv)?;
+                if self.matches(&obj.obj, &opts.label, &opts.field) {
                     initial.push(WatchEvent::Added(obj));
                 }
             }
@@ -436,11 +436,11 @@ impl GenericStore {
         field: &FieldSelector,
         bookmarks: bool,
     ) -> Option<WatchEvent> {
-        let decode = |kv: &storage::KeyValue| self.decode_kv(kv).ok();
+        let decode = |kv: &storage::KeyValue| self.decode_shared(kv).ok();
         match ev {
             Ok(storage::WatchEvent::Created(kv)) => {
                 let obj = decode(&kv)?;
-                self.matches(&obj, label, field)
+                self.matches(&obj.obj, label, field)
                     .then_some(WatchEvent::Added(obj))
             }
             Ok(storage::WatchEvent::Updated { kv, .. }) if label.is_empty() && field.is_empty() => {
@@ -449,10 +449,10 @@ impl GenericStore {
             }
             Ok(storage::WatchEvent::Updated { kv, prev }) => {
                 let obj = decode(&kv)?;
-                let old = self.decode_shared(&prev).ok()?;
+                let old = decode(&prev)?;
                 match (
                     self.matches(&old.obj, label, field),
-                    self.matches(&obj, label, field),
+                    self.matches(&obj.obj, label, field),
                 ) {
                     (true, true) => Some(WatchEvent::Modified(obj)),
                     (false, true) => Some(WatchEvent::Added(obj)),
@@ -461,12 +461,12 @@ impl GenericStore {
                 }
             }
             Ok(storage::WatchEvent::Deleted { prev, revision }) => {
-                let mut obj = decode(&prev)?;
+                let mut obj = decode(&prev)?.obj.clone();
                 if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                     m.insert("resourceVersion".into(), Value::from(revision.to_string()));
                 }
                 self.matches(&obj, label, field)
-                    .then_some(WatchEvent::Deleted(obj))
+                    .then(|| WatchEvent::Deleted(Arc::new(Decoded::new(obj))))
             }
             Ok(storage::WatchEvent::Progress(rev)) => bookmarks.then(|| WatchEvent::Bookmark {
                 resource_version: rev.to_string(),

@@ -286,7 +286,7 @@ async fn watch_list_sends_initial_events_then_bookmark_then_changes() {
     };
     let mut w = timed(leases.watch(&ctx("default"), &opts)).await.unwrap();
     assert!(
-        matches!(timed(w.next()).await, Some(WatchEvent::Added(o)) if o["metadata"]["name"] == "a")
+        matches!(timed(w.next()).await, Some(WatchEvent::Added(o)) if o.obj["metadata"]["name"] == "a")
     );
     assert!(matches!(
         timed(w.next()).await,
@@ -303,14 +303,14 @@ async fn watch_list_sends_initial_events_then_bookmark_then_changes() {
     .await
     .unwrap();
     assert!(
-        matches!(timed(w.next()).await, Some(WatchEvent::Added(o)) if o["metadata"]["name"] == "b")
+        matches!(timed(w.next()).await, Some(WatchEvent::Added(o)) if o.obj["metadata"]["name"] == "b")
     );
     timed(leases.delete(&ctx("default"), "b", &DeleteOptions::default()))
         .await
         .unwrap();
     match timed(w.next()).await {
         Some(WatchEvent::Deleted(o)) => {
-            let rv: i64 = o["metadata"]["resourceVersion"]
+            let rv: i64 = o.obj["metadata"]["resourceVersion"]
                 .as_str()
                 .unwrap()
                 .parse()

@@ -119,8 +119,10 @@ mod tests {
         let start = Instant::now();
         let deadline = start + Duration::from_secs(150);
         let mut s = with_bookmarks(rx.boxed(), progress.clone(), deadline, BOOKMARK_FREQUENCY);
-        tx.unbounded_send(WatchEvent::Added(serde_json::json!({})))
-            .unwrap();
+        tx.unbounded_send(WatchEvent::Added(std::sync::Arc::new(
+            crate::registry::Decoded::new(serde_json::json!({})),
+        )))
+        .unwrap();
         assert!(matches!(s.next().await, Some(WatchEvent::Added(_))));
         // Progress unknown (initial events still going out): the 60 s bookmark is skipped.
         let quiet = tokio::time::timeout(Duration::from_secs(61), s.next()).await;

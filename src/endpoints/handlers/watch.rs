@@ -12,7 +12,7 @@ use super::{status_response, Req};
 use crate::api::Body;
 use crate::endpoints::negotiate::Output;
 use crate::endpoints::status::{error_response, to_status};
-use crate::registry::{GenericStore, WatchEvent};
+use crate::registry::{Decoded, GenericStore, WatchEvent};
 use bytes::Bytes;
 use futures::StreamExt;
 use http::{header, HeaderValue, Response};
@@ -101,24 +101,40 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn object(&mut self, obj: Value) -> Value {
+    fn object(&mut self, obj: &Value) -> Value {
         match self.out {
             Output::Table(v) => {
                 let meta = json!({ "resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null) });
-                let t = table(&self.store, &[obj], meta, v, self.include, self.first);
+                let t = table(
+                    &self.store,
+                    std::slice::from_ref(obj),
+                    meta,
+                    v,
+                    self.include,
+                    self.first,
+                );
                 self.first = false;
                 t
             }
-            Output::Metadata(v) => partial(&obj, v),
-            _ => obj,
+            Output::Metadata(v) => partial(obj, v),
+            _ => obj.clone(),
         }
+    }
+
+    /// `{"type":…,"object":…}` + newline; plain JSON objects are spliced in from their
+    /// memoized encoding (the same bytes serde would write).
+    fn object_line(&mut self, kind: &str, obj: &Decoded) -> Bytes {
+        if self.out != Output::Json {
+            return event_line(kind, self.object(&obj.obj));
+        }
+        spliced_line(kind, obj.json())
     }
 
     fn line(&mut self, ev: WatchEvent) -> Bytes {
         let (kind, object) = match ev {
-            WatchEvent::Added(o) => ("ADDED", self.object(o)),
-            WatchEvent::Modified(o) => ("MODIFIED", self.object(o)),
-            WatchEvent::Deleted(o) => ("DELETED", self.object(o)),
+            WatchEvent::Added(o) => return self.object_line("ADDED", &o),
+            WatchEvent::Modified(o) => return self.object_line("MODIFIED", &o),
+            WatchEvent::Deleted(o) => return self.object_line("DELETED", &o),
             WatchEvent::Bookmark {
                 resource_version,
                 initial_events_end,
@@ -146,9 +162,37 @@ impl Encoder {
                 serde_json::to_value(to_status(&e)).unwrap_or(Value::Null),
             ),
         };
-        let mut bytes =
-            serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
-        bytes.push(b'\n');
-        Bytes::from(bytes)
+        event_line(kind, object)
+    }
+}
+
+/// One watch event line around an object's JSON encoding.
+fn spliced_line(kind: &str, json: &[u8]) -> Bytes {
+    let mut bytes = Vec::with_capacity(json.len() + kind.len() + 24);
+    bytes.extend_from_slice(b"{\"type\":\"");
+    bytes.extend_from_slice(kind.as_bytes());
+    bytes.extend_from_slice(b"\",\"object\":");
+    bytes.extend_from_slice(json);
+    bytes.extend_from_slice(b"}\n");
+    Bytes::from(bytes)
+}
+
+/// One watch event line encoded by serde.
+fn event_line(kind: &str, object: Value) -> Bytes {
+    let mut bytes =
+        serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spliced_event_line_is_byte_identical_to_serde() {
+        let obj = json!({"kind": "Lease", "metadata": {"name": "a\"b", "resourceVersion": "9"}});
+        let json = serde_json::to_vec(&obj).unwrap();
+        assert_eq!(spliced_line("MODIFIED", &json), event_line("MODIFIED", obj));
     }
 }
