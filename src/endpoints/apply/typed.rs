@@ -178,6 +178,10 @@ impl<'a> Types<'a> {
         set: &mut Set,
     ) -> Result<(), ApplyError> {
         for (k, v) in item.as_object().into_iter().flatten() {
+            if k == "managedFields" && path.len() == 1 && path[0] == "f:metadata" {
+                // Never owned by anyone (strip() drops it): not worth walking its large tree.
+                continue;
+            }
             fields.push(k);
             path.push(fieldpath::field(k));
             self.walk(v, fields, path, containers, set)?;
