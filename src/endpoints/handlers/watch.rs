@@ -124,10 +124,11 @@ impl Encoder {
     /// `{"type":…,"object":…}` + newline; plain JSON objects are spliced in from their
     /// memoized encoding (the same bytes serde would write).
     fn object_line(&mut self, kind: &str, obj: &Decoded) -> Bytes {
-        if self.out != Output::Json {
-            return event_line(kind, self.object(&obj.obj));
+        match self.out {
+            Output::Json => spliced_line(kind, obj.json()),
+            Output::Metadata(v) => spliced_line(kind, &partial_json(&obj.obj, v)),
+            _ => event_line(kind, self.object(&obj.obj)),
         }
-        spliced_line(kind, obj.json())
     }
 
     fn line(&mut self, ev: WatchEvent) -> Bytes {
@@ -166,6 +167,20 @@ impl Encoder {
     }
 }
 
+/// `partial(obj, version)` encoded, without copying the metadata into a new object.
+fn partial_json(obj: &Value, version: &str) -> Vec<u8> {
+    let mut json = format!(
+        "{{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/{version}\",\"metadata\":"
+    )
+    .into_bytes();
+    match obj.get("metadata") {
+        Some(meta) => json.extend(serde_json::to_vec(meta).unwrap_or_else(|_| b"{}".to_vec())),
+        None => json.extend_from_slice(b"{}"),
+    }
+    json.push(b'}');
+    json
+}
+
 /// One watch event line around an object's JSON encoding.
 fn spliced_line(kind: &str, json: &[u8]) -> Bytes {
     let mut bytes = Vec::with_capacity(json.len() + kind.len() + 24);
@@ -194,5 +209,20 @@ mod tests {
         let obj = json!({"kind": "Lease", "metadata": {"name": "a\"b", "resourceVersion": "9"}});
         let json = serde_json::to_vec(&obj).unwrap();
         assert_eq!(spliced_line("MODIFIED", &json), event_line("MODIFIED", obj));
+    }
+
+    #[test]
+    fn spliced_metadata_line_is_byte_identical_to_partial_object_metadata() {
+        let obj =
+            json!({"kind": "Lease", "metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {}});
+        let mut head =
+            b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":"
+                .to_vec();
+        serde_json::to_writer(&mut head, &obj["metadata"]).unwrap();
+        head.push(b'}');
+        assert_eq!(
+            spliced_line("ADDED", &head),
+            event_line("ADDED", partial(&obj, "v1"))
+        );
     }
 }
