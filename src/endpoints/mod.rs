@@ -20,15 +20,20 @@ use std::sync::Arc;
 pub struct ApiServer {
     registry: Arc<Registry>,
     discovery: discovery::Discovery,
+    openapi: openapi::OpenApi,
 }
 
 impl ApiServer {
     /// Installs every served group over the registry.
     pub fn new(registry: Arc<Registry>) -> Self {
         let discovery = discovery::Discovery::new(&registry);
+        let openapi = openapi::OpenApi::new(|group, version, plural| {
+            registry.lookup(group, version, plural).is_some()
+        });
         ApiServer {
             registry,
             discovery,
+            openapi,
         }
     }
 
@@ -46,7 +51,9 @@ impl ApiServer {
                 .path_and_query()
                 .map(|p| p.as_str())
                 .unwrap_or(path);
-            return openapi::handle(target, req.headers())
+            return self
+                .openapi
+                .handle(target, req.headers())
                 .unwrap_or_else(|| Status::not_found_path().into_response());
         }
         let info = &ctx.info;

@@ -382,4 +382,34 @@ async fn candidates_not_served_gives_exit_3() {
     assert_eq!(code, 3, "{out}{err}");
     assert!(err.contains("CoordinatedLeaderElection"), "{err}");
     assert_eq!(err.lines().count(), 1);
+    // Nor do the OpenAPI documents offer them (kubectl explain, client generators).
+    let http = server.admin_http();
+    let index: serde_json::Value = http
+        .get(server.url("/openapi/v3"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(
+        index["paths"].get("apis/coordination.k8s.io/v1").is_some(),
+        "{index}"
+    );
+    assert!(
+        index["paths"]
+            .get("apis/coordination.k8s.io/v1beta1")
+            .is_none(),
+        "{index}"
+    );
+    let v2 = http
+        .get(server.url("/openapi/v2"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(!v2.contains("io.k8s.api.coordination.v1beta1.LeaseCandidate"));
+    assert!(!v2.contains("/leasecandidates"));
 }

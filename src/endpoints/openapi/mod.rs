@@ -2,7 +2,8 @@
 //! document in JSON or, when asked, in gnostic protobuf (kubectl create/apply/explain decode
 //! it eagerly); the v3 index of group versions with content hashes; and one OpenAPI 3.0
 //! document per group version, immutable-cached when fetched by its current hash and
-//! redirected to it when fetched with a stale one. Documents are built once, on first use.
+//! redirected to it when fetched with a stale one. Documents list only what the registry serves
+//! and are built once, on first use.
 //! May use: api.
 
 mod paths;
@@ -48,70 +49,89 @@ fn etag_of(bytes: &[u8]) -> String {
     data_encoding::HEXUPPER.encode(&Sha512::digest(bytes))
 }
 
-fn docs() -> &'static Docs {
-    static DOCS: OnceLock<Docs> = OnceLock::new();
-    DOCS.get_or_init(|| {
-        let v2 = spec::v2_document(SPEC_VERSION);
-        let v3: Vec<(String, Doc)> = spec::v3_group_versions()
-            .into_iter()
-            .filter_map(|gv| {
-                let doc = spec::v3_document(&gv, SPEC_VERSION)?;
-                Some((gv, Doc::new(doc.to_string().into_bytes())))
-            })
-            .collect();
-        let paths: Map<String, Value> = v3
-            .iter()
-            .map(|(gv, d)| {
-                let url = format!("/openapi/v3/{gv}?hash={}", d.hash);
-                (gv.clone(), json!({ "serverRelativeURL": url }))
-            })
-            .collect();
-        Docs {
-            v2_json: Doc::new(v2.to_string().into_bytes()),
-            v2_proto: Doc::new(proto::encode_v2(&v2)),
-            v3_index: Doc::new(json!({ "paths": paths }).to_string().into_bytes()),
-            v3,
-        }
-    })
+/// The OpenAPI documents of the resources a server actually serves, built on first use.
+pub struct OpenApi {
+    served: Vec<spec::Served>,
+    docs: OnceLock<Docs>,
 }
 
-/// Serves the OpenAPI endpoints. `path` is the request target (path and optional query, e.g.
-/// `/openapi/v3/api/v1?hash=AB12`); `None` when the path is not an OpenAPI path, so the caller
-/// routes it elsewhere.
-pub fn handle(path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
-    let (path, query) = path.split_once('?').unwrap_or((path, ""));
-    let path = path.trim_end_matches('/');
-    let docs = docs();
-    if path == "/openapi/v2" {
-        let (doc, content_type) = if accepts_proto_v2(headers) {
-            (&docs.v2_proto, PROTO_V2[0])
-        } else {
-            (&docs.v2_json, "application/json")
-        };
-        return Some(respond(doc, content_type, headers, false));
-    }
-    if path == "/openapi/v3" {
-        return Some(respond(&docs.v3_index, "application/json", headers, false));
-    }
-    let gv = path.strip_prefix("/openapi/v3/")?;
-    let Some((_, doc)) = docs.v3.iter().find(|(name, _)| name == gv) else {
-        return Some(Status::not_found_path().into_response());
-    };
-    let hash = form_urlencoded::parse(query.as_bytes())
-        .find(|(k, _)| k == "hash")
-        .map(|(_, v)| v.into_owned());
-    match hash {
-        Some(h) if h != doc.hash => {
-            let location = format!("/openapi/v3/{gv}?hash={}", doc.hash);
-            let mut resp = Response::new(crate::api::empty_body());
-            *resp.status_mut() = StatusCode::MOVED_PERMANENTLY;
-            if let Ok(v) = HeaderValue::from_str(&location) {
-                resp.headers_mut().insert(header::LOCATION, v);
-            }
-            Some(resp)
+impl OpenApi {
+    /// Documents for the resources `is_served(group, version, plural)` accepts.
+    pub fn new(is_served: impl Fn(&str, &str, &str) -> bool) -> OpenApi {
+        OpenApi {
+            served: spec::SERVED
+                .iter()
+                .filter(|r| is_served(r.group, r.version, r.plural))
+                .copied()
+                .collect(),
+            docs: OnceLock::new(),
         }
-        Some(_) => Some(respond(doc, "application/json", headers, true)),
-        None => Some(respond(doc, "application/json", headers, false)),
+    }
+
+    fn docs(&self) -> &Docs {
+        self.docs.get_or_init(|| {
+            let served = &self.served;
+            let v2 = spec::v2_document(served, SPEC_VERSION);
+            let v3: Vec<(String, Doc)> = spec::v3_group_versions(served)
+                .into_iter()
+                .filter_map(|gv| {
+                    let doc = spec::v3_document(served, &gv, SPEC_VERSION)?;
+                    Some((gv, Doc::new(doc.to_string().into_bytes())))
+                })
+                .collect();
+            let paths: Map<String, Value> = v3
+                .iter()
+                .map(|(gv, d)| {
+                    let url = format!("/openapi/v3/{gv}?hash={}", d.hash);
+                    (gv.clone(), json!({ "serverRelativeURL": url }))
+                })
+                .collect();
+            Docs {
+                v2_json: Doc::new(v2.to_string().into_bytes()),
+                v2_proto: Doc::new(proto::encode_v2(&v2)),
+                v3_index: Doc::new(json!({ "paths": paths }).to_string().into_bytes()),
+                v3,
+            }
+        })
+    }
+    /// Serves the OpenAPI endpoints. `path` is the request target (path and optional query, e.g.
+    /// `/openapi/v3/api/v1?hash=AB12`); `None` when the path is not an OpenAPI path, so the caller
+    /// routes it elsewhere.
+    pub fn handle(&self, path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        let path = path.trim_end_matches('/');
+        let docs = self.docs();
+        if path == "/openapi/v2" {
+            let (doc, content_type) = if accepts_proto_v2(headers) {
+                (&docs.v2_proto, PROTO_V2[0])
+            } else {
+                (&docs.v2_json, "application/json")
+            };
+            return Some(respond(doc, content_type, headers, false));
+        }
+        if path == "/openapi/v3" {
+            return Some(respond(&docs.v3_index, "application/json", headers, false));
+        }
+        let gv = path.strip_prefix("/openapi/v3/")?;
+        let Some((_, doc)) = docs.v3.iter().find(|(name, _)| name == gv) else {
+            return Some(Status::not_found_path().into_response());
+        };
+        let hash = form_urlencoded::parse(query.as_bytes())
+            .find(|(k, _)| k == "hash")
+            .map(|(_, v)| v.into_owned());
+        match hash {
+            Some(h) if h != doc.hash => {
+                let location = format!("/openapi/v3/{gv}?hash={}", doc.hash);
+                let mut resp = Response::new(crate::api::empty_body());
+                *resp.status_mut() = StatusCode::MOVED_PERMANENTLY;
+                if let Ok(v) = HeaderValue::from_str(&location) {
+                    resp.headers_mut().insert(header::LOCATION, v);
+                }
+                Some(resp)
+            }
+            Some(_) => Some(respond(doc, "application/json", headers, true)),
+            None => Some(respond(doc, "application/json", headers, false)),
+        }
     }
 }
 

@@ -52,7 +52,7 @@ const fn res(
     }
 }
 
-/// Every resource kapi serves.
+/// Every resource kapi can serve (the registry may leave some out, e.g. behind a feature gate).
 pub(crate) const SERVED: &[Served] = &[
     Served {
         subresources: &["status", "finalize"],
@@ -280,8 +280,8 @@ fn find_ref(schema: &Value, prefix: &str) -> Option<String> {
 }
 
 /// The Swagger 2.0 document of everything served (/openapi/v2).
-pub(crate) fn v2_document(version: &str) -> Value {
-    let all: Vec<&Served> = SERVED.iter().collect();
+pub(crate) fn v2_document(served: &[Served], version: &str) -> Value {
+    let all: Vec<&Served> = served.iter().collect();
     json!({
         "swagger": "2.0",
         "info": {"title": "Kubernetes", "version": version},
@@ -293,8 +293,8 @@ pub(crate) fn v2_document(version: &str) -> Value {
 }
 
 /// The OpenAPI 3.0 document of one group version (/openapi/v3/<gv path>), if served.
-pub(crate) fn v3_document(gv: &str, version: &str) -> Option<Value> {
-    let rs: Vec<&Served> = SERVED.iter().filter(|r| r.gv_path() == gv).collect();
+pub(crate) fn v3_document(served: &[Served], gv: &str, version: &str) -> Option<Value> {
+    let rs: Vec<&Served> = served.iter().filter(|r| r.gv_path() == gv).collect();
     if rs.is_empty() {
         return None;
     }
@@ -310,9 +310,9 @@ pub(crate) fn v3_document(gv: &str, version: &str) -> Option<Value> {
 }
 
 /// The group-version paths that have a v3 document, in discovery order.
-pub(crate) fn v3_group_versions() -> Vec<String> {
+pub(crate) fn v3_group_versions(served: &[Served]) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for r in SERVED {
+    for r in served {
         let gv = r.gv_path();
         if !out.contains(&gv) {
             out.push(gv);

@@ -5,6 +5,13 @@
 use super::*;
 use http_body_util::BodyExt;
 
+/// Documents of every resource kapi can serve, shared by the tests.
+fn handle(path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
+    static ALL: OnceLock<OpenApi> = OnceLock::new();
+    ALL.get_or_init(|| OpenApi::new(|_, _, _| true))
+        .handle(path, headers)
+}
+
 fn get(path: &str, headers: &[(&str, &str)]) -> Response<Body> {
     let mut h = HeaderMap::new();
     for (k, v) in headers {
@@ -259,4 +266,27 @@ fn v2_json_and_protobuf() {
         assert_eq!(patch.operation_id, "patchCoreV1NamespacedConfigMap");
         assert!(patch.parameters.len() >= 4);
     }
+}
+
+#[test]
+fn documents_leave_out_what_the_registry_does_not_serve() {
+    let api = OpenApi::new(|_, _, plural| plural != "leasecandidates");
+    let v2: Value =
+        serde_json::from_slice(&body(api.handle("/openapi/v2", &HeaderMap::new()).unwrap()))
+            .unwrap();
+    let defs = v2["definitions"].as_object().unwrap();
+    assert!(defs.contains_key("io.k8s.api.coordination.v1.Lease"));
+    assert!(!defs.contains_key("io.k8s.api.coordination.v1beta1.LeaseCandidate"));
+    assert!(!v2["paths"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .any(|p| p.contains("leasecandidates")));
+    let index: Value =
+        serde_json::from_slice(&body(api.handle("/openapi/v3", &HeaderMap::new()).unwrap()))
+            .unwrap();
+    assert!(index["paths"].get("apis/coordination.k8s.io/v1").is_some());
+    assert!(index["paths"]
+        .get("apis/coordination.k8s.io/v1beta1")
+        .is_none());
 }
