@@ -105,6 +105,7 @@ fn decode_kind(gvk: &GroupVersionKind, raw: &[u8]) -> Result<Map<String, Value>,
         ("coordination.k8s.io", "v1beta1", "LeaseCandidate") => lease_candidate(msg(raw, k)?),
         ("authentication.k8s.io", "v1", "SelfSubjectReview") => self_subject_review(msg(raw, k)?),
         ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => ssar(msg(raw, k)?),
+        ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => ssrr(msg(raw, k)?),
         (_, "v1", "DeleteOptions") => delete_options(msg(raw, k)?),
         _ => {
             return Err(ProtobufError::UnknownKind {
@@ -476,6 +477,14 @@ fn self_subject_review(r: authentication::v1::SelfSubjectReview) -> Obj {
         Obj::default().obj("userInfo", user)
     });
     metadata(&r.metadata).obj("status", status)
+}
+
+fn ssrr(r: authorization::v1::SelfSubjectRulesReview) -> Obj {
+    let spec = r
+        .spec
+        .as_ref()
+        .map(|s| Obj::default().str("namespace", &s.namespace));
+    metadata(&r.metadata).obj("spec", spec)
 }
 
 fn ssar(r: authorization::v1::SelfSubjectAccessReview) -> Obj {

@@ -111,6 +111,7 @@ impl Registry {
             ),
             Resource::Review(Review::Subject),
             Resource::Review(Review::Access),
+            Resource::Review(Review::Rules),
         ];
         Registry { resources }
     }

@@ -133,6 +133,17 @@ async fn kubectl_basic_commands() {
         "{}",
         out(&o)
     );
+    // `can-i --list` sends a SelfSubjectRulesReview (protobuf) and prints its rules.
+    let o = server
+        .kubectl(&["auth", "can-i", "--list", "-n", "team-a"])
+        .await;
+    let listed = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", out(&o));
+    let star = listed
+        .lines()
+        .find(|l| l.starts_with("*.*"))
+        .unwrap_or_else(|| panic!("no *.* rule:\n{listed}"));
+    assert!(star.ends_with("[*]"), "{listed}");
     let o = server.kubectl(&["get", "cm", "nope", "-n", "team-a"]).await;
     assert!(!o.status.success());
     assert!(

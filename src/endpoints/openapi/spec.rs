@@ -91,6 +91,16 @@ pub(crate) const SERVED: &[Served] = &[
             false,
         )
     },
+    Served {
+        create_only: true,
+        ..res(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            false,
+        )
+    },
 ];
 
 impl Served {
@@ -152,6 +162,9 @@ fn add_kind_schema(gen: &mut SchemaGenerator, r: &Served) {
         }
         (_, _, "SelfSubjectAccessReview") => {
             drop(gen.subschema_for::<authorization::v1::SelfSubjectAccessReview>())
+        }
+        (_, _, "SelfSubjectRulesReview") => {
+            drop(gen.subschema_for::<authorization::v1::SelfSubjectRulesReview>())
         }
         _ => {}
     }

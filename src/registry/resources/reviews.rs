@@ -1,7 +1,9 @@
 //! Create-only review resources: authentication.k8s.io/v1 SelfSubjectReview (returns the
 //! requesting user, `kubectl auth whoami`) and authorization.k8s.io/v1
 //! SelfSubjectAccessReview (`kubectl auth can-i`; allowed for authenticated users, matching
-//! kapi's allow-all authorizer). Nothing is stored. May use: registry, api.
+//! kapi's allow-all authorizer) and SelfSubjectRulesReview (`kubectl auth can-i --list`; the
+//! same authorizer as rules: everything, like cluster-admin). Nothing is stored.
+//! May use: registry, api.
 
 use crate::api::UserInfo;
 use crate::registry::error::{Error, Result};
@@ -36,6 +38,20 @@ pub(crate) static SELF_SUBJECT_ACCESS_REVIEW: ResourceInfo = ResourceInfo {
     subresources: &[],
 };
 
+/// What discovery reports for selfsubjectrulesreviews.
+pub(crate) static SELF_SUBJECT_RULES_REVIEW: ResourceInfo = ResourceInfo {
+    group: "authorization.k8s.io",
+    version: "v1",
+    resource: "selfsubjectrulesreviews",
+    singular: "selfsubjectrulesreview",
+    kind: "SelfSubjectRulesReview",
+    namespaced: false,
+    short_names: &[],
+    categories: &[],
+    verbs: &["create"],
+    subresources: &[],
+};
+
 /// Which review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Review {
@@ -43,6 +59,8 @@ pub enum Review {
     Subject,
     /// SelfSubjectAccessReview.
     Access,
+    /// SelfSubjectRulesReview.
+    Rules,
 }
 
 impl Review {
@@ -51,6 +69,7 @@ impl Review {
         match self {
             Review::Subject => &SELF_SUBJECT_REVIEW,
             Review::Access => &SELF_SUBJECT_ACCESS_REVIEW,
+            Review::Rules => &SELF_SUBJECT_RULES_REVIEW,
         }
     }
 
@@ -72,6 +91,14 @@ impl Review {
                 typed_roundtrip::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(obj)
                     .map_err(bad)?
                     .0
+            }
+            Review::Rules => {
+                let obj = typed_roundtrip::<
+                    k8s_openapi::api::authorization::v1::SelfSubjectRulesReview,
+                >(obj)
+                .map_err(bad)?
+                .0;
+                return rules_review(&obj);
             }
         };
         let Some(map) = obj.as_object_mut() else {
@@ -118,7 +145,64 @@ impl Review {
                 }
                 map.insert("status".into(), status);
             }
+            Review::Rules => return rules_review(&obj),
         }
         Ok(obj)
+    }
+}
+
+/// The SelfSubjectRulesReview answer (pkg/registry/authorization/selfsubjectrulesreview): a
+/// fresh object with only the rules in its status. Anonymous users never get here (the
+/// authorization filter stops them), so the rules are the authorizer's for every other user.
+fn rules_review(obj: &Value) -> Result<Value> {
+    let namespace = obj
+        .pointer("/spec/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    if namespace.is_empty() {
+        return Err(Error::BadRequest("no namespace on request".into()));
+    }
+    Ok(json!({
+        "kind": "SelfSubjectRulesReview",
+        "apiVersion": "authorization.k8s.io/v1",
+        "metadata": { "creationTimestamp": null },
+        "spec": {},
+        "status": {
+            "resourceRules": [{ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }],
+            "nonResourceRules": [{ "verbs": ["*"], "nonResourceURLs": ["*"] }],
+            "incomplete": false,
+        },
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alice() -> UserInfo {
+        UserInfo {
+            name: "alice".into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn rules_review_grants_everything_and_needs_a_namespace() {
+        let req = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                         "spec": {"namespace": "team-a"}});
+        let got = Review::Rules.create(req, &alice()).unwrap();
+        assert_eq!(got["spec"], json!({}));
+        assert_eq!(got["status"]["resourceRules"][0]["verbs"], json!(["*"]));
+        assert_eq!(
+            got["status"]["nonResourceRules"][0]["nonResourceURLs"],
+            json!(["*"])
+        );
+        assert_eq!(got["status"]["incomplete"], false);
+        let no_ns = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview",
+                           "spec": {}});
+        assert!(matches!(
+            Review::Rules.create(no_ns, &alice()),
+            Err(Error::BadRequest(m)) if m == "no namespace on request"
+        ));
     }
 }
