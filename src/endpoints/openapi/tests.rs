@@ -201,7 +201,10 @@ fn v3_documents_serve_kubectl() {
     let ops: Vec<&String> = authz["paths"].as_object().unwrap().keys().collect();
     assert_eq!(
         ops,
-        ["/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"]
+        [
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+        ]
     );
     assert!(
         authz["paths"]["/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"]
