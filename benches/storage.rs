@@ -362,7 +362,7 @@ fn main() {
                 raw_etcd_puts(&etcd.url).await;
                 let store: Arc<dyn Storage> = Arc::new(
                     EtcdStore::connect(
-                        &[etcd.url.clone()],
+                        std::slice::from_ref(&etcd.url),
                         &EtcdTls::default(),
                         Duration::from_secs(2),
                     )

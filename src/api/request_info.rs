@@ -96,12 +96,10 @@ impl RequestInfo {
             }
             .to_string();
         }
-        if parts.first().map(String::as_str) == Some("namespaces") {
-            if parts.len() > 1 {
-                info.namespace = parts[1].clone();
-                if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2].as_str()) {
-                    parts.drain(0..2);
-                }
+        if parts.first().map(String::as_str) == Some("namespaces") && parts.len() > 1 {
+            info.namespace = parts[1].clone();
+            if parts.len() > 2 && !NAMESPACE_SUBRESOURCES.contains(&parts[2].as_str()) {
+                parts.drain(0..2);
             }
         }
         if parts.len() >= 3 {

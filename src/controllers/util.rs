@@ -109,6 +109,19 @@ impl Backoff {
     }
 }
 
+/// Displays a kube error in one line for logs: the API's message and code rather than the
+/// client's debug dump of the whole Status.
+pub(crate) struct Brief<'a>(pub(crate) &'a kube::Error);
+
+impl std::fmt::Display for Brief<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            kube::Error::Api(status) => write!(f, "{} ({})", status.message, status.code),
+            other => write!(f, "{other}"),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,19 +182,6 @@ mod tests {
         for _ in 0..100 {
             let d = jitter(Duration::from_secs(10), 0.04);
             assert!(d >= Duration::from_secs(10) && d <= Duration::from_millis(10_400));
-        }
-    }
-}
-
-/// Displays a kube error in one line for logs: the API's message and code rather than the
-/// client's debug dump of the whole Status.
-pub(crate) struct Brief<'a>(pub(crate) &'a kube::Error);
-
-impl std::fmt::Display for Brief<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.0 {
-            kube::Error::Api(status) => write!(f, "{} ({})", status.message, status.code),
-            other => write!(f, "{other}"),
         }
     }
 }

@@ -57,7 +57,7 @@ pub(crate) async fn etcd() -> Fixture {
     let server = EtcdServer::start().await;
     let store: Arc<dyn Storage> = Arc::new(
         EtcdStore::connect(
-            &[server.url.clone()],
+            std::slice::from_ref(&server.url),
             &EtcdTls::default(),
             Duration::from_secs(2),
         )
