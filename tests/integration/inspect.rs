@@ -2,6 +2,7 @@
 //! real `kapi serve`: output checked field by field against what the server itself reports (ages
 //! normalised), and every documented exit code (0 ok, 1 problem, 2 usage, 3 no answer).
 
+use crate::support::etcd::free_port;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
@@ -84,14 +85,6 @@ fn edited_kubeconfig(
     let path = dir.join("kubeconfig");
     std::fs::write(&path, serde_yaml::to_string(&doc).unwrap()).unwrap();
     path
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn assert_one_line_error(run: &Run, needle: &str) {

@@ -1,5 +1,6 @@
 //! Graceful shutdown, restart with the same data dir, and flag validation.
 
+use crate::support::etcd::free_port;
 use crate::support::{get_text, kubectl_with, within, Options, TestServer};
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,14 +47,6 @@ async fn sigterm_fails_readyz_during_delay_then_exits_zero() {
     ] {
         assert!(log.contains(phase), "missing {phase:?} in:\n{log}");
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 //! and a kube-runtime watcher over leases through 1,000 updates and a server restart.
 
 use crate::crud::{call, js, wait_default};
+use crate::support::etcd::free_port;
 use crate::support::{within, Options, TestServer};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -181,14 +182,6 @@ async fn expired_resource_version_is_an_error_event() {
     assert_eq!(last["type"], "ERROR", "{events:?}");
     assert_eq!(last["object"]["code"], 410);
     assert_eq!(last["object"]["reason"], "Expired");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 #[tokio::test]
