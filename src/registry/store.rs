@@ -43,8 +43,9 @@ pub struct DeleteOptions {
 /// Outcome of a write.
 #[derive(Debug, Clone)]
 pub struct WriteResult {
-    /// The object as stored (or as it would be with dryRun).
-    pub object: Value,
+    /// The object as stored (or as it would be with dryRun), shared with the memo so the
+    /// response and the watchers encode it once.
+    pub object: Arc<Decoded>,
     /// Warnings (unknown fields under fieldValidation=Warn).
     pub warnings: Vec<String>,
     /// For update: whether the object was created. For delete: whether it is gone now.
@@ -417,7 +418,7 @@ impl GenericStore {
             let (obj, _) =
                 self.compute_update(ctx, name, subresource, current.as_ref(), transform)?;
             return Ok(WriteResult {
-                object: obj,
+                object: Arc::new(Decoded::new(obj)),
                 warnings: vec![],
                 created_or_gone: created,
             });
@@ -456,8 +457,8 @@ impl GenericStore {
             Err(e) => return Err(self.storage_error(name, e)),
         };
         let created = created.lock().map(|c| *c).unwrap_or(false);
-        let obj = self.decode_kv(&kv)?;
-        if self.should_delete_during_update(&obj) {
+        let obj = self.decode_shared(&kv)?;
+        if self.should_delete_during_update(&obj.obj) {
             let rev = kv.mod_revision;
             let check = move |cur: &KeyValue| -> storage::Result<()> {
                 if cur.mod_revision == rev {

@@ -5,10 +5,12 @@
 //! deleted. May use: storage, api.
 
 use super::error::{Error, FieldError, Result};
+use super::memo::Decoded;
 use super::store::{metadata_mut, now_rfc3339, DeleteOptions, GenericStore, WriteResult};
 use super::Context;
 use crate::storage::{self, KeyValue, Update};
 use serde_json::Value;
+use std::sync::Arc;
 
 impl GenericStore {
     /// Deletes one object, honouring preconditions and finalizers (graceful deletion:
@@ -55,7 +57,7 @@ impl GenericStore {
             }
             if pending == current || ctx.dry_run {
                 return Ok(WriteResult {
-                    object: pending,
+                    object: Arc::new(Decoded::new(pending)),
                     warnings: vec![],
                     created_or_gone: false,
                 });
@@ -80,14 +82,14 @@ impl GenericStore {
                 .await
                 .map_err(|e| self.storage_error(name, e))?;
             return Ok(WriteResult {
-                object: self.decode_kv(&kv)?,
+                object: self.decode_shared(&kv)?,
                 warnings: vec![],
                 created_or_gone: false,
             });
         }
         if ctx.dry_run {
             return Ok(WriteResult {
-                object: current,
+                object: Arc::new(Decoded::new(current)),
                 warnings: vec![],
                 created_or_gone: true,
             });
@@ -110,7 +112,7 @@ impl GenericStore {
             .await
             .map_err(|e| self.storage_error(name, e))?;
         Ok(WriteResult {
-            object: self.decode_kv(&deleted)?,
+            object: self.decode_shared(&deleted)?,
             warnings: vec![],
             created_or_gone: true,
         })

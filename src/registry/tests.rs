@@ -347,8 +347,8 @@ async fn finalizers_and_namespace_termination() {
         .await
         .unwrap();
     assert!(!pending.created_or_gone);
-    assert_eq!(pending.object["status"]["phase"], "Terminating");
-    assert!(pending.object["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(pending.object.obj["status"]["phase"], "Terminating");
+    assert!(pending.object.obj["metadata"]["deletionTimestamp"].is_string());
     let cms = store(&r, "", "v1", "configmaps");
     let refused = timed(create(
         cms,
@@ -384,7 +384,7 @@ async fn finalizers_and_namespace_termination() {
     let held = timed(cms.delete(&ctx("default"), "f", &DeleteOptions::default()))
         .await
         .unwrap();
-    assert!(!held.created_or_gone && held.object["metadata"]["deletionTimestamp"].is_string());
+    assert!(!held.created_or_gone && held.object.obj["metadata"]["deletionTimestamp"].is_string());
     let drop_fin = |cur: Option<&Value>| {
         let mut v = cur.unwrap().clone();
         v["metadata"]["finalizers"] = json!([]);

@@ -4,7 +4,7 @@
 //! legacy orphanDependents=false) or a Success Status, and the list of deleted objects for a
 //! collection. May use: registry, api.
 
-use super::{respond, status_response, Req};
+use super::{respond, respond_object, status_response, Req};
 use crate::api::{Body, GroupVersionKind, Status, StatusDetails};
 use crate::endpoints::negotiate::{content_type, yaml_to_json};
 use crate::endpoints::status::error_response;
@@ -75,6 +75,7 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
         Ok(w) if w.created_or_gone && !store.strategy().return_deleted_object() => {
             let uid = w
                 .object
+                .obj
                 .pointer("/metadata/uid")
                 .and_then(Value::as_str)
                 .unwrap_or("")
@@ -96,9 +97,9 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
         // 202 when the object stays and the client asked for cascading deletion through the
         // legacy orphanDependents=false (kube keeps this for old clients).
         Ok(w) if !w.created_or_gone && opts.orphan_dependents == Some(false) => {
-            respond(req, 202, &w.object, &[])
+            respond_object(req, 202, &w.object, &[])
         }
-        Ok(w) => respond(req, 200, &w.object, &[]),
+        Ok(w) => respond_object(req, 200, &w.object, &[]),
         Err(e) => error_response(&e),
     }
 }
@@ -140,7 +141,7 @@ pub(crate) async fn delete_collection(store: &GenericStore, req: &Req<'_>) -> Re
             .unwrap_or("")
             .to_string();
         match store.delete(&item_ctx, &name, &opts).await {
-            Ok(w) => deleted.push(w.object),
+            Ok(w) => deleted.push(w.object.obj.clone()),
             Err(crate::registry::Error::NotFound { .. }) => {}
             Err(e) => return error_response(&e),
         }

@@ -14,7 +14,7 @@ use super::negotiate::{self, Output};
 use super::query::Query;
 use super::status::error_response;
 use crate::api::{Body, GroupVersionKind, RequestContext, Status};
-use crate::registry::{Error, Resource, ResourceInfo};
+use crate::registry::{Decoded, Error, Resource, ResourceInfo};
 use bytes::Bytes;
 use http::{HeaderMap, Response};
 
@@ -105,6 +105,20 @@ pub(crate) async fn dispatch(resource: &Resource, req: Req<'_>) -> Response<Body
 /// Turns a Status into a response (shorthand for handlers' early returns).
 pub(crate) fn status_response(s: Status) -> Response<Body> {
     s.into_response()
+}
+
+/// One object in the request's output; plain JSON is the memoized encoding, so an object is
+/// serialized once for the response, later GETs and every watcher.
+pub(crate) fn respond_object(
+    req: &Req<'_>,
+    code: u16,
+    object: &Decoded,
+    warnings: &[String],
+) -> Response<Body> {
+    if req.out == Output::Json {
+        return negotiate::respond_bytes(code, object.json().clone(), "application/json", warnings);
+    }
+    respond(req, code, &object.obj, warnings)
 }
 
 /// `negotiate::respond` with the request's output.

@@ -2,7 +2,7 @@
 //! PartialObjectMetadata(List). May use: registry, api.
 
 use super::table::{include, partial, table};
-use super::{respond, status_response, Req};
+use super::{respond, respond_object, status_response, Req};
 use crate::api::Body;
 use crate::endpoints::negotiate::respond_bytes;
 use crate::endpoints::negotiate::Output;
@@ -52,8 +52,7 @@ pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
             )
         }
         Output::Metadata(v) => respond(req, 200, &partial(obj, v), &[]),
-        Output::Json => respond_bytes(200, shared.json().clone(), "application/json", &[]),
-        Output::Yaml => respond(req, 200, obj, &[]),
+        Output::Json | Output::Yaml => respond_object(req, 200, &shared, &[]),
     }
 }
 

@@ -4,7 +4,7 @@
 //! endpoints::apply when that module provides them (see `track_managed_fields`).
 //! May use: registry, api.
 
-use super::{gvk_of, respond, status_response, Req};
+use super::{gvk_of, respond, respond_object, status_response, Req};
 use crate::api::{Body, Status};
 use crate::endpoints::apply::{server_side_apply, ApplyError};
 use crate::endpoints::negotiate::{decode_body, yaml_to_json};
@@ -134,7 +134,7 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
         Ok(next)
     };
     match store.update(&ctx, req.name(), sub, false, &transform).await {
-        Ok(w) => respond(
+        Ok(w) => respond_object(
             req,
             if w.created_or_gone { 201 } else { 200 },
             &w.object,
@@ -198,7 +198,7 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
     let result = store.update(&ctx, req.name(), sub, false, &transform).await;
     let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
     match result {
-        Ok(w) => respond(req, 200, &w.object, &warnings),
+        Ok(w) => respond_object(req, 200, &w.object, &warnings),
         Err(e) => match patch_failure.lock().ok().and_then(|mut f| f.take()) {
             Some(s) => s.into_response(),
             None => error_response(&e),
@@ -286,7 +286,7 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
         .await;
     let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
     match result {
-        Ok(w) => respond(
+        Ok(w) => respond_object(
             req,
             if w.created_or_gone { 201 } else { 200 },
             &w.object,
