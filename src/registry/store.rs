@@ -271,7 +271,7 @@ impl GenericStore {
         self.admit_namespace(&ns, name_of(&obj)).await?;
         self.prepare_create(ctx, &mut obj)?;
         let name = name_of(&obj).to_string();
-        let bytes = self.encode(&obj)?;
+        let bytes = self.encode(obj.clone())?;
         if ctx.dry_run {
             return match self.storage.get(&self.key(&ns, &name)).await {
                 Ok(_) => {
@@ -442,7 +442,7 @@ impl GenericStore {
             if !changed {
                 return Ok(Update::Unchanged);
             }
-            Ok(Update::Set(self.encode(&obj).map_err(stash)?))
+            Ok(Update::Set(self.encode(obj).map_err(stash)?))
         };
         let kv = match self
             .storage

@@ -39,8 +39,10 @@ impl GenericStore {
         Ok(self.strategy.to_served(obj))
     }
 
-    pub(crate) fn encode(&self, obj: &Value) -> Result<Bytes> {
-        let mut stored = self.strategy.to_storage(obj.clone());
+    /// The stored form of a served object: storage conversion, no resourceVersion or selfLink,
+    /// within the object size limit. Takes the object so the update path does not copy it.
+    pub(crate) fn encode(&self, obj: Value) -> Result<Bytes> {
+        let mut stored = self.strategy.to_storage(obj);
         if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
             meta.remove("selfLink");

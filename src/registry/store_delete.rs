@@ -67,7 +67,7 @@ impl GenericStore {
             let write = |cur: Option<&KeyValue>| -> storage::Result<Update> {
                 match cur {
                     Some(c) if c.mod_revision == rev => Ok(Update::Set(
-                        self.encode(&next)
+                        self.encode(next.clone())
                             .map_err(|e| storage::Error::Aborted(e.to_string()))?,
                     )),
                     _ => Err(storage::Error::Conflict {

@@ -60,22 +60,21 @@ fn check(o: &std::process::Output) {
     );
 }
 
+/// `kubectl delete configmap <name> --cascade=<mode>` in default, which must succeed.
+async fn delete_cascading(server: &TestServer, name: &str, mode: &str) {
+    let cascade = format!("--cascade={mode}");
+    let out = server
+        .kubectl(&["delete", "configmap", name, "-n", "default", &cascade])
+        .await;
+    check(&out);
+}
+
 /// `kubectl delete --cascade=foreground` of an owner with a blocking dependent: kubectl waits
 /// until the owner is gone, which the dependent holds back, so both are gone when it returns.
 async fn foreground_cascade(server: &TestServer, owner: &str, child: &str) {
     let uid = configmap(server, owner, &[]).await;
     configmap(server, child, &[(owner, &uid)]).await;
-    let out = server
-        .kubectl(&[
-            "delete",
-            "configmap",
-            owner,
-            "-n",
-            "default",
-            "--cascade=foreground",
-        ])
-        .await;
-    check(&out);
+    delete_cascading(server, owner, "foreground").await;
     assert_eq!(get(server, &format!("{CMS}/{owner}")).await.0, 404);
     assert_eq!(
         get(server, &format!("{CMS}/{child}")).await.0,
@@ -99,17 +98,7 @@ async fn kubectl_cascade_orphan_keeps_dependents_without_the_owner_reference() {
     let other = configmap(&server, "other", &[]).await;
     configmap(&server, "child", &[("owner", &owner)]).await;
     configmap(&server, "shared", &[("owner", &owner), ("other", &other)]).await;
-    let out = server
-        .kubectl(&[
-            "delete",
-            "configmap",
-            "owner",
-            "-n",
-            "default",
-            "--cascade=orphan",
-        ])
-        .await;
-    check(&out);
+    delete_cascading(&server, "owner", "orphan").await;
     assert_eq!(get(&server, &format!("{CMS}/owner")).await.0, 404);
     let (code, child) = get(&server, &format!("{CMS}/child")).await;
     assert_eq!(code, 200, "{child}");
@@ -149,17 +138,7 @@ async fn kubectl_cascade_background_collects_dependents_after_the_owner() {
     )
     .await;
     assert_eq!(code, 201, "{body}");
-    let out = server
-        .kubectl(&[
-            "delete",
-            "configmap",
-            "owner",
-            "-n",
-            "default",
-            "--cascade=background",
-        ])
-        .await;
-    check(&out);
+    delete_cascading(&server, "owner", "background").await;
     assert_eq!(get(&server, &format!("{CMS}/owner")).await.0, 404);
     gone(&server, &format!("{CMS}/child")).await;
     gone(&server, &format!("{leases}/owned-lease")).await;
