@@ -10,8 +10,8 @@
 //! monitor task logs when etcd goes away and comes back.
 
 use super::{
-    DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage,
-    Update, UpdateFn, WatchEvent, WatchStream,
+    update_round, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result,
+    Revision, Storage, UpdateFn, WatchEvent, WatchStream,
 };
 use bytes::Bytes;
 use etcd_client::{
@@ -370,19 +370,9 @@ impl Storage for EtcdStore {
     ) -> Result<KeyValue> {
         loop {
             let cur = self.get_kv(key).await?;
-            if cur.is_none() && !ignore_not_found {
-                return Err(Error::NotFound {
-                    key: key.to_string(),
-                });
-            }
-            let (value, ttl) = match update(cur.as_ref())? {
-                Update::Set(v) => (v, None),
-                Update::SetWithTtl(v, t) => (v, Some(t)),
-                Update::Unchanged => {
-                    return cur.ok_or_else(|| Error::NotFound {
-                        key: key.to_string(),
-                    })
-                }
+            let (value, ttl) = match update_round(key, cur.as_ref(), ignore_not_found, update)? {
+                Ok(write) => write,
+                Err(unchanged) => return Ok(unchanged),
             };
             let expected = cur.as_ref().map(|c| c.mod_revision).unwrap_or(0);
             if let Some(mut kv) = self.put_if(key, value, expected, ttl).await? {

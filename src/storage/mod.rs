@@ -86,6 +86,29 @@ pub enum Update {
     Unchanged,
 }
 
+/// One round of a backend's `guaranteed_update` on the current state `cur`: `Ok(Ok((value,
+/// ttl)))` = write this, `Ok(Err(kv))` = the update is finished with `kv` (nothing to change);
+/// a missing key without `ignore_not_found` is NotFound. The backends differ only in how they
+/// read and compare-and-write.
+pub(crate) fn update_round(
+    key: &str,
+    cur: Option<&KeyValue>,
+    ignore_not_found: bool,
+    update: UpdateFn<'_>,
+) -> Result<std::result::Result<(Bytes, Option<Duration>), KeyValue>> {
+    let not_found = || Error::NotFound {
+        key: key.to_string(),
+    };
+    if cur.is_none() && !ignore_not_found {
+        return Err(not_found());
+    }
+    match update(cur)? {
+        Update::Set(v) => Ok(Ok((v, None))),
+        Update::SetWithTtl(v, t) => Ok(Ok((v, Some(t)))),
+        Update::Unchanged => cur.cloned().map(Err).ok_or_else(not_found),
+    }
+}
+
 /// The function given to [`Storage::guaranteed_update`]; re-run on conflict with fresh state.
 /// It receives the current value (None when absent and `ignore_not_found` was set) and may
 /// return an error (e.g. a precondition failure) that aborts the update.

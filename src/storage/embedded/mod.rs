@@ -22,8 +22,8 @@ mod writer;
 
 use super::watch::{self, Hub};
 use super::{
-    DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage,
-    Update, UpdateFn, WatchStream,
+    update_round, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result,
+    Revision, Storage, UpdateFn, WatchStream,
 };
 use bytes::Bytes;
 use cell::DbCell;
@@ -191,19 +191,9 @@ impl Storage for EmbeddedStore {
     ) -> Result<KeyValue> {
         for _ in 0..MAX_RETRIES {
             let cur = read::get(&*self.read()?, key, now_ms())?;
-            if cur.is_none() && !ignore_not_found {
-                return Err(Error::NotFound {
-                    key: key.to_string(),
-                });
-            }
-            let (value, ttl) = match update(cur.as_ref())? {
-                Update::Set(v) => (v, None),
-                Update::SetWithTtl(v, t) => (v, Some(t)),
-                Update::Unchanged => {
-                    return cur.ok_or_else(|| Error::NotFound {
-                        key: key.to_string(),
-                    });
-                }
+            let (value, ttl) = match update_round(key, cur.as_ref(), ignore_not_found, update)? {
+                Ok(write) => write,
+                Err(unchanged) => return Ok(unchanged),
             };
             let expect = match &cur {
                 Some(c) => Expect::ModRevision(c.mod_revision),

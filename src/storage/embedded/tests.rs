@@ -2,6 +2,7 @@
 //! foreign files, TTL reaping. The shared behaviour is covered by the conformance suite.
 
 use super::*;
+use crate::storage::Update;
 use futures::StreamExt;
 use redb::Database;
 use std::sync::atomic::{AtomicBool, Ordering};
