@@ -21,6 +21,17 @@ async fn ok(server: &TestServer, args: &[&str]) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
+/// `kubectl apply --server-side --field-manager other [--force-conflicts] -f <file>`, which
+/// must succeed.
+async fn apply_as_other(server: &TestServer, file: &str, force: bool) -> String {
+    let mut args = vec!["apply", "--server-side", "--field-manager", "other"];
+    if force {
+        args.push("--force-conflicts");
+    }
+    args.extend(["-f", file]);
+    ok(server, &args).await
+}
+
 async fn get_json(server: &TestServer, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json", "--show-managed-fields"]);
@@ -126,19 +137,7 @@ async fn kubectl_server_side_apply_conflict_and_force() {
         stderr.contains("Apply failed with 1 conflict: conflict with \"kubectl\": .data.a"),
         "{stderr}"
     );
-    ok(
-        &server,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager",
-            "other",
-            "--force-conflicts",
-            "-f",
-            &f2,
-        ],
-    )
-    .await;
+    apply_as_other(&server, &f2, true).await;
     let cm = get_json(&server, &["get", "cm", "demo"]).await;
     assert_eq!(cm["data"]["a"], "2");
     let other = cm["metadata"]["managedFields"]
@@ -155,30 +154,8 @@ async fn kubectl_server_side_apply_conflict_and_force() {
         "cm3.yaml",
         &configmap("  a: \"2\"\n  z: \"9\"\n"),
     );
-    ok(
-        &server,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager",
-            "other",
-            "-f",
-            &f3,
-        ],
-    )
-    .await;
-    ok(
-        &server,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager",
-            "other",
-            "-f",
-            &f2,
-        ],
-    )
-    .await;
+    apply_as_other(&server, &f3, false).await;
+    apply_as_other(&server, &f2, false).await;
     let cm = get_json(&server, &["get", "cm", "demo"]).await;
     assert!(cm["data"].get("z").is_none(), "{cm}");
 
