@@ -39,10 +39,19 @@ impl Decoded {
     }
 }
 
+/// What the memo holds for one key.
+#[derive(Debug)]
+enum Slot {
+    /// The object at a revision.
+    At(i64, Arc<Decoded>),
+    /// A write in flight: its stored bytes and the served object without a resourceVersion.
+    Pending(Bytes, Value),
+}
+
 /// The bounded memo of one resource.
 #[derive(Default)]
 pub(crate) struct Memo {
-    entries: Mutex<HashMap<String, (i64, Arc<Decoded>)>>,
+    entries: Mutex<HashMap<String, Slot>>,
 }
 
 impl Memo {
@@ -50,27 +59,73 @@ impl Memo {
     pub(crate) fn get(&self, key: &str, revision: i64) -> Option<Arc<Decoded>> {
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         match entries.get(key) {
-            Some((rev, d)) if *rev == revision => Some(d.clone()),
+            Some(Slot::At(rev, d)) if *rev == revision => Some(d.clone()),
             _ => None,
         }
+    }
+
+    /// The object a write stored as `value` under `key` at `revision`, when the writer left it
+    /// pending here ([`Self::pend`]): stamped with the revision and memoized, so whoever sees
+    /// the write first (the writer or a watcher) does not decode it.
+    pub(crate) fn take_pending(
+        &self,
+        key: &str,
+        revision: i64,
+        value: &Bytes,
+    ) -> Option<Arc<Decoded>> {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let slot = entries.get_mut(key)?;
+        let Slot::Pending(bytes, _) = &*slot else {
+            return None;
+        };
+        if bytes != value {
+            return None;
+        }
+        let Slot::Pending(_, mut obj) = std::mem::replace(
+            slot,
+            Slot::At(revision, Arc::new(Decoded::new(Value::Null))),
+        ) else {
+            return None;
+        };
+        // Where decoding the stored bytes puts it: last in metadata.
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("resourceVersion".into(), Value::from(revision.to_string()));
+        }
+        let d = Arc::new(Decoded::new(obj));
+        *slot = Slot::At(revision, d.clone());
+        Some(d)
+    }
+
+    /// Leaves the served object of a write about to store `bytes` under `key` (see
+    /// [`Self::take_pending`]); a later write or a newer revision replaces it.
+    pub(crate) fn pend(&self, key: &str, bytes: Bytes, obj: Value) {
+        self.insert(key, Slot::Pending(bytes, obj));
     }
 
     /// Remembers `decoded` as the object under `key` at `revision` (a newer revision
     /// replaces an older one, never the reverse).
     pub(crate) fn put(&self, key: &str, revision: i64, decoded: Arc<Decoded>) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((rev, d)) = entries.get_mut(key) {
-            if *rev <= revision {
-                *rev = revision;
-                *d = decoded;
+        {
+            let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(Slot::At(rev, d)) = entries.get_mut(key) {
+                if *rev <= revision {
+                    *rev = revision;
+                    // Dropped outside the lock.
+                    let _old = std::mem::replace(d, decoded);
+                }
+                return;
             }
-            return;
         }
-        if entries.len() >= CAPACITY {
+        self.insert(key, Slot::At(revision, decoded));
+    }
+
+    fn insert(&self, key: &str, slot: Slot) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= CAPACITY && !entries.contains_key(key) {
             // A cache, not a store: start over rather than track recency on every read.
             entries.clear();
         }
-        entries.insert(key.to_string(), (revision, decoded));
+        entries.insert(key.to_string(), slot);
     }
 }
 
@@ -90,6 +145,28 @@ mod tests {
         memo.put("/k", 7, Arc::new(Decoded::new(json!({"v": 7}))));
         assert!(memo.get("/k", 5).is_none());
         assert_eq!(memo.get("/k", 7).unwrap().obj["v"], 7);
+    }
+
+    #[test]
+    fn a_pending_write_is_served_once_stored_with_the_same_bytes() {
+        let memo = Memo::default();
+        let obj = json!({"metadata": {"name": "x"}, "spec": {}});
+        let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap());
+        memo.pend("/k", bytes.clone(), obj);
+        assert!(
+            memo.get("/k", 9).is_none(),
+            "not served before it is stored"
+        );
+        assert!(memo
+            .take_pending("/k", 9, &Bytes::from_static(b"{}"))
+            .is_none());
+        let d = memo.take_pending("/k", 9, &bytes).unwrap();
+        assert_eq!(
+            &d.json()[..],
+            br#"{"metadata":{"name":"x","resourceVersion":"9"},"spec":{}}"#
+        );
+        assert!(Arc::ptr_eq(&memo.get("/k", 9).unwrap(), &d));
+        assert!(memo.take_pending("/k", 9, &bytes).is_none(), "taken once");
     }
 
     #[test]

@@ -271,9 +271,11 @@ impl GenericStore {
         self.admit_namespace(&ns, name_of(&obj)).await?;
         self.prepare_create(ctx, &mut obj)?;
         let name = name_of(&obj).to_string();
-        let bytes = self.encode(obj.clone())?;
+        let key = self.key(&ns, &name);
         if ctx.dry_run {
-            return match self.storage.get(&self.key(&ns, &name)).await {
+            // Encoding checks the size limit, which applies to dry runs too.
+            self.encode(obj.clone())?;
+            return match self.storage.get(&key).await {
                 Ok(_) => {
                     Err(self
                         .storage_error(&name, storage::Error::AlreadyExists { key: name.clone() }))
@@ -284,7 +286,7 @@ impl GenericStore {
         let generated = obj.pointer("/metadata/generateName").is_some();
         match self
             .storage
-            .create(&self.key(&ns, &name), bytes, None)
+            .create(&key, self.encode_for_write(&key, obj)?, None)
             .await
         {
             Ok(kv) => self.decode_kv(&kv),
@@ -442,7 +444,9 @@ impl GenericStore {
             if !changed {
                 return Ok(Update::Unchanged);
             }
-            Ok(Update::Set(self.encode(obj).map_err(stash)?))
+            Ok(Update::Set(
+                self.encode_for_write(&key, obj).map_err(stash)?,
+            ))
         };
         let kv = match self
             .storage

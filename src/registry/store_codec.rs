@@ -22,12 +22,15 @@ impl GenericStore {
         if let Some(d) = self.memo.get(&kv.key, kv.mod_revision) {
             return Ok(d);
         }
+        if let Some(d) = self.memo.take_pending(&kv.key, kv.mod_revision, &kv.value) {
+            return Ok(d);
+        }
         let d = Arc::new(Decoded::new(self.decode_fresh(kv)?));
         self.memo.put(&kv.key, kv.mod_revision, d.clone());
         Ok(d)
     }
 
-    fn decode_fresh(&self, kv: &KeyValue) -> Result<Value> {
+    pub(crate) fn decode_fresh(&self, kv: &KeyValue) -> Result<Value> {
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
         if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -40,8 +43,24 @@ impl GenericStore {
     }
 
     /// The stored form of a served object: storage conversion, no resourceVersion or selfLink,
-    /// within the object size limit. Takes the object so the update path does not copy it.
+    /// within the object size limit.
     pub(crate) fn encode(&self, obj: Value) -> Result<Bytes> {
+        Ok(self.stored_form(obj)?.0)
+    }
+
+    /// [`Self::encode`] for a write under `key`: when the object is served as stored, the
+    /// memo keeps it pending, so whoever sees the write first (the writer's response or a
+    /// watch event) gets it without decoding the stored bytes.
+    pub(crate) fn encode_for_write(&self, key: &str, obj: Value) -> Result<Bytes> {
+        let (bytes, stored) = self.stored_form(obj)?;
+        if self.strategy.stores_served_form() {
+            self.memo.pend(key, bytes.clone(), stored);
+        }
+        Ok(bytes)
+    }
+
+    /// The stored bytes and the stored object they encode.
+    fn stored_form(&self, obj: Value) -> Result<(Bytes, Value)> {
         let mut stored = self.strategy.to_storage(obj);
         if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
@@ -51,7 +70,7 @@ impl GenericStore {
         if bytes.len() > MAX_OBJECT_BYTES {
             return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
         }
-        Ok(Bytes::from(bytes))
+        Ok((Bytes::from(bytes), stored))
     }
 
     /// Decodes a request object: apiVersion/kind must match (missing ones are filled in),

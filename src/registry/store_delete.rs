@@ -67,7 +67,7 @@ impl GenericStore {
             let write = |cur: Option<&KeyValue>| -> storage::Result<Update> {
                 match cur {
                     Some(c) if c.mod_revision == rev => Ok(Update::Set(
-                        self.encode(next.clone())
+                        self.encode_for_write(&key, next.clone())
                             .map_err(|e| storage::Error::Aborted(e.to_string()))?,
                     )),
                     _ => Err(storage::Error::Conflict {

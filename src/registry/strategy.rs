@@ -192,6 +192,12 @@ pub trait Strategy: Send + Sync + 'static {
         obj
     }
 
+    /// Whether [`Self::to_storage`] and [`Self::to_served`] leave objects as they are, so an
+    /// object just written is served exactly as it was stored (no decode needed).
+    fn stores_served_form(&self) -> bool {
+        true
+    }
+
     /// Admission on delete (NamespaceLifecycle's immortal namespaces): `Err(why)` → 403.
     fn admit_delete(&self, _name: &str) -> Result<(), String> {
         Ok(())

@@ -202,24 +202,7 @@ fn gvk_of(obj: &Value) -> GroupVersionKind {
 
 /// Compare of two objects: (added or modified, removed) member paths.
 fn compare(types: &Types<'_>, old: &Value, new: &Value) -> (Set, Set) {
-    let old_set = types.object_set(old);
-    let new_set = types.object_set(new);
-    let mut changed: Set = new_set.difference(&old_set).cloned().collect();
-    for p in new_set.intersection(&old_set) {
-        let (a, b) = (fieldpath::get(old, p), fieldpath::get(new, p));
-        let leaf = b.is_some_and(|v| !v.is_object() && !v.is_array()) || !has_children(&new_set, p);
-        if leaf && a != b {
-            changed.insert(p.clone());
-        }
-    }
-    let removed = old_set.difference(&new_set).cloned().collect();
-    (changed, removed)
-}
-
-fn has_children(set: &Set, p: &fieldpath::Path) -> bool {
-    set.range(p.clone()..)
-        .nth(1)
-        .is_some_and(|q| q.starts_with(p))
+    types.compare(old, new)
 }
 
 /// Server-side apply of `applied` by `manager` onto `current` (None: create). Returns the new

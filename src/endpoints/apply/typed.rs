@@ -100,6 +100,109 @@ impl<'a> Types<'a> {
         set
     }
 
+    /// Compare of two whole objects: (members added or modified, members removed), exactly
+    /// what comparing the two [`Self::object_set`]s member by member gives, without walking
+    /// what did not change. A subtree equal on both sides adds the same members with the same
+    /// values to both sets, so it is skipped; a non-empty map or struct on both sides is a
+    /// member of both with children (never changed itself), so only its children are
+    /// compared; anything else is compared member by member.
+    pub(crate) fn compare(&self, old: &Value, new: &Value) -> (Set, Set) {
+        let mut out = (Set::new(), Set::new());
+        self.compare_at(old, new, None, &mut Vec::new(), &mut Vec::new(), &mut out);
+        out
+    }
+
+    /// `in_map`: whether the parent is a map (its entries are members); None at the root.
+    fn compare_at<'v>(
+        &self,
+        old: &'v Value,
+        new: &'v Value,
+        in_map: Option<bool>,
+        fields: &mut Vec<&'v str>,
+        path: &mut Path,
+        out: &mut (Set, Set),
+    ) {
+        let (old_kind, new_kind) = if path.is_empty() {
+            (Kind::EmbeddedStruct, Kind::EmbeddedStruct)
+        } else {
+            (self.kind(fields, old), self.kind(fields, new))
+        };
+        let structs = old_kind == new_kind
+            && matches!(new_kind, Kind::Map | Kind::Struct | Kind::EmbeddedStruct);
+        let (Value::Object(o), Value::Object(n)) = (old, new) else {
+            return self.compare_members(Some(old), Some(new), in_map, fields, path, out);
+        };
+        if !structs || o.is_empty() || n.is_empty() {
+            return self.compare_members(Some(old), Some(new), in_map, fields, path, out);
+        }
+        let is_map = Some(new_kind == Kind::Map);
+        let in_metadata = path.len() == 1 && path[0] == "f:metadata";
+        let skip = |k: &str| in_metadata && k == "managedFields";
+        for (k, nv) in n {
+            let ov = o.get(k);
+            if ov == Some(nv) || skip(k) {
+                continue;
+            }
+            fields.push(k);
+            path.push(fieldpath::field(k));
+            match ov {
+                Some(ov) => self.compare_at(ov, nv, is_map, fields, path, out),
+                None => self.compare_members(None, Some(nv), is_map, fields, path, out),
+            }
+            path.pop();
+            fields.pop();
+        }
+        for (k, ov) in o {
+            if n.contains_key(k) || skip(k) {
+                continue;
+            }
+            fields.push(k);
+            path.push(fieldpath::field(k));
+            self.compare_members(Some(ov), None, is_map, fields, path, out);
+            path.pop();
+            fields.pop();
+        }
+    }
+
+    /// Compares the members of one subtree at `path` on each side (absent: none), including
+    /// the subtree's own membership in its parent (`in_map`, or set to null or `{}`).
+    fn compare_members<'v>(
+        &self,
+        old: Option<&'v Value>,
+        new: Option<&'v Value>,
+        in_map: Option<bool>,
+        fields: &mut Vec<&'v str>,
+        path: &mut Path,
+        out: &mut (Set, Set),
+    ) {
+        let members = |v: Option<&'v Value>, fields: &mut Vec<&'v str>, path: &mut Path| {
+            let mut set = Set::new();
+            if let Some(v) = v {
+                // Objects already stored are well-formed; a malformed one owns what was walked.
+                let _ = self.walk(v, fields, path, true, &mut set);
+                let empty = v.is_null() || v.as_object().is_some_and(Map::is_empty);
+                if in_map.is_some_and(|m| m || empty) {
+                    set.insert(path.clone());
+                }
+            }
+            set
+        };
+        let old_set = members(old, fields, path);
+        let new_set = members(new, fields, path);
+        let depth = path.len();
+        let at = |v: Option<&'v Value>, p: &Path| v.and_then(|v| fieldpath::get(v, &p[depth..]));
+        for p in new_set.intersection(&old_set) {
+            let (a, b) = (at(old, p), at(new, p));
+            let leaf =
+                b.is_some_and(|v| !v.is_object() && !v.is_array()) || !has_children(&new_set, p);
+            if leaf && a != b {
+                out.0.insert(p.clone());
+            }
+        }
+        out.0.extend(new_set.difference(&old_set).cloned());
+        out.1.extend(old_set.difference(&new_set).cloned());
+    }
+
     fn walk<'v>(
         &self,
         value: &'v Value,
@@ -309,4 +412,11 @@ pub(crate) fn strip(set: &mut Set, gvk: &GroupVersionKind, subresource: &str) {
             _ => true,
         }
     });
+}
+
+/// Whether `set` holds a path below `p`.
+pub(crate) fn has_children(set: &Set, p: &Path) -> bool {
+    set.range(p.clone()..)
+        .nth(1)
+        .is_some_and(|q| q.starts_with(p))
 }

@@ -232,6 +232,9 @@ impl Strategy for Events {
     fn to_served(&self, obj: Value) -> Value {
         rename(obj, "events.k8s.io/v1", false)
     }
+    fn stores_served_form(&self) -> bool {
+        false
+    }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
         if obj.get("eventTime").is_none_or(Value::is_null) {
