@@ -3,11 +3,13 @@
 //! May use: nothing internal (k8s-openapi, serde, http).
 
 pub mod gvk;
+pub mod json;
 pub mod request_info;
 pub mod selectors;
 pub mod status;
 
 pub use gvk::{GroupVersionKind, GroupVersionResource};
+pub use json::At;
 pub use request_info::RequestInfo;
 pub use status::{Status, StatusCause, StatusDetails};
 

@@ -12,6 +12,7 @@ use super::memo::{Decoded, Memo};
 use super::strategy::{name_of, Strategy};
 use super::validation::{validate_object_meta, validate_object_meta_update};
 use super::Context;
+use crate::api::At;
 use crate::storage::{self, KeyValue, Storage, Update};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -179,7 +180,7 @@ impl GenericStore {
             Err(e) => return Err(self.storage_error(name, e)),
         };
         let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-        if ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating") {
+        if ns.at("/status/phase").and_then(Value::as_str) == Some("Terminating") {
             let i = self.strategy.info();
             return Err(Error::Forbidden {
                 group: i.group.into(),
@@ -283,7 +284,7 @@ impl GenericStore {
                 Err(_) => Ok(obj),
             };
         }
-        let generated = obj.pointer("/metadata/generateName").is_some();
+        let generated = obj.at("/metadata/generateName").is_some();
         match self
             .storage
             .create(&key, self.encode_for_write(&key, obj)?, None)
@@ -329,18 +330,18 @@ impl GenericStore {
         }
         let old_rv = kv.mod_revision.to_string();
         let new_rv = new
-            .pointer("/metadata/resourceVersion")
+            .at("/metadata/resourceVersion")
             .and_then(Value::as_str)
             .unwrap_or("");
         if !new_rv.is_empty() && new_rv != old_rv {
             return Err(self.conflict(name, super::OPTIMISTIC_LOCK_MSG));
         }
         let old_uid = old
-            .pointer("/metadata/uid")
+            .at("/metadata/uid")
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_string();
-        if let Some(uid) = new.pointer("/metadata/uid").and_then(Value::as_str) {
+        if let Some(uid) = new.at("/metadata/uid").and_then(Value::as_str) {
             if !uid.is_empty() && uid != old_uid {
                 return Err(self.conflict(
                     name,
@@ -350,7 +351,7 @@ impl GenericStore {
         }
         self.ensure_namespace(ctx, &mut new)?;
         {
-            let old_meta = old.get("metadata").cloned().unwrap_or_else(|| json!({}));
+            let old_meta = old.get("metadata");
             let meta = metadata_mut(&mut new);
             for f in [
                 "uid",
@@ -359,7 +360,7 @@ impl GenericStore {
                 "deletionGracePeriodSeconds",
                 "generation",
             ] {
-                match old_meta.get(f) {
+                match old_meta.and_then(|m| m.get(f)) {
                     Some(v) => meta.insert(f.into(), v.clone()),
                     None => meta.remove(f),
                 };
@@ -377,7 +378,7 @@ impl GenericStore {
         }
         if self.strategy.uses_generation() && spec_changed(&new, old) {
             let g = old
-                .pointer("/metadata/generation")
+                .at("/metadata/generation")
                 .and_then(Value::as_i64)
                 .unwrap_or(0)
                 + 1;
@@ -485,9 +486,9 @@ impl GenericStore {
 
     /// ShouldDeleteDuringUpdate: deletion pending and no finalizer left.
     fn should_delete_during_update(&self, obj: &Value) -> bool {
-        obj.pointer("/metadata/deletionTimestamp").is_some()
+        obj.at("/metadata/deletionTimestamp").is_some()
             && obj
-                .pointer("/metadata/finalizers")
+                .at("/metadata/finalizers")
                 .and_then(Value::as_array)
                 .is_none_or(Vec::is_empty)
             && self.strategy.may_delete(obj)

@@ -8,6 +8,7 @@ use super::error::{Error, FieldError, Result};
 use super::memo::Decoded;
 use super::store::{metadata_mut, now_rfc3339, DeleteOptions, GenericStore, WriteResult};
 use super::Context;
+use crate::api::At;
 use crate::storage::{self, KeyValue, Update};
 use serde_json::Value;
 use std::sync::Arc;
@@ -46,11 +47,11 @@ impl GenericStore {
             metadata_mut(&mut pending).insert("finalizers".into(), Value::from(finalizers));
         }
         let has_finalizers = pending
-            .pointer("/metadata/finalizers")
+            .at("/metadata/finalizers")
             .and_then(Value::as_array)
             .is_some_and(|f| !f.is_empty());
         if keep || has_finalizers {
-            if pending.pointer("/metadata/deletionTimestamp").is_none() {
+            if pending.at("/metadata/deletionTimestamp").is_none() {
                 let meta = metadata_mut(&mut pending);
                 meta.insert("deletionTimestamp".into(), Value::from(now_rfc3339()));
                 meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
@@ -121,7 +122,7 @@ impl GenericStore {
     fn check_preconditions(&self, name: &str, obj: &Value, opts: &DeleteOptions) -> Result<()> {
         if let Some(uid) = &opts.uid {
             let have = obj
-                .pointer("/metadata/uid")
+                .at("/metadata/uid")
                 .and_then(Value::as_str)
                 .unwrap_or("");
             if have != uid {
@@ -133,7 +134,7 @@ impl GenericStore {
         }
         if let Some(rv) = &opts.resource_version {
             let have = obj
-                .pointer("/metadata/resourceVersion")
+                .at("/metadata/resourceVersion")
                 .and_then(Value::as_str)
                 .unwrap_or("");
             if have != rv {
@@ -186,7 +187,7 @@ impl DeleteOptions {
 
 /// The first of `orphan` / `foregroundDeletion` among the object's finalizers, if any.
 fn first_gc_finalizer(obj: &Value) -> Option<&str> {
-    obj.pointer("/metadata/finalizers")
+    obj.at("/metadata/finalizers")
         .and_then(Value::as_array)?
         .iter()
         .filter_map(Value::as_str)
@@ -223,7 +224,7 @@ fn should_delete_dependents(obj: &Value, opts: &DeleteOptions) -> bool {
 /// unchanged.
 fn gc_finalizers(obj: &Value, opts: &DeleteOptions) -> Option<Vec<Value>> {
     let current: Vec<Value> = obj
-        .pointer("/metadata/finalizers")
+        .at("/metadata/finalizers")
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();

@@ -9,6 +9,7 @@ use super::memo::Decoded;
 use super::store::GenericStore;
 use super::Context;
 use crate::api::selectors::{FieldSelector, LabelSelector};
+use crate::api::At;
 use crate::storage::{self, ListRevision, Revision};
 use base64::Engine;
 use futures::stream::{BoxStream, StreamExt};
@@ -139,7 +140,7 @@ impl GenericStore {
     ) -> bool {
         if !label.is_empty() {
             let labels: BTreeMap<String, String> = obj
-                .pointer("/metadata/labels")
+                .at("/metadata/labels")
                 .and_then(Value::as_object)
                 .map(|m| {
                     m.iter()
@@ -154,11 +155,11 @@ impl GenericStore {
         field.is_empty()
             || field.matches(|f| match f {
                 "metadata.name" => obj
-                    .pointer("/metadata/name")
+                    .at("/metadata/name")
                     .and_then(Value::as_str)
                     .map(String::from),
                 "metadata.namespace" => Some(
-                    obj.pointer("/metadata/namespace")
+                    obj.at("/metadata/namespace")
                         .and_then(Value::as_str)
                         .unwrap_or("")
                         .to_string(),

@@ -6,6 +6,7 @@
 
 use super::error::FieldError;
 use super::validation::NameRule;
+use crate::api::At;
 use serde_json::Value;
 
 /// Static description of a served resource (what discovery reports).
@@ -171,7 +172,7 @@ pub trait Strategy: Send + Sync + 'static {
     fn cells(&self, obj: &Value) -> Vec<Value> {
         vec![
             Value::from(name_of(obj)),
-            obj.pointer("/metadata/creationTimestamp")
+            obj.at("/metadata/creationTimestamp")
                 .cloned()
                 .unwrap_or(Value::Null),
         ]
@@ -255,19 +256,19 @@ fn field_path(path: &serde_ignored::Path<'_>) -> String {
 
 /// `metadata.name` of an object.
 pub(crate) fn name_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
+    obj.at("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
 }
 
 /// The string at a JSON pointer, or "".
 pub(crate) fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
-    obj.pointer(pointer).and_then(Value::as_str).unwrap_or("")
+    obj.at(pointer).and_then(Value::as_str).unwrap_or("")
 }
 
 /// Number of entries of the map or array at a pointer.
 pub(crate) fn len_at(obj: &Value, pointer: &str) -> usize {
-    match obj.pointer(pointer) {
+    match obj.at(pointer) {
         Some(Value::Object(m)) => m.len(),
         Some(Value::Array(a)) => a.len(),
         _ => 0,

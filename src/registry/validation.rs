@@ -7,6 +7,7 @@ use crate::api::selectors::{
     is_dns1123_label, label_value_errors, qualified_name_errors, DNS1123_LABEL_MSG,
     DNS1123_SUBDOMAIN_MSG,
 };
+use crate::api::At;
 use serde_json::Value;
 
 /// Which name syntax a resource requires.
@@ -93,10 +94,10 @@ pub(crate) fn validate_object_meta(
         ));
     }
     errs.extend(validate_labels(
-        obj.pointer("/metadata/labels"),
+        obj.at("/metadata/labels"),
         "metadata.labels",
     ));
-    if let Some(Value::Object(annotations)) = obj.pointer("/metadata/annotations") {
+    if let Some(Value::Object(annotations)) = obj.at("/metadata/annotations") {
         let mut total = 0;
         for (k, v) in annotations {
             for e in qualified_name_errors(&k.to_ascii_lowercase()) {
@@ -111,7 +112,7 @@ pub(crate) fn validate_object_meta(
             ));
         }
     }
-    if let Some(Value::Array(finalizers)) = obj.pointer("/metadata/finalizers") {
+    if let Some(Value::Array(finalizers)) = obj.at("/metadata/finalizers") {
         for (i, f) in finalizers.iter().enumerate() {
             let f = f.as_str().unwrap_or("");
             for e in qualified_name_errors(f) {
@@ -162,9 +163,9 @@ pub(crate) fn validate_labels(labels: Option<&Value>, field: &str) -> Vec<FieldE
 pub(crate) fn validate_object_meta_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = Vec::new();
     // Once deletion started, finalizers may only be removed (ValidateObjectMetaUpdate).
-    if old.pointer("/metadata/deletionTimestamp").is_some() {
+    if old.at("/metadata/deletionTimestamp").is_some() {
         let names = |v: &Value| -> Vec<String> {
-            v.pointer("/metadata/finalizers")
+            v.at("/metadata/finalizers")
                 .and_then(Value::as_array)
                 .map(|a| {
                     a.iter()

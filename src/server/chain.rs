@@ -84,7 +84,8 @@ pub async fn handle(
                     Err(status) => return status.into_response(),
                 };
             let req = http::Request::from_parts(parts, body);
-            route(
+            // Boxed: every layer above embeds this future, and hyper moves it per request.
+            Box::pin(route(
                 &chain,
                 req,
                 RequestContext {
@@ -92,7 +93,7 @@ pub async fn handle(
                     user,
                     shutdown: chain.shutdown.clone(),
                 },
-            )
+            ))
             .await
         };
         timeout::with_timeout(limit, handler.instrument(span)).await

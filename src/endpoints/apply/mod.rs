@@ -8,6 +8,7 @@
 mod fieldpath;
 mod typed;
 
+use crate::api::At;
 use crate::api::GroupVersionKind;
 use fieldpath::Set;
 use serde_json::{json, Map, Value};
@@ -130,10 +131,13 @@ fn now() -> String {
 }
 
 fn decode_managers(obj: Option<&Value>) -> Vec<Manager> {
-    let entries = obj
-        .and_then(|o| o.pointer("/metadata/managedFields"))
-        .and_then(Value::as_array);
+    decode_entries(obj.and_then(|o| o.get("metadata")?.get("managedFields")))
+}
+
+/// Managers from a `managedFields` list.
+fn decode_entries(entries: Option<&Value>) -> Vec<Manager> {
     entries
+        .and_then(Value::as_array)
         .into_iter()
         .flatten()
         .map(|e| {
@@ -225,7 +229,7 @@ pub fn server_side_apply(
         ));
     }
     if applied
-        .pointer("/metadata/managedFields")
+        .at("/metadata/managedFields")
         .is_some_and(|m| !m.is_null())
     {
         return Err(ApplyError::BadRequest(
@@ -335,19 +339,19 @@ pub fn update_managed_fields(
     let gvk = gvk_of(new);
     let types = Types::new(&gvk);
     let api_version = gvk.api_version();
-    let sent = new.pointer("/metadata/managedFields").cloned();
-    let old_entries = old
-        .and_then(|o| o.pointer("/metadata/managedFields"))
-        .cloned();
-    let mut managers = match (&sent, &old_entries) {
-        (Some(Value::Array(a)), _) if a.is_empty() => {
-            encode_managers(new, Vec::new());
-            return;
-        }
-        (Some(s @ Value::Array(_)), o) if Some(s) != o.as_ref() => {
-            decode_managers(Some(&json!({"metadata": {"managedFields": s}})))
-        }
-        _ => decode_managers(old),
+    fn entries(o: &Value) -> Option<&Value> {
+        o.get("metadata")?.get("managedFields")
+    }
+    let sent = entries(new);
+    // An empty list sent clears managedFields.
+    let managers = match (sent, old.and_then(entries)) {
+        (Some(Value::Array(a)), _) if a.is_empty() => None,
+        (Some(s @ Value::Array(_)), o) if Some(s) != o => Some(decode_entries(Some(s))),
+        (_, o) => Some(decode_entries(o)),
+    };
+    let Some(mut managers) = managers else {
+        encode_managers(new, Vec::new());
+        return;
     };
     let empty = json!({});
     let (mut changed, removed) = compare(&types, old.unwrap_or(&empty), new);

@@ -5,6 +5,7 @@
 //! May use: registry, api.
 
 use super::{gvk_of, respond, respond_object, status_response, Req};
+use crate::api::At;
 use crate::api::{Body, Status};
 use crate::endpoints::apply::{server_side_apply, ApplyError};
 use crate::endpoints::negotiate::{decode_body, yaml_to_json};
@@ -49,7 +50,7 @@ fn track_managed_fields(old: Option<&Value>, new: &mut Value, manager: &str, sub
 /// Sets the URL's name when the body has none; a different name is a 400.
 fn ensure_name(obj: &mut Value, name: &str) -> Result<(), Status> {
     let body_name = obj
-        .pointer("/metadata/name")
+        .at("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_string();

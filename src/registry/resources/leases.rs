@@ -2,6 +2,7 @@
 //! (leaseDurationSeconds > 0, leaseTransitions >= 0, strategy/preferredHolder) and the
 //! Name/Holder/Age table. May use: registry (strategy), api.
 
+use crate::api::At;
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
     age_of, col, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN,
@@ -54,10 +55,7 @@ impl Strategy for Leases {
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = Vec::new();
-        if let Some(d) = obj
-            .pointer("/spec/leaseDurationSeconds")
-            .and_then(Value::as_i64)
-        {
+        if let Some(d) = obj.at("/spec/leaseDurationSeconds").and_then(Value::as_i64) {
             if d <= 0 {
                 errs.push(FieldError::invalid_raw(
                     "spec.leaseDurationSeconds",
@@ -66,10 +64,7 @@ impl Strategy for Leases {
                 ));
             }
         }
-        if let Some(t) = obj
-            .pointer("/spec/leaseTransitions")
-            .and_then(Value::as_i64)
-        {
+        if let Some(t) = obj.at("/spec/leaseTransitions").and_then(Value::as_i64) {
             if t < 0 {
                 errs.push(FieldError::invalid_raw(
                     "spec.leaseTransitions",
