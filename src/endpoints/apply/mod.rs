@@ -343,11 +343,12 @@ pub fn update_managed_fields(
         o.get("metadata")?.get("managedFields")
     }
     let sent = entries(new);
-    // An empty list sent clears managedFields.
-    let managers = match (sent, old.and_then(entries)) {
-        (Some(Value::Array(a)), _) if a.is_empty() => None,
-        (Some(s @ Value::Array(_)), o) if Some(s) != o => Some(decode_entries(Some(s))),
-        (_, o) => Some(decode_entries(o)),
+    let stored = old.and_then(entries);
+    // An empty list sent clears managedFields; a different list sent replaces the stored one.
+    let (managers, from_stored) = match (sent, stored) {
+        (Some(Value::Array(a)), _) if a.is_empty() => (None, false),
+        (Some(s @ Value::Array(_)), o) if Some(s) != o => (Some(decode_entries(Some(s))), false),
+        (_, o) => (Some(decode_entries(o)), true),
     };
     let Some(mut managers) = managers else {
         encode_managers(new, Vec::new());
@@ -356,11 +357,14 @@ pub fn update_managed_fields(
     let empty = json!({});
     let (mut changed, removed) = compare(&types, old.unwrap_or(&empty), new);
     typed::strip(&mut changed, &gvk, subresource);
+    let mut touched = false;
     for m in &mut managers {
+        let owned = m.set.len();
         m.set.retain(|p| !removed.contains(p));
         if !(m.manager == manager && m.operation == operation) {
             m.set.retain(|p| !changed.contains(p));
         }
+        touched |= m.set.len() != owned;
     }
     let idx = managers
         .iter()
@@ -368,6 +372,7 @@ pub fn update_managed_fields(
     let idx = match idx {
         Some(i) => i,
         None => {
+            touched = true;
             managers.push(Manager {
                 manager: manager.into(),
                 operation: operation.into(),
@@ -380,10 +385,16 @@ pub fn update_managed_fields(
         }
     };
     let m = &mut managers[idx];
-    let before = m.set.clone();
+    let owned = m.set.len();
     m.set.extend(changed);
-    if m.set != before || m.time.is_none() {
+    if m.set.len() != owned || m.time.is_none() {
         m.time = Some(now());
+        touched = true;
+    }
+    if !touched && from_stored && sent == stored {
+        // Nobody's fields or times changed (a lease renewal by its holder, which sent the
+        // list back): the list is already its own encoding.
+        return;
     }
     encode_managers(new, managers);
 }

@@ -421,3 +421,47 @@ fn compare_skipping_equal_subtrees_matches_the_whole_comparison() {
         }
     }
 }
+
+#[test]
+fn an_update_that_moves_no_ownership_keeps_the_list_it_was_sent() {
+    let mut first = cm(json!({"a": "1"}));
+    update_managed_fields(None, &mut first, "m", "Update", "");
+    let mut renewed = first.clone();
+    renewed["data"]["a"] = json!("2");
+    update_managed_fields(Some(&first), &mut renewed, "m", "Update", "");
+    assert_eq!(
+        renewed["metadata"]["managedFields"],
+        first["metadata"]["managedFields"]
+    );
+    // A field the manager did not own yet: its set grows.
+    let mut grown = renewed.clone();
+    grown["data"]["b"] = json!("3");
+    update_managed_fields(Some(&renewed), &mut grown, "m", "Update", "");
+    assert_eq!(
+        entries(&grown),
+        vec![(
+            "m".to_string(),
+            "Update".to_string(),
+            json!({"f:data": {".": {}, "f:a": {}, "f:b": {}}})
+        )]
+    );
+    // Another manager takes a field over: both entries change.
+    let mut taken = grown.clone();
+    taken["data"]["b"] = json!("4");
+    update_managed_fields(Some(&grown), &mut taken, "other", "Update", "");
+    assert_eq!(
+        entries(&taken),
+        vec![
+            (
+                "m".to_string(),
+                "Update".to_string(),
+                json!({"f:data": {".": {}, "f:a": {}}})
+            ),
+            (
+                "other".to_string(),
+                "Update".to_string(),
+                json!({"f:data": {"f:b": {}}})
+            ),
+        ]
+    );
+}
