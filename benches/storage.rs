@@ -16,6 +16,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The allocator the `kapi` binary runs with (src/main.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const VALUE_SIZE: usize = 500;
 
 fn value(tag: &str) -> Bytes {
