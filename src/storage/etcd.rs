@@ -49,8 +49,14 @@ pub struct EtcdStore {
     health_timeout: Duration,
     /// Whether etcd answers progress requests in order with events (known once asked).
     progress_ok: tokio::sync::OnceCell<bool>,
+    /// The value each recently updated key had after its last update (a guess, checked by
+    /// the next update's transaction; bounded by [`REMEMBERED_KEYS`]).
+    known: std::sync::Mutex<std::collections::HashMap<String, KeyValue>>,
     _monitor: DropGuard,
 }
+
+/// How many keys [`EtcdStore`] remembers for updates; it starts over when full.
+const REMEMBERED_KEYS: usize = 4096;
 
 impl EtcdStore {
     /// Builds a client for `servers`. Fails only on bad settings (URLs, TLS files), never
@@ -81,6 +87,7 @@ impl EtcdStore {
             client,
             health_timeout,
             progress_ok: Default::default(),
+            known: Default::default(),
             _monitor: token.drop_guard(),
         })
     }
@@ -118,14 +125,15 @@ impl EtcdStore {
         resp.kvs().first().map(convert).transpose()
     }
 
-    /// Writes `value` if the key's mod revision is still `expected` (0 = absent).
+    /// Writes `value` if the key's mod revision is still `expected` (0 = absent); otherwise
+    /// `Err` with the key's current value, read in the same transaction.
     async fn put_if(
         &self,
         key: &str,
         value: Bytes,
         expected: Revision,
         ttl: Option<Duration>,
-    ) -> Result<Option<KeyValue>> {
+    ) -> Result<std::result::Result<KeyValue, Option<KeyValue>>> {
         let mut put_opts = PutOptions::new();
         if let Some(ttl) = ttl {
             let secs = ttl.as_secs_f64().ceil().max(1.0) as i64;
@@ -135,19 +143,46 @@ impl EtcdStore {
         }
         let txn = etcd_client::Txn::new()
             .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
-            .and_then([TxnOp::put(key, value.to_vec(), Some(put_opts))]);
+            .and_then([TxnOp::put(key, value.to_vec(), Some(put_opts))])
+            .or_else([TxnOp::get(key, None)]);
         let mut kv = self.client.kv_client();
         let resp = call(kv.txn(txn)).await?;
         if !resp.succeeded() {
-            return Ok(None);
+            let current = resp.op_responses().into_iter().find_map(|r| match r {
+                etcd_client::TxnOpResponse::Get(g) => g.kvs().first().map(convert),
+                _ => None,
+            });
+            return Ok(Err(current.transpose()?));
         }
         let rev = resp.header().map(|h| h.revision()).unwrap_or_default();
-        Ok(Some(KeyValue {
+        Ok(Ok(KeyValue {
             key: key.to_string(),
             value,
             create_revision: 0,
             mod_revision: rev,
         }))
+    }
+
+    /// The value this store last wrote or read under `key` in an update, if remembered.
+    fn remembered(&self, key: &str) -> Option<KeyValue> {
+        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        known.get(key).cloned()
+    }
+
+    /// Remembers (or, with None, forgets) the value under `key` for the next update's guess.
+    fn remember(&self, key: &str, kv: Option<&KeyValue>) {
+        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
+        match kv {
+            Some(kv) => {
+                if known.len() >= REMEMBERED_KEYS && !known.contains_key(key) {
+                    known.clear();
+                }
+                known.insert(key.to_string(), kv.clone());
+            }
+            None => {
+                known.remove(key);
+            }
+        }
     }
 }
 
@@ -352,11 +387,11 @@ impl Storage for EtcdStore {
 
     async fn create(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue> {
         match self.put_if(key, value, 0, ttl).await? {
-            Some(mut kv) => {
+            Ok(mut kv) => {
                 kv.create_revision = kv.mod_revision;
                 Ok(kv)
             }
-            None => Err(Error::AlreadyExists {
+            Err(_) => Err(Error::AlreadyExists {
                 key: key.to_string(),
             }),
         }
@@ -368,16 +403,39 @@ impl Storage for EtcdStore {
         ignore_not_found: bool,
         update: UpdateFn<'_>,
     ) -> Result<KeyValue> {
+        // As the apiserver's etcd3 store: start from the value last seen (one round trip when
+        // it is still current: the transaction compares it), read it only when unknown.
+        let mut cur = self.remembered(key);
+        let mut confirmed = cur.is_none();
+        if confirmed {
+            cur = self.get_kv(key).await?;
+        }
         loop {
-            let cur = self.get_kv(key).await?;
-            let (value, ttl) = match update_round(key, cur.as_ref(), ignore_not_found, update)? {
-                Ok(write) => write,
-                Err(unchanged) => return Ok(unchanged),
+            let write = match update_round(key, cur.as_ref(), ignore_not_found, update) {
+                Ok(Ok(write)) => write,
+                Ok(Err(unchanged)) if confirmed => return Ok(unchanged),
+                Err(e) if confirmed => return Err(e),
+                // Decided on a remembered value: decide again on the current one.
+                _ => {
+                    cur = self.get_kv(key).await?;
+                    self.remember(key, cur.as_ref());
+                    confirmed = true;
+                    continue;
+                }
             };
+            let (value, ttl) = write;
             let expected = cur.as_ref().map(|c| c.mod_revision).unwrap_or(0);
-            if let Some(mut kv) = self.put_if(key, value, expected, ttl).await? {
-                kv.create_revision = cur.map(|c| c.create_revision).unwrap_or(kv.mod_revision);
-                return Ok(kv);
+            match self.put_if(key, value, expected, ttl).await? {
+                Ok(mut kv) => {
+                    kv.create_revision = cur.map(|c| c.create_revision).unwrap_or(kv.mod_revision);
+                    self.remember(key, Some(&kv));
+                    return Ok(kv);
+                }
+                Err(now) => {
+                    self.remember(key, now.as_ref());
+                    cur = now;
+                    confirmed = true;
+                }
             }
         }
     }
@@ -397,6 +455,7 @@ impl Storage for EtcdStore {
                 .and_then([TxnOp::delete(key, None)]);
             let mut kv = self.client.kv_client();
             if call(kv.txn(txn)).await?.succeeded() {
+                self.remember(key, None);
                 return Ok(cur);
             }
         }

@@ -47,8 +47,18 @@ fn spawn(bin: &std::path::Path, args: &[String]) -> Child {
 }
 
 impl EtcdServer {
-    /// Starts etcd and waits until it answers.
+    /// Starts etcd and waits until it answers. Ports are picked free, but another test may
+    /// take one before etcd binds it: then etcd exits and is started again on new ports.
     pub async fn start() -> EtcdServer {
+        for _ in 0..4 {
+            if let Some(server) = Self::start_on_free_ports().await {
+                return server;
+            }
+        }
+        panic!("etcd exited at start four times (ports taken meanwhile?)");
+    }
+
+    async fn start_on_free_ports() -> Option<EtcdServer> {
         let bin = find_etcd();
         let dir = tempfile::tempdir().expect("tempdir");
         let (client, peer) = (free_port(), free_port());
@@ -74,22 +84,22 @@ impl EtcdServer {
             url,
             _dir: dir,
         };
-        server.wait_ready().await;
-        server
+        server.wait_ready().await.then_some(server)
     }
 
     /// Starts etcd again (same ports and data) after [`EtcdServer::kill`].
     pub async fn restart(&mut self) {
         self.kill();
         self.child = spawn(&self.bin, &self.args);
-        self.wait_ready().await;
+        assert!(self.wait_ready().await, "etcd exited at restart");
     }
 
-    async fn wait_ready(&mut self) {
+    /// Waits until etcd answers: false when it exited.
+    async fn wait_ready(&mut self) -> bool {
         let deadline = Instant::now() + Duration::from_secs(20);
         loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                panic!("etcd exited at start: {status}");
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return false;
             }
             let ok = async {
                 let mut c = etcd_client::Client::connect([self.url.as_str()], None)
@@ -102,7 +112,7 @@ impl EtcdServer {
             }
             .await;
             if ok.is_some() {
-                return;
+                return true;
             }
             assert!(
                 Instant::now() < deadline,

@@ -6,6 +6,7 @@ mod cases;
 mod crash;
 mod etcd_server;
 mod health;
+mod replicas;
 
 use super::{Cacher, CacherOptions, EmbeddedStore, EtcdStore, EtcdTls, Storage};
 use std::any::Any;
