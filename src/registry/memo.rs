@@ -57,8 +57,7 @@ pub(crate) struct Memo {
 impl Memo {
     /// The object stored under `key` at `revision`, if it is memoized.
     pub(crate) fn get(&self, key: &str, revision: i64) -> Option<Arc<Decoded>> {
-        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        match entries.get(key) {
+        match self.lock().get(key) {
             Some(Slot::At(rev, d)) if *rev == revision => Some(d.clone()),
             _ => None,
         }
@@ -73,24 +72,16 @@ impl Memo {
         revision: i64,
         value: &Bytes,
     ) -> Option<Arc<Decoded>> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        let mut entries = self.lock();
         let slot = entries.get_mut(key)?;
-        let Slot::Pending(bytes, _) = &*slot else {
+        let Slot::Pending(bytes, obj) = slot else {
             return None;
         };
         if bytes != value {
             return None;
         }
-        let Slot::Pending(_, mut obj) = std::mem::replace(
-            slot,
-            Slot::At(revision, Arc::new(Decoded::new(Value::Null))),
-        ) else {
-            return None;
-        };
-        // Where decoding the stored bytes puts it: last in metadata.
-        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.insert("resourceVersion".into(), Value::from(revision.to_string()));
-        }
+        let mut obj = std::mem::take(obj);
+        stamp_resource_version(&mut obj, revision);
         let d = Arc::new(Decoded::new(obj));
         *slot = Slot::At(revision, d.clone());
         Some(d)
@@ -99,33 +90,48 @@ impl Memo {
     /// Leaves the served object of a write about to store `bytes` under `key` (see
     /// [`Self::take_pending`]); a later write or a newer revision replaces it.
     pub(crate) fn pend(&self, key: &str, bytes: Bytes, obj: Value) {
-        self.insert(key, Slot::Pending(bytes, obj));
+        let replaced = store(&mut self.lock(), key, Slot::Pending(bytes, obj));
+        drop(replaced);
     }
 
     /// Remembers `decoded` as the object under `key` at `revision` (a newer revision
     /// replaces an older one, never the reverse).
     pub(crate) fn put(&self, key: &str, revision: i64, decoded: Arc<Decoded>) {
-        {
-            let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(Slot::At(rev, d)) = entries.get_mut(key) {
-                if *rev <= revision {
-                    *rev = revision;
-                    // Dropped outside the lock.
-                    let _old = std::mem::replace(d, decoded);
-                }
+        let replaced = {
+            let mut entries = self.lock();
+            if matches!(entries.get(key), Some(Slot::At(rev, _)) if *rev > revision) {
                 return;
             }
-        }
-        self.insert(key, Slot::At(revision, decoded));
+            store(&mut entries, key, Slot::At(revision, decoded))
+        };
+        // The replaced object tree is freed after the lock is released.
+        drop(replaced);
     }
 
-    fn insert(&self, key: &str, slot: Slot) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if entries.len() >= CAPACITY && !entries.contains_key(key) {
-            // A cache, not a store: start over rather than track recency on every read.
-            entries.clear();
-        }
-        entries.insert(key.to_string(), slot);
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Puts `slot` under `key` and returns what it replaced.
+fn store(entries: &mut HashMap<String, Slot>, key: &str, slot: Slot) -> Option<Slot> {
+    if let Some(old) = entries.get_mut(key) {
+        return Some(std::mem::replace(old, slot));
+    }
+    if entries.len() >= CAPACITY {
+        // A cache, not a store: start over rather than track recency on every read.
+        entries.clear();
+    }
+    entries.insert(key.to_string(), slot);
+    None
+}
+
+/// Sets `metadata.resourceVersion` the way every served object gets it: the stored form has
+/// none, so it goes last in metadata (a write's pending object and a decoded one must match
+/// byte for byte).
+pub(crate) fn stamp_resource_version(obj: &mut Value, revision: i64) {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::from(revision.to_string()));
     }
 }
 

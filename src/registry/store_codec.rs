@@ -3,7 +3,7 @@
 //! round trip, fieldValidation). May use: storage, api.
 
 use super::error::{Error, Result};
-use super::memo::Decoded;
+use super::memo::{stamp_resource_version, Decoded};
 use super::store::{GenericStore, MAX_OBJECT_BYTES};
 use super::{Context, FieldValidation};
 use crate::storage::KeyValue;
@@ -33,12 +33,7 @@ impl GenericStore {
     pub(crate) fn decode_fresh(&self, kv: &KeyValue) -> Result<Value> {
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
-        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.insert(
-                "resourceVersion".into(),
-                Value::from(kv.mod_revision.to_string()),
-            );
-        }
+        stamp_resource_version(&mut obj, kv.mod_revision);
         Ok(self.strategy.to_served(obj))
     }
 

@@ -5,7 +5,7 @@
 //! May use: storage, api.
 
 use super::error::{Error, FieldError, Result};
-use super::memo::Decoded;
+use super::memo::{stamp_resource_version, Decoded};
 use super::store::GenericStore;
 use super::Context;
 use crate::api::selectors::{FieldSelector, LabelSelector};
@@ -463,9 +463,7 @@ impl GenericStore {
             }
             Ok(storage::WatchEvent::Deleted { prev, revision }) => {
                 let mut obj = decode(&prev)?.obj.clone();
-                if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                    m.insert("resourceVersion".into(), Value::from(revision.to_string()));
-                }
+                stamp_resource_version(&mut obj, revision);
                 self.matches(&obj, label, field)
                     .then(|| WatchEvent::Deleted(Arc::new(Decoded::new(obj))))
             }
