@@ -411,7 +411,7 @@ impl Storage for EtcdStore {
             cur = self.get_kv(key).await?;
         }
         loop {
-            let write = match update_round(key, cur.as_ref(), ignore_not_found, update) {
+            let (value, ttl) = match update_round(key, cur.as_ref(), ignore_not_found, update) {
                 Ok(Ok(write)) => write,
                 Ok(Err(unchanged)) if confirmed => return Ok(unchanged),
                 Err(e) if confirmed => return Err(e),
@@ -423,7 +423,6 @@ impl Storage for EtcdStore {
                     continue;
                 }
             };
-            let (value, ttl) = write;
             let expected = cur.as_ref().map(|c| c.mod_revision).unwrap_or(0);
             match self.put_if(key, value, expected, ttl).await? {
                 Ok(mut kv) => {

@@ -345,10 +345,10 @@ pub fn update_managed_fields(
     let sent = entries(new);
     let stored = old.and_then(entries);
     // An empty list sent clears managedFields; a different list sent replaces the stored one.
-    let (managers, from_stored) = match (sent, stored) {
-        (Some(Value::Array(a)), _) if a.is_empty() => (None, false),
-        (Some(s @ Value::Array(_)), o) if Some(s) != o => (Some(decode_entries(Some(s))), false),
-        (_, o) => (Some(decode_entries(o)), true),
+    let managers = match (sent, stored) {
+        (Some(Value::Array(a)), _) if a.is_empty() => None,
+        (Some(s @ Value::Array(_)), o) if Some(s) != o => Some(decode_entries(Some(s))),
+        (_, o) => Some(decode_entries(o)),
     };
     let Some(mut managers) = managers else {
         encode_managers(new, Vec::new());
@@ -391,7 +391,7 @@ pub fn update_managed_fields(
         m.time = Some(now());
         touched = true;
     }
-    if !touched && from_stored && sent == stored {
+    if !touched && sent == stored {
         // Nobody's fields or times changed (a lease renewal by its holder, which sent the
         // list back): the list is already its own encoding.
         return;
