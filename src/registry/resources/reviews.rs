@@ -93,12 +93,9 @@ impl Review {
                     .0
             }
             Review::Rules => {
-                let obj = typed_roundtrip::<
-                    k8s_openapi::api::authorization::v1::SelfSubjectRulesReview,
-                >(obj)
-                .map_err(bad)?
-                .0;
-                return rules_review(&obj);
+                typed_roundtrip::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(obj)
+                    .map_err(bad)?
+                    .0
             }
         };
         let Some(map) = obj.as_object_mut() else {
