@@ -10,7 +10,7 @@ use kube::api::{Api, ListParams, PostParams};
 use serde_json::Value;
 use tokio::io::AsyncBufReadExt;
 
-use crate::support::{within, Options, TestServer};
+use crate::support::{get_text, within, Options, TestServer};
 
 async fn kapi(server: &TestServer, args: &[&str]) -> (i32, String, String) {
     let run = crate::inspect::kapi_with(server.kubeconfig(), args).await;
@@ -384,14 +384,9 @@ async fn candidates_not_served_gives_exit_3() {
     assert_eq!(err.lines().count(), 1);
     // Nor do the OpenAPI documents offer them (kubectl explain, client generators).
     let http = server.admin_http();
-    let index: serde_json::Value = http
-        .get(server.url("/openapi/v3"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let (code, index) = get_text(&http, &server.url("/openapi/v3")).await;
+    assert_eq!(code, 200, "{index}");
+    let index: Value = serde_json::from_str(&index).unwrap();
     assert!(
         index["paths"].get("apis/coordination.k8s.io/v1").is_some(),
         "{index}"
@@ -402,14 +397,8 @@ async fn candidates_not_served_gives_exit_3() {
             .is_none(),
         "{index}"
     );
-    let v2 = http
-        .get(server.url("/openapi/v2"))
-        .send()
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
+    let (code, v2) = get_text(&http, &server.url("/openapi/v2")).await;
+    assert_eq!(code, 200);
     assert!(!v2.contains("io.k8s.api.coordination.v1beta1.LeaseCandidate"));
     assert!(!v2.contains("/leasecandidates"));
 }
