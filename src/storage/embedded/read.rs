@@ -1,13 +1,15 @@
 //! Reads of the embedded store, each inside one redb read transaction (a consistent
 //! snapshot): a key, a page of a prefix at the latest or an older revision, and history for
 //! watch replay. An older revision is rebuilt from the latest state by undoing the changes
-//! recorded after it, so it is available exactly as far back as history is kept.
+//! recorded after it, so it is available exactly as far back as history is kept. Values live
+//! in history (see `codec.rs`): the `latest` index says which entry holds a key's value.
 
-use super::codec::{decode_event, Record};
+use super::codec::{Change, Index};
 use super::tables::{self, HISTORY, LATEST, META};
 use crate::storage::watch::event_key;
 use crate::storage::{Error, KeyValue, ListResult, Result, Revision, WatchEvent};
-use redb::ReadTransaction;
+use bytes::Bytes;
+use redb::{ReadTransaction, ReadableTable};
 use std::collections::BTreeMap;
 
 fn db_err(e: impl Into<redb::Error>) -> Error {
@@ -29,14 +31,74 @@ pub(crate) fn revisions(txn: &ReadTransaction) -> Result<(Revision, Revision)> {
     Ok((get(tables::META_REVISION)?, get(tables::META_COMPACTED)?))
 }
 
+/// The value `key` was given at `revision`, read from that revision's history entry.
+pub(crate) fn value_at(
+    history: &impl ReadableTable<u64, &'static [u8]>,
+    key: &str,
+    create_revision: Revision,
+    revision: Revision,
+) -> Result<KeyValue> {
+    let missing = || {
+        Error::Corrupt(format!(
+            "the value of key {key} at revision {revision} is missing from history"
+        ))
+    };
+    let raw = history
+        .get(revision as u64)
+        .map_err(db_err)?
+        .ok_or_else(missing)?;
+    let change = Change::decode(revision as u64, raw.value())?;
+    match change.value {
+        Some(v) if change.key == key => Ok(KeyValue {
+            key: key.to_string(),
+            value: Bytes::copy_from_slice(v),
+            create_revision,
+            mod_revision: revision,
+        }),
+        _ => Err(missing()),
+    }
+}
+
+/// The watch event recorded at `revision`, its previous value read from history.
+pub(crate) fn event(
+    history: &impl ReadableTable<u64, &'static [u8]>,
+    revision: u64,
+    change: &Change<'_>,
+) -> Result<WatchEvent> {
+    let prev = || value_at(history, change.key, change.create_revision, change.prev);
+    Ok(match change.value {
+        Some(v) => {
+            let kv = KeyValue {
+                key: change.key.to_string(),
+                value: Bytes::copy_from_slice(v),
+                create_revision: change.create_revision,
+                mod_revision: revision as Revision,
+            };
+            if change.prev == 0 {
+                WatchEvent::Created(kv)
+            } else {
+                WatchEvent::Updated { kv, prev: prev()? }
+            }
+        }
+        None => WatchEvent::Deleted {
+            prev: prev()?,
+            revision: revision as Revision,
+        },
+    })
+}
+
 /// The live (unexpired) value of `key`.
 pub(crate) fn get(txn: &ReadTransaction, key: &str, now_ms: u64) -> Result<Option<KeyValue>> {
     let latest = txn.open_table(LATEST).map_err(db_err)?;
     let Some(raw) = latest.get(key).map_err(db_err)? else {
         return Ok(None);
     };
-    let rec = Record::decode(key, raw.value())?;
-    Ok((!rec.expired(now_ms)).then(|| rec.into_kv(key)))
+    let idx = Index::decode(key, raw.value())?;
+    if idx.expired(now_ms) {
+        return Ok(None);
+    }
+    let history = txn.open_table(HISTORY).map_err(db_err)?;
+    value_at(&history, key, idx.create_revision, idx.mod_revision).map(Some)
 }
 
 /// Events with revision in `(after, upto]` under `prefix`. `Err(Compacted)` when `after` is
@@ -64,9 +126,9 @@ pub(crate) fn history(
         .map_err(db_err)?
     {
         let (k, v) = item.map_err(db_err)?;
-        let ev = decode_event(k.value(), v.value())?;
-        if event_key(&ev).starts_with(prefix) {
-            out.push(ev);
+        let change = Change::decode(k.value(), v.value())?;
+        if change.key.starts_with(prefix) {
+            out.push(event(&hist, k.value(), &change)?);
         }
     }
     Ok(out)
@@ -111,6 +173,7 @@ pub(crate) fn list(
         _ => prefix,
     };
     let latest = txn.open_table(LATEST).map_err(db_err)?;
+    let history = txn.open_table(HISTORY).map_err(db_err)?;
     let mut base = latest.range(from..).map_err(db_err)?;
     let mut over = overlay
         .range::<str, _>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded))
@@ -118,7 +181,7 @@ pub(crate) fn list(
     let mut items = Vec::new();
     let mut next_key = None;
     let mut remaining: i64 = 0;
-    let mut base_next: Option<(String, Vec<u8>)> = None;
+    let mut base_next: Option<(String, Index)> = None;
     let mut base_done = false;
     loop {
         if base_next.is_none() && !base_done {
@@ -127,7 +190,7 @@ pub(crate) fn list(
                     let (k, v) = item.map_err(db_err)?;
                     let key = k.value();
                     if key.starts_with(prefix) {
-                        base_next = Some((key.to_string(), v.value().to_vec()));
+                        base_next = Some((key.to_string(), Index::decode(key, v.value())?));
                     } else {
                         base_done = true;
                     }
@@ -149,17 +212,27 @@ pub(crate) fn list(
             }
             ov.clone()
         } else {
-            let Some((bk, raw)) = base_next.take() else {
+            let Some((bk, idx)) = base_next.take() else {
                 break;
             };
             if overlay.contains_key(&bk) {
                 continue;
             }
-            let rec = Record::decode(&bk, &raw)?;
-            if rev == current && rec.expired(now_ms) {
+            if rev == current && idx.expired(now_ms) {
                 continue;
             }
-            Some(rec.into_kv(&bk))
+            if limit > 0 && items.len() >= limit {
+                // Past the page: counted, its value not read.
+                next_key.get_or_insert(bk);
+                remaining += 1;
+                continue;
+            }
+            Some(value_at(
+                &history,
+                &bk,
+                idx.create_revision,
+                idx.mod_revision,
+            )?)
         };
         let Some(kv) = kv else { continue };
         if limit > 0 && items.len() >= limit {

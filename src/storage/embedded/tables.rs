@@ -2,16 +2,19 @@
 //! redb database, or a redb database without our format marker, is refused with an error
 //! naming the file before anything is written to it.
 
+use super::codec::{decode_v1_record, Change};
 use crate::storage::{Error, Result, Revision};
-use redb::{Database, DatabaseError, ReadableDatabase, TableDefinition, TableHandle};
+use redb::{
+    Database, DatabaseError, ReadableDatabase, ReadableTable, TableDefinition, TableHandle,
+};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Store-wide values: format marker, current revision, compacted revision.
 pub(crate) const META: TableDefinition<&str, &[u8]> = TableDefinition::new("kapi_meta");
-/// Key → latest [`super::codec::Record`].
+/// Key → its [`super::codec::Index`]: create and mod revision, expiry.
 pub(crate) const LATEST: TableDefinition<&str, &[u8]> = TableDefinition::new("kapi_latest");
-/// Revision → the change made at it (an encoded watch event).
+/// Revision → the [`super::codec::Change`] made at it; a put's entry holds the value.
 pub(crate) const HISTORY: TableDefinition<u64, &[u8]> = TableDefinition::new("kapi_history");
 /// (expiry in Unix ms, key) of keys with a time-to-live.
 pub(crate) const EXPIRY: TableDefinition<(u64, &str), ()> = TableDefinition::new("kapi_expiry");
@@ -20,7 +23,9 @@ pub(crate) const META_FORMAT: &str = "format";
 pub(crate) const META_REVISION: &str = "revision";
 pub(crate) const META_COMPACTED: &str = "compacted";
 /// Format marker written into every store this code creates.
-pub(crate) const FORMAT: &[u8] = b"kapi-embedded-store/1";
+pub(crate) const FORMAT: &[u8] = b"kapi-embedded-store/2";
+/// The previous format: values in `latest`, whole watch events in `history`.
+const FORMAT_1: &[u8] = b"kapi-embedded-store/1";
 /// File name of the store inside the data directory.
 pub(crate) const FILE_NAME: &str = "kapi.redb";
 /// Revision of an empty store (like etcd, the first write gets revision 2).
@@ -69,9 +74,10 @@ impl Opener {
     pub fn reopen(&self) -> Result<Opened> {
         let db = self.create().map_err(|e| open_error(&self.path, e))?;
         let txn = db.begin_read().map_err(|e| corrupt(&self.path, e))?;
-        let (revision, compacted) = check_tables(&txn, &self.path)?
+        let found = check_tables(&txn, &self.path)?
             .ok_or_else(|| corrupt(&self.path, "the store tables are gone"))?;
         drop(txn);
+        let (revision, compacted) = upgrade(&db, &self.path, found)?;
         Ok(Opened {
             db,
             opener: self.clone(),
@@ -101,12 +107,11 @@ pub(crate) fn open_with(dir: &Path, mut opener: Opener) -> Result<Opened> {
     check_read_only(&path)?;
     let db = opener.create().map_err(|e| open_error(&path, e))?;
     let txn = db.begin_read().map_err(|e| corrupt(&path, e))?;
-    let (revision, compacted) = match check_tables(&txn, &path)? {
-        Some(revs) => revs,
-        None => {
-            drop(txn);
-            initialise(&db, &path)?
-        }
+    let found = check_tables(&txn, &path)?;
+    drop(txn);
+    let (revision, compacted) = match found {
+        Some(found) => upgrade(&db, &path, found)?,
+        None => initialise(&db, &path)?,
     };
     Ok(Opened {
         db,
@@ -187,8 +192,16 @@ fn check_read_only(path: &Path) -> Result<()> {
     }
 }
 
+/// What an existing store file holds.
+struct Found {
+    revision: Revision,
+    compacted: Revision,
+    /// Written by a kapi of format 1: upgrade before use.
+    format_1: bool,
+}
+
 /// Checks our format marker; None for a brand-new (table-less) database.
-fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<(Revision, Revision)>> {
+fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<Found>> {
     let names: Vec<String> = txn
         .list_tables()
         .map_err(|e| corrupt(path, e))?
@@ -206,8 +219,9 @@ fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<(Revi
     }
     let meta = txn.open_table(META).map_err(|e| corrupt(path, e))?;
     let format = meta.get(META_FORMAT).map_err(|e| corrupt(path, e))?;
-    match format {
-        Some(f) if f.value() == FORMAT => {}
+    let format_1 = match format {
+        Some(f) if f.value() == FORMAT => false,
+        Some(f) if f.value() == FORMAT_1 => true,
         Some(f) => {
             return Err(Error::Corrupt(format!(
                 "{} has unsupported format {:?} (this kapi reads {:?})",
@@ -217,7 +231,7 @@ fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<(Revi
             )))
         }
         None => return Err(corrupt(path, "the format marker is missing")),
-    }
+    };
     let revision = read_i64(
         meta.get(META_REVISION).map_err(|e| corrupt(path, e))?,
         path,
@@ -233,7 +247,71 @@ fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<(Revi
             return Err(corrupt(path, format!("table {t} is missing")));
         }
     }
-    Ok(Some((revision, compacted)))
+    Ok(Some(Found {
+        revision,
+        compacted,
+        format_1,
+    }))
+}
+
+/// The store's (revision, compacted) after upgrading a format-1 store, if it is one.
+///
+/// Format 1 kept each key's value in `latest` and whole events (value and previous value) in
+/// `history`. The upgrade moves every live value into the history entry of its mod revision,
+/// shrinks `latest` to indexes, drops the older history and records the upgrade as one more
+/// revision, compacted: watches and lists from before it get "too old" and relist, as after
+/// any compaction. One transaction, so a crash leaves the store in format 1 or 2, never
+/// between. The live values are held in memory while it runs.
+fn upgrade(db: &Database, path: &Path, found: Found) -> Result<(Revision, Revision)> {
+    if !found.format_1 {
+        return Ok((found.revision, found.compacted));
+    }
+    let io = |e: redb::Error| Error::Io(format!("cannot upgrade {}: {e}", path.display()));
+    let revision = found.revision + 1;
+    let mut txn = db.begin_write().map_err(|e| io(e.into()))?;
+    txn.set_durability(redb::Durability::Immediate)
+        .map_err(|e| io(redb::Error::Corrupted(e.to_string())))?;
+    let keys = {
+        let mut latest = txn.open_table(LATEST).map_err(|e| io(e.into()))?;
+        let mut history = txn.open_table(HISTORY).map_err(|e| io(e.into()))?;
+        let mut live = Vec::new();
+        for item in latest.iter().map_err(|e| io(e.into()))? {
+            let (k, v) = item.map_err(|e| io(e.into()))?;
+            let (idx, value) = decode_v1_record(k.value(), v.value())?;
+            live.push((k.value().to_string(), idx, value.to_vec()));
+        }
+        history.retain(|_, _| false).map_err(|e| io(e.into()))?;
+        for (key, idx, value) in &live {
+            let key: &str = key;
+            let change = Change {
+                key,
+                create_revision: idx.create_revision,
+                prev: 0,
+                value: Some(value),
+            };
+            history
+                .insert(idx.mod_revision as u64, change.encode().as_slice())
+                .map_err(|e| io(e.into()))?;
+            latest
+                .insert(key, idx.encode().as_slice())
+                .map_err(|e| io(e.into()))?;
+        }
+        let mut meta = txn.open_table(META).map_err(|e| io(e.into()))?;
+        meta.insert(META_FORMAT, FORMAT).map_err(|e| io(e.into()))?;
+        for name in [META_REVISION, META_COMPACTED] {
+            meta.insert(name, revision.to_le_bytes().as_slice())
+                .map_err(|e| io(e.into()))?;
+        }
+        live.len()
+    };
+    txn.commit().map_err(|e| io(e.into()))?;
+    tracing::info!(
+        path = %path.display(),
+        keys,
+        revision,
+        "embedded store: upgraded the data file from format 1 to 2"
+    );
+    Ok((revision, revision))
 }
 
 fn initialise(db: &Database, path: &Path) -> Result<(Revision, Revision)> {

@@ -263,3 +263,152 @@ async fn disk_full_fails_the_write_and_later_writes_work() {
     assert_eq!(within(s.get("/d/c")).await.unwrap(), c);
     assert_eq!(within(s.current_revision()).await.unwrap(), c.mod_revision);
 }
+
+/// The revisions that have a history entry.
+fn history_revisions(s: &EmbeddedStore) -> Vec<u64> {
+    use redb::ReadableTable;
+    let txn = s.read().unwrap();
+    let hist = txn.open_table(tables::HISTORY).unwrap();
+    hist.iter().unwrap().map(|e| e.unwrap().0.value()).collect()
+}
+
+async fn set(s: &EmbeddedStore, key: &str, value: &'static [u8]) -> KeyValue {
+    within(s.guaranteed_update(key, false, &|_| Ok(Update::Set(Bytes::from_static(value)))))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn compaction_keeps_each_keys_newest_value_and_drops_the_rest() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let c = |k: &'static str, v: &'static [u8]| s.create(k, Bytes::from_static(v), None);
+    let a1 = within(c("/c/a", b"a1")).await.unwrap().mod_revision;
+    let b1 = within(c("/c/b", b"b1")).await.unwrap().mod_revision;
+    set(&s, "/c/a", b"a2").await;
+    let a3 = set(&s, "/c/a", b"a3").await.mod_revision;
+    within(c("/c/d", b"d1")).await.unwrap();
+    within(s.delete("/c/d", &|_| Ok(()))).await.unwrap();
+    let b2 = set(&s, "/c/b", b"b2").await.mod_revision;
+    within(s.compact(b2)).await.unwrap();
+    // Before b2: /c/a's newest (a3), /c/b's previous value (b1, still needed by the change at
+    // b2); a1, a2 and everything of the deleted /c/d are gone.
+    assert_eq!(
+        history_revisions(&s),
+        [b1 as u64, a3 as u64, b2 as u64],
+        "a1 was at {a1}"
+    );
+    let a = within(s.get("/c/a")).await.unwrap();
+    assert_eq!((a.value.as_ref(), a.create_revision), (&b"a3"[..], a1));
+    let mut w = within(s.watch("/c/", Some(b2 - 1))).await.unwrap();
+    match within(w.next()).await.unwrap().unwrap() {
+        WatchEvent::Updated { kv, prev } => {
+            assert_eq!(
+                (kv.value.as_ref(), prev.value.as_ref()),
+                (&b"b2"[..], &b"b1"[..])
+            );
+            assert_eq!((prev.mod_revision, prev.create_revision), (b1, b1));
+        }
+        other => panic!("{other:?}"),
+    }
+    // Changes after the compaction still carry their previous values.
+    set(&s, "/c/a", b"a4").await;
+    within(s.delete("/c/a", &|_| Ok(()))).await.unwrap();
+    match within(w.next()).await.unwrap().unwrap() {
+        WatchEvent::Updated { prev, .. } => assert_eq!(prev.value.as_ref(), b"a3"),
+        other => panic!("{other:?}"),
+    }
+    match within(w.next()).await.unwrap().unwrap() {
+        WatchEvent::Deleted { prev, .. } => assert_eq!(prev.value.as_ref(), b"a4"),
+        other => panic!("{other:?}"),
+    }
+    // A second compaction to the current revision (the delete) leaves /c/b's value, the
+    // delete (a watch may still start there) and the value it deleted (its previous value).
+    let now = within(s.current_revision()).await.unwrap();
+    within(s.compact(now)).await.unwrap();
+    assert_eq!(
+        history_revisions(&s),
+        [b2 as u64, now as u64 - 1, now as u64]
+    );
+    let all = within(s.list("/c/", ListOptions::default())).await.unwrap();
+    assert_eq!(all.items.len(), 1);
+    assert_eq!(all.items[0].value.as_ref(), b"b2");
+}
+
+#[tokio::test]
+async fn a_format_1_store_is_upgraded_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(tables::FILE_NAME);
+    // A store as format 1 wrote it: each key's value in `latest` after a 24-byte header
+    // (create revision, mod revision, expiry), whole events in `history` (the upgrade drops
+    // them unread, so their bytes do not matter here).
+    let v1 = |create: i64, m: i64, value: &[u8]| {
+        let mut raw = Vec::new();
+        raw.extend_from_slice(&create.to_le_bytes());
+        raw.extend_from_slice(&m.to_le_bytes());
+        raw.extend_from_slice(&0u64.to_le_bytes());
+        raw.extend_from_slice(value);
+        raw
+    };
+    {
+        let db = Database::create(&file).unwrap();
+        let t = db.begin_write().unwrap();
+        {
+            let mut meta = t.open_table(tables::META).unwrap();
+            meta.insert(tables::META_FORMAT, &b"kapi-embedded-store/1"[..])
+                .unwrap();
+            meta.insert(tables::META_REVISION, &7i64.to_le_bytes()[..])
+                .unwrap();
+            meta.insert(tables::META_COMPACTED, &0i64.to_le_bytes()[..])
+                .unwrap();
+            let mut latest = t.open_table(tables::LATEST).unwrap();
+            latest.insert("/u/a", v1(2, 5, b"a2").as_slice()).unwrap();
+            latest.insert("/u/b", v1(3, 3, b"b").as_slice()).unwrap();
+            let mut hist = t.open_table(tables::HISTORY).unwrap();
+            for rev in 2..=7u64 {
+                hist.insert(rev, &b"format-1 event"[..]).unwrap();
+            }
+            t.open_table(tables::EXPIRY).unwrap();
+        }
+        t.commit().unwrap();
+    }
+    {
+        let s = open(dir.path());
+        let a = within(s.get("/u/a")).await.unwrap();
+        assert_eq!(
+            (a.value.as_ref(), a.create_revision, a.mod_revision),
+            (&b"a2"[..], 2, 5)
+        );
+        // The upgrade is one more revision, and history before it is compacted.
+        assert_eq!(within(s.current_revision()).await.unwrap(), 8);
+        assert!(matches!(
+            within(s.watch("/u/", Some(6))).await.err(),
+            Some(Error::Compacted { .. })
+        ));
+        let mut w = within(s.watch("/u/", Some(8))).await.unwrap();
+        set(&s, "/u/b", b"b2").await;
+        match within(w.next()).await.unwrap().unwrap() {
+            WatchEvent::Updated { kv, prev } => {
+                assert_eq!((kv.mod_revision, kv.create_revision), (9, 3));
+                assert_eq!((prev.value.as_ref(), prev.mod_revision), (&b"b"[..], 3));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    let s = loop {
+        match EmbeddedStore::open(dir.path(), Duration::ZERO) {
+            Ok(s) => break s,
+            Err(Error::Unavailable(_)) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("{e}"),
+        }
+    };
+    let all = within(s.list("/u/", ListOptions::default())).await.unwrap();
+    let values: Vec<_> = all.items.iter().map(|i| i.value.as_ref()).collect();
+    assert_eq!(values, [&b"a2"[..], &b"b2"[..]]);
+    let txn = s.read().unwrap();
+    let meta = txn.open_table(tables::META).unwrap();
+    assert_eq!(
+        meta.get(tables::META_FORMAT).unwrap().unwrap().value(),
+        tables::FORMAT
+    );
+}

@@ -7,7 +7,8 @@
 //! periodically and sends progress notifications.
 
 use super::cell::DbCell;
-use super::codec::{encode_event, Record};
+use super::codec::{Change, Index};
+use super::read::value_at;
 use super::tables::{self, Opener, EXPIRY, HISTORY, LATEST, META};
 use crate::storage::watch::Hub;
 use crate::storage::{Error, KeyValue, Result, Revision, WatchEvent};
@@ -90,6 +91,11 @@ pub(crate) fn now_ms() -> u64 {
 
 fn io(e: impl std::fmt::Display) -> Error {
     Error::Io(e.to_string())
+}
+
+/// Damage found while writing fails the transaction like a redb error.
+fn corrupt(e: Error) -> redb::Error {
+    redb::Error::Corrupted(e.to_string())
 }
 
 impl Writer {
@@ -264,24 +270,23 @@ impl Writer {
         self.revision
     }
 
-    /// Reads a key's record; an expired one is deleted first (announced as a delete).
+    /// Reads a key's index entry; an expired key is deleted first (announced as a delete).
     fn current(
         &mut self,
         t: &mut Tables,
         events: &mut Vec<WatchEvent>,
         now: u64,
         key: &str,
-    ) -> Result<Option<Record>, redb::Error> {
-        let rec = match t.latest.get(key)? {
-            Some(raw) => Record::decode(key, raw.value())
-                .map_err(|e| redb::Error::Corrupted(e.to_string()))?,
+    ) -> Result<Option<Index>, redb::Error> {
+        let idx = match t.latest.get(key)? {
+            Some(raw) => Index::decode(key, raw.value()).map_err(corrupt)?,
             None => return Ok(None),
         };
-        if rec.expired(now) {
-            self.remove(t, events, key, rec)?;
+        if idx.expired(now) {
+            self.remove(t, events, key, idx)?;
             return Ok(None);
         }
-        Ok(Some(rec))
+        Ok(Some(idx))
     }
 
     fn remove(
@@ -289,20 +294,26 @@ impl Writer {
         t: &mut Tables,
         events: &mut Vec<WatchEvent>,
         key: &str,
-        rec: Record,
+        idx: Index,
     ) -> Result<KeyValue, redb::Error> {
+        let prev =
+            value_at(&t.history, key, idx.create_revision, idx.mod_revision).map_err(corrupt)?;
         let rev = self.next_revision();
         t.latest.remove(key)?;
-        if rec.expires_at_ms != 0 {
-            t.expiry.remove((rec.expires_at_ms, key))?;
+        if idx.expires_at_ms != 0 {
+            t.expiry.remove((idx.expires_at_ms, key))?;
         }
-        let prev = rec.into_kv(key);
-        let ev = WatchEvent::Deleted {
+        let change = Change {
+            key,
+            create_revision: idx.create_revision,
+            prev: idx.mod_revision,
+            value: None,
+        };
+        t.history.insert(rev as u64, change.encode().as_slice())?;
+        events.push(WatchEvent::Deleted {
             prev: prev.clone(),
             revision: rev,
-        };
-        t.history.insert(rev as u64, encode_event(&ev).as_slice())?;
-        events.push(ev);
+        });
         Ok(prev)
     }
 
@@ -321,19 +332,18 @@ impl Writer {
         match (expect, &cur) {
             (Expect::Absent, Some(_)) => return Ok(Err(Error::AlreadyExists { key })),
             (Expect::ModRevision(_), None) => return Ok(Ok(Outcome::Stale)),
-            (Expect::ModRevision(m), Some(r)) if r.mod_revision != m => {
+            (Expect::ModRevision(m), Some(c)) if c.mod_revision != m => {
                 return Ok(Ok(Outcome::Stale))
             }
             _ => {}
         }
         let rev = self.next_revision();
-        let rec = Record {
-            create_revision: cur.as_ref().map(|c| c.create_revision).unwrap_or(rev),
+        let idx = Index {
+            create_revision: cur.map(|c| c.create_revision).unwrap_or(rev),
             mod_revision: rev,
             expires_at_ms,
-            value,
         };
-        t.latest.insert(key.as_str(), rec.encode().as_slice())?;
+        t.latest.insert(key.as_str(), idx.encode().as_slice())?;
         if let Some(old) = &cur {
             if old.expires_at_ms != 0 {
                 t.expiry.remove((old.expires_at_ms, key.as_str()))?;
@@ -342,15 +352,27 @@ impl Writer {
         if expires_at_ms != 0 {
             t.expiry.insert((expires_at_ms, key.as_str()), ())?;
         }
-        let kv = rec.into_kv(&key);
+        let change = Change {
+            key: &key,
+            create_revision: idx.create_revision,
+            prev: cur.map(|c| c.mod_revision).unwrap_or(0),
+            value: Some(&value),
+        };
+        t.history.insert(rev as u64, change.encode().as_slice())?;
+        let kv = KeyValue {
+            key,
+            value,
+            create_revision: idx.create_revision,
+            mod_revision: rev,
+        };
         let ev = match cur {
             None => WatchEvent::Created(kv.clone()),
             Some(old) => WatchEvent::Updated {
+                prev: value_at(&t.history, &kv.key, old.create_revision, old.mod_revision)
+                    .map_err(corrupt)?,
                 kv: kv.clone(),
-                prev: old.into_kv(&key),
             },
         };
-        t.history.insert(rev as u64, encode_event(&ev).as_slice())?;
         events.push(ev);
         Ok(Ok(Outcome::Done(kv)))
     }
@@ -375,6 +397,12 @@ impl Writer {
         Ok(Ok(Outcome::Done(prev)))
     }
 
+    /// Drops the history older than `revision` that nothing can ask for any more, as etcd's
+    /// compaction does: for each key, the newest value written before `revision` stays (it is
+    /// the key's current value, or the previous value of a later change), everything older and
+    /// every older delete goes. History below the last compacted revision is already reduced
+    /// this way, so only the changes since then are read; each one's previous value is
+    /// superseded, and a delete leaves nothing to keep.
     fn compact(&mut self, t: &mut Tables, revision: Revision) -> Result<Result<()>, redb::Error> {
         if revision > self.revision {
             return Ok(Err(Error::Aborted(format!(
@@ -385,8 +413,23 @@ impl Writer {
         if revision <= self.compacted {
             return Ok(Ok(()));
         }
-        // Like etcd, the change made at `revision` itself stays, so a watch may still start there.
-        t.history.retain_in(..(revision as u64), |_, _| false)?;
+        let mut dead = Vec::new();
+        for item in t
+            .history
+            .range(self.compacted.max(0) as u64..revision as u64)?
+        {
+            let (rev, raw) = item?;
+            let change = Change::decode(rev.value(), raw.value()).map_err(corrupt)?;
+            if change.prev != 0 && change.prev < revision {
+                dead.push(change.prev as u64);
+            }
+            if change.value.is_none() {
+                dead.push(rev.value());
+            }
+        }
+        for rev in dead {
+            t.history.remove(rev)?;
+        }
         self.compacted = revision;
         Ok(Ok(()))
     }
