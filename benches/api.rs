@@ -16,7 +16,9 @@
 //! Environment: `KAPI_BENCH_SECS` (measured seconds per cell, default 5),
 //! `KAPI_BENCH_WARMUP_MS` (default 1000), `KAPI_BENCH_RUNS` (default 3),
 //! `KAPI_BENCH_RESTARTS` (default 7), `KAPI_BENCH_LOADER_THREADS` (default 1, like
-//! `h2load -t1`), `KAPI_BENCH_OPS` (comma-separated subset of `get,list,update`; default all).
+//! `h2load -t1`), `KAPI_BENCH_OPS` (comma-separated subset of `get,list,update`; default all),
+//! `KAPI_BENCH_CONC` (comma-separated subset of `1,16,64`; default all; handy for profiling
+//! one cell).
 //! Without `--bench` (i.e. under `cargo test --benches`) it runs a short
 //! smoke pass so the bench itself stays tested.
 
@@ -70,6 +72,7 @@ struct Settings {
     loader_threads: usize,
     /// Lower-case prefixes of the operations to run (`get`, `list`, `update`).
     ops: Vec<String>,
+    conc: Vec<usize>,
 }
 
 impl Settings {
@@ -88,6 +91,7 @@ impl Settings {
                 restarts: 2,
                 loader_threads: 1,
                 ops: all_ops(),
+                conc: all_conc(),
             };
         }
         Settings {
@@ -99,8 +103,15 @@ impl Settings {
             ops: std::env::var("KAPI_BENCH_OPS")
                 .map(|v| v.split(',').map(|o| o.trim().to_lowercase()).collect())
                 .unwrap_or_else(|_| all_ops()),
+            conc: std::env::var("KAPI_BENCH_CONC")
+                .map(|v| v.split(',').filter_map(|c| c.trim().parse().ok()).collect())
+                .unwrap_or_else(|_| all_conc()),
         }
     }
+}
+
+fn all_conc() -> Vec<usize> {
+    LAYOUTS.iter().map(|l| l.0).collect()
 }
 
 fn all_ops() -> Vec<String> {
@@ -580,6 +591,9 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
     for run in 0..s.runs {
         for (oi, op) in ops.iter().enumerate() {
             for (li, (conc, conns, streams)) in LAYOUTS.iter().enumerate() {
+                if !s.conc.contains(conc) {
+                    continue;
+                }
                 let cell = run_cell(&server, *op, *conns, *streams, &s).await?;
                 eprintln!(
                     "run {} {:<16} c={:<2} {:>8.0} ops/s p50 {:>9} p99 {:>9} errors {}",
@@ -612,6 +626,9 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
     for (oi, op) in ops.iter().enumerate() {
         for (li, (conc, _, _)) in LAYOUTS.iter().enumerate() {
             let cells = &results[oi * LAYOUTS.len() + li];
+            if cells.is_empty() {
+                continue;
+            }
             let m = |f: fn(&Cell) -> f64| median(cells.iter().map(f).collect());
             let lo = cells.iter().map(|c| c.ops).fold(f64::INFINITY, f64::min);
             let hi = cells.iter().map(|c| c.ops).fold(0.0, f64::max);
