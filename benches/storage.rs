@@ -3,7 +3,14 @@
 //! alongside, as the reference), a list of 10,000 keys from the watch cache, and one write fanned
 //! out to 1,000 watchers. etcd is the `etcd` binary on PATH, started on free loopback ports
 //! with a temporary data directory (fsync on, as in production); without it the etcd rows are
-//! skipped. `BENCH_SECS` sets the seconds per row (default 5).
+//! skipped.
+//!
+//! The write rows run in `BENCH_ROUNDS` rounds (default 3), each round all of raw etcd puts,
+//! the etcd backend and the embedded store in turn, so a noisy minute hurts one round of each
+//! rather than all of one; the table shows medians over the rounds, and the etcd ratios are
+//! taken within each round (kapi's rate over the raw rate measured minutes apart would mostly
+//! measure the machine). `BENCH_SECS` sets the seconds per row (default 5). Without `--bench`
+//! (under `cargo test --benches`) it runs a short smoke pass: 1 s rows, one round.
 
 use bytes::Bytes;
 use futures::StreamExt;
@@ -31,13 +38,32 @@ fn value(tag: &str) -> Bytes {
     Bytes::from(v)
 }
 
+/// Whether this is a real run (`cargo bench` passes `--bench`) rather than the smoke pass.
+fn measuring() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+fn env_or(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 fn secs() -> Duration {
-    Duration::from_secs(
-        std::env::var("BENCH_SECS")
-            .ok()
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(5),
-    )
+    Duration::from_secs(if measuring() {
+        env_or("BENCH_SECS", 5)
+    } else {
+        1
+    })
+}
+
+fn rounds() -> usize {
+    if measuring() {
+        env_or("BENCH_ROUNDS", 3).max(1) as usize
+    } else {
+        1
+    }
 }
 
 struct Stats {
@@ -73,6 +99,88 @@ fn row(backend: &str, op: &str, conc: usize, s: &Stats) {
     );
 }
 
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// The write rows of every round: (backend, operation, concurrency) → one Stats per round.
+#[derive(Default)]
+struct Rounds {
+    rows: Vec<((&'static str, &'static str, usize), Vec<Stats>)>,
+}
+
+impl Rounds {
+    fn add(&mut self, backend: &'static str, op: &'static str, conc: usize, st: Stats) {
+        eprintln!(
+            "{backend} {op} c={conc}: {:.0} ops/s p99 {}",
+            st.ops_per_sec,
+            ms(st.p99)
+        );
+        let id = (backend, op, conc);
+        match self.rows.iter_mut().find(|(k, _)| *k == id) {
+            Some((_, v)) => v.push(st),
+            None => self.rows.push((id, vec![st])),
+        }
+    }
+
+    fn get(&self, backend: &str, op: &str, conc: usize) -> Option<&[Stats]> {
+        self.rows
+            .iter()
+            .find(|((b, o, c), _)| *b == backend && *o == op && *c == conc)
+            .map(|(_, v)| v.as_slice())
+    }
+
+    /// One row per measurement: medians over the rounds, and the range of ops/s.
+    fn print(&self) {
+        for ((backend, op, conc), runs) in &self.rows {
+            let ops: Vec<f64> = runs.iter().map(|s| s.ops_per_sec).collect();
+            let lo = ops.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = ops.iter().copied().fold(0.0, f64::max);
+            let p = |f: fn(&Stats) -> Duration| {
+                Duration::from_secs_f64(median(runs.iter().map(|s| f(s).as_secs_f64()).collect()))
+            };
+            println!(
+                "| {backend} | {op} | {conc} | {:.0} ({lo:.0}-{hi:.0}) | {} | {} |",
+                median(ops),
+                ms(p(|s| s.p50)),
+                ms(p(|s| s.p99))
+            );
+        }
+    }
+
+    /// The etcd backend's rate over raw etcd-client puts, round by round.
+    fn print_etcd_ratios(&self) {
+        println!();
+        println!("| etcd backend ÷ raw etcd-client puts | concurrency | median | per round |");
+        println!("|---|---|---|---|");
+        for op in ["create", "update"] {
+            for conc in CONCURRENCY {
+                let (Some(raw), Some(ours)) =
+                    (self.get(RAW, "put", conc), self.get(ETCD, op, conc))
+                else {
+                    continue;
+                };
+                let ratios: Vec<f64> = raw
+                    .iter()
+                    .zip(ours)
+                    .map(|(r, o)| 100.0 * o.ops_per_sec / r.ops_per_sec)
+                    .collect();
+                let each: Vec<String> = ratios.iter().map(|r| format!("{r:.0}%")).collect();
+                println!(
+                    "| {op} | {conc} | {:.0}% | {} |",
+                    median(ratios.clone()),
+                    each.join(", ")
+                );
+            }
+        }
+    }
+}
+
+const CONCURRENCY: [usize; 3] = [1, 16, 64];
+const RAW: &str = "etcd-client (raw)";
+const ETCD: &str = "etcd";
+
 /// Runs `op(task, i)` in `conc` closed loops for the benchmark duration.
 async fn closed_loop<F, Fut>(conc: usize, op: F) -> Stats
 where
@@ -104,8 +212,8 @@ where
     stats(all, start.elapsed())
 }
 
-async fn writes(name: &str, store: Arc<dyn Storage>, run: &str) {
-    for conc in [1, 16, 64] {
+async fn writes(out: &mut Rounds, name: &'static str, store: Arc<dyn Storage>, run: &str) {
+    for conc in CONCURRENCY {
         let s = store.clone();
         let r = run.to_string();
         let st = closed_loop(conc, move |t, i| {
@@ -116,9 +224,9 @@ async fn writes(name: &str, store: Arc<dyn Storage>, run: &str) {
             }
         })
         .await;
-        row(name, "create", conc, &st);
+        out.add(name, "create", conc, st);
     }
-    for conc in [1, 16, 64] {
+    for conc in CONCURRENCY {
         for t in 0..conc {
             store
                 .guaranteed_update(
@@ -141,21 +249,21 @@ async fn writes(name: &str, store: Arc<dyn Storage>, run: &str) {
             }
         })
         .await;
-        row(name, "update", conc, &st);
+        out.add(name, "update", conc, st);
     }
 }
 
-async fn raw_etcd_puts(url: &str) {
+async fn raw_etcd_puts(out: &mut Rounds, url: &str, run: usize) {
     let client = etcd_client::Client::connect([url], None)
         .await
         .expect("connect");
-    for conc in [1, 16, 64] {
+    for conc in CONCURRENCY {
         let c = client.clone();
         let st = closed_loop(conc, move |t, i| {
             let mut kv = c.kv_client();
             async move {
                 kv.put(
-                    format!("/raw/c{conc}/t{t}-{i}"),
+                    format!("/raw/r{run}/c{conc}/t{t}-{i}"),
                     value("raw").to_vec(),
                     None,
                 )
@@ -164,7 +272,7 @@ async fn raw_etcd_puts(url: &str) {
             }
         })
         .await;
-        row("etcd-client (raw)", "put", conc, &st);
+        out.add(RAW, "put", conc, st);
     }
 }
 
@@ -344,16 +452,41 @@ fn main() {
         .expect("runtime");
     rt.block_on(async {
         println!(
-            "Storage benchmark: {} s per row, {VALUE_SIZE}-byte values",
-            secs().as_secs()
+            "Storage benchmark: {} s per row, {} round(s), {VALUE_SIZE}-byte values",
+            secs().as_secs(),
+            rounds()
         );
         println!();
-        println!("| backend | operation | concurrency | ops/s | p50 | p99 |");
+        println!("| backend | operation | concurrency | ops/s, median (min-max) | p50 | p99 |");
         println!("|---|---|---|---|---|---|");
         let dir = tempfile::tempdir().expect("tempdir");
         let embedded: Arc<dyn Storage> =
             Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).expect("open"));
-        writes("embedded", embedded.clone(), "e").await;
+        let etcd = start_etcd().await;
+        let etcd_store: Option<Arc<dyn Storage>> = match &etcd {
+            Some(etcd) => Some(Arc::new(
+                EtcdStore::connect(
+                    std::slice::from_ref(&etcd.url),
+                    &EtcdTls::default(),
+                    Duration::from_secs(2),
+                )
+                .await
+                .expect("etcd"),
+            )),
+            None => None,
+        };
+        let mut out = Rounds::default();
+        for round in 0..rounds() {
+            if let (Some(etcd), Some(store)) = (&etcd, &etcd_store) {
+                raw_etcd_puts(&mut out, &etcd.url, round).await;
+                writes(&mut out, ETCD, store.clone(), &format!("x{round}")).await;
+            }
+            writes(&mut out, "embedded", embedded.clone(), &format!("e{round}")).await;
+        }
+        out.print();
+        if etcd.is_none() {
+            println!("| etcd | skipped: no `etcd` on PATH | - | - | - | - |");
+        }
         let cached: Arc<dyn Storage> = Arc::new(Cacher::new(
             embedded.clone(),
             "/registry",
@@ -361,21 +494,8 @@ fn main() {
         ));
         list_from_cache(cached.clone()).await;
         fan_out(cached).await;
-        match start_etcd().await {
-            Some(etcd) => {
-                raw_etcd_puts(&etcd.url).await;
-                let store: Arc<dyn Storage> = Arc::new(
-                    EtcdStore::connect(
-                        std::slice::from_ref(&etcd.url),
-                        &EtcdTls::default(),
-                        Duration::from_secs(2),
-                    )
-                    .await
-                    .expect("etcd"),
-                );
-                writes("etcd", store, "x").await;
-            }
-            None => println!("| etcd | skipped: no `etcd` on PATH | - | - | - | - |"),
+        if etcd.is_some() {
+            out.print_etcd_ratios();
         }
     });
 }
