@@ -70,19 +70,63 @@ struct Stats {
     ops_per_sec: f64,
     p50: Duration,
     p99: Duration,
+    /// CPU time per operation of this process (loader and, for the embedded store, the store).
+    self_us: f64,
+    /// CPU time per operation of the etcd process.
+    etcd_us: f64,
 }
 
-fn stats(mut lat: Vec<Duration>, elapsed: Duration) -> Stats {
+/// The PID of the etcd the bench started (0 = none).
+static ETCD_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// CPU seconds (user + system) a process has used, from /proc/<pid>/stat; 0 if unreadable.
+fn cpu_secs(pid: &str) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the parenthesised command: state is the first, utime the 12th, stime the 13th.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// (this process, etcd) CPU seconds so far.
+fn cpu_now() -> (f64, f64) {
+    let etcd = ETCD_PID.load(std::sync::atomic::Ordering::Relaxed);
+    let etcd = if etcd == 0 {
+        0.0
+    } else {
+        cpu_secs(&etcd.to_string())
+    };
+    (cpu_secs("self"), etcd)
+}
+
+fn stats(lat: Vec<Duration>, elapsed: Duration) -> Stats {
+    stats_with_cpu(lat, elapsed, (0.0, 0.0))
+}
+
+fn stats_with_cpu(mut lat: Vec<Duration>, elapsed: Duration, cpu: (f64, f64)) -> Stats {
     lat.sort();
     let pct = |p: f64| {
         lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
             .copied()
             .unwrap_or_default()
     };
+    let per_op = |secs: f64| 1e6 * secs / lat.len().max(1) as f64;
     Stats {
         ops_per_sec: lat.len() as f64 / elapsed.as_secs_f64(),
         p50: pct(0.50),
         p99: pct(0.99),
+        self_us: per_op(cpu.0),
+        etcd_us: per_op(cpu.1),
     }
 }
 
@@ -92,7 +136,7 @@ fn ms(d: Duration) -> String {
 
 fn row(backend: &str, op: &str, conc: usize, s: &Stats) {
     println!(
-        "| {backend} | {op} | {conc} | {:.0} | {} | {} |",
+        "| {backend} | {op} | {conc} | {:.0} | {} | {} | - | - |",
         s.ops_per_sec,
         ms(s.p50),
         ms(s.p99)
@@ -140,24 +184,36 @@ impl Rounds {
             let p = |f: fn(&Stats) -> Duration| {
                 Duration::from_secs_f64(median(runs.iter().map(|s| f(s).as_secs_f64()).collect()))
             };
+            let etcd_us = median(runs.iter().map(|s| s.etcd_us).collect());
             println!(
-                "| {backend} | {op} | {conc} | {:.0} ({lo:.0}-{hi:.0}) | {} | {} |",
+                "| {backend} | {op} | {conc} | {:.0} ({lo:.0}-{hi:.0}) | {} | {} | {:.0} | {} |",
                 median(ops),
                 ms(p(|s| s.p50)),
-                ms(p(|s| s.p99))
+                ms(p(|s| s.p99)),
+                median(runs.iter().map(|s| s.self_us).collect()),
+                if *backend == "embedded" {
+                    "-".to_string()
+                } else {
+                    format!("{etcd_us:.0}")
+                }
             );
         }
     }
 
-    /// The etcd backend's rate over raw etcd-client puts, round by round.
+    /// The etcd backend's rate over raw etcd-client puts (the bar) and over raw
+    /// create-if-absent transactions (the same request kapi's create sends), round by round.
     fn print_etcd_ratios(&self) {
         println!();
-        println!("| etcd backend ÷ raw etcd-client puts | concurrency | median | per round |");
+        println!("| etcd backend ÷ raw etcd-client | concurrency | median | per round |");
         println!("|---|---|---|---|");
-        for op in ["create", "update"] {
+        for (op, raw_op) in [
+            ("create", "put"),
+            ("update", "put"),
+            ("create", "create-if-absent txn"),
+        ] {
             for conc in CONCURRENCY {
                 let (Some(raw), Some(ours)) =
-                    (self.get(RAW, "put", conc), self.get(ETCD, op, conc))
+                    (self.get(RAW, raw_op, conc), self.get(ETCD, op, conc))
                 else {
                     continue;
                 };
@@ -168,7 +224,7 @@ impl Rounds {
                     .collect();
                 let each: Vec<String> = ratios.iter().map(|r| format!("{r:.0}%")).collect();
                 println!(
-                    "| {op} | {conc} | {:.0}% | {} |",
+                    "| {op} ÷ raw {raw_op} | {conc} | {:.0}% | {} |",
                     median(ratios.clone()),
                     each.join(", ")
                 );
@@ -190,6 +246,7 @@ where
     let op = Arc::new(op);
     let deadline = Instant::now() + secs();
     let start = Instant::now();
+    let cpu_before = cpu_now();
     let mut tasks = Vec::new();
     for t in 0..conc {
         let op = op.clone();
@@ -209,7 +266,10 @@ where
     for t in tasks {
         all.extend(t.await.expect("bench task"));
     }
-    stats(all, start.elapsed())
+    let elapsed = start.elapsed();
+    let cpu_after = cpu_now();
+    let cpu = (cpu_after.0 - cpu_before.0, cpu_after.1 - cpu_before.1);
+    stats_with_cpu(all, elapsed, cpu)
 }
 
 async fn writes(out: &mut Rounds, name: &'static str, store: Arc<dyn Storage>, run: &str) {
@@ -273,6 +333,31 @@ async fn raw_etcd_puts(out: &mut Rounds, url: &str, run: usize) {
         })
         .await;
         out.add(RAW, "put", conc, st);
+    }
+    // The same writes as transactions that create only if absent, as the etcd backend's create
+    // (and kube-apiserver's) must: what etcd itself charges for the check.
+    for conc in CONCURRENCY {
+        let c = client.clone();
+        let st = closed_loop(conc, move |t, i| {
+            let mut kv = c.kv_client();
+            async move {
+                let key = format!("/raw/r{run}/txn-c{conc}/t{t}-{i}");
+                let txn = etcd_client::Txn::new()
+                    .when([etcd_client::Compare::mod_revision(
+                        key.as_str(),
+                        etcd_client::CompareOp::Equal,
+                        0,
+                    )])
+                    .and_then([etcd_client::TxnOp::put(
+                        key.as_str(),
+                        value("raw").to_vec(),
+                        None,
+                    )]);
+                assert!(kv.txn(txn).await.expect("txn").succeeded());
+            }
+        })
+        .await;
+        out.add(RAW, "create-if-absent txn", conc, st);
     }
 }
 
@@ -374,7 +459,7 @@ async fn fan_out(store: Arc<dyn Storage>) {
     }
     let st = stats(lat, start.elapsed());
     println!(
-        "| embedded + cache | 1 write → 1,000 watchers | - | {:.0} deliveries/s | {} | {} |",
+        "| embedded + cache | 1 write → 1,000 watchers | - | {:.0} deliveries/s | {} | {} | - | - |",
         st.ops_per_sec,
         ms(st.p50),
         ms(st.p99)
@@ -428,6 +513,7 @@ async fn start_etcd() -> Option<Etcd> {
         .stderr(Stdio::null())
         .spawn()
         .ok()?;
+    ETCD_PID.store(child.id(), std::sync::atomic::Ordering::Relaxed);
     let etcd = Etcd {
         child,
         url,
@@ -457,8 +543,8 @@ fn main() {
             rounds()
         );
         println!();
-        println!("| backend | operation | concurrency | ops/s, median (min-max) | p50 | p99 |");
-        println!("|---|---|---|---|---|---|");
+        println!("| backend | operation | concurrency | ops/s, median (min-max) | p50 | p99 | bench process CPU µs/op | etcd CPU µs/op |");
+        println!("|---|---|---|---|---|---|---|---|");
         let dir = tempfile::tempdir().expect("tempdir");
         let embedded: Arc<dyn Storage> =
             Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).expect("open"));
