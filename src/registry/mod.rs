@@ -16,7 +16,7 @@ pub use memo::Decoded;
 pub use resources::reviews::Review;
 pub use store::{DeleteOptions, GenericStore, Transform, WriteResult};
 pub use store_list::{ListOptions, ListResult, WatchEvent, WatchProgress};
-pub use strategy::{Column, ResourceInfo, Strategy};
+pub use strategy::{Column, Input, ResourceInfo, Strategy};
 
 use crate::api::UserInfo;
 use crate::storage::Storage;

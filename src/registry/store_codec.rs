@@ -5,6 +5,7 @@
 use super::error::{Error, Result};
 use super::memo::{stamp_resource_version, Decoded};
 use super::store::{GenericStore, MAX_OBJECT_BYTES};
+use super::strategy::Input;
 use super::{Context, FieldValidation};
 use crate::storage::KeyValue;
 use bytes::Bytes;
@@ -102,12 +103,42 @@ impl GenericStore {
             }
             Some(_) => {}
         }
-        let (obj, unknown) = self.strategy.canonicalize(obj).map_err(|e| {
+        let (obj, unknown) = self.strategy.canonicalize(Input::Value(obj)).map_err(|e| {
             Error::BadRequest(format!(
                 "{} in version \"{}\" cannot be handled as a {}: {e}",
                 i.kind, i.version, i.kind
             ))
         })?;
+        self.field_validation(ctx, obj, &unknown)
+    }
+
+    /// [`Self::decode_request`] of a JSON body still in bytes, for a request naming `name`,
+    /// decoded straight into the typed struct. None when that does not give the same result
+    /// as decoding the tree: the body is not the type's JSON (a wrong apiVersion or kind, a
+    /// parse error, wrong field types: the tree path names the cause) or does not carry the
+    /// URL's name (the tree path inserts or rejects it before the round trip).
+    pub fn decode_json_request(
+        &self,
+        ctx: &Context,
+        body: &[u8],
+        name: &str,
+    ) -> Option<Result<(Value, Vec<String>)>> {
+        let (obj, unknown) = self.strategy.canonicalize(Input::Json(body)).ok()?;
+        if crate::registry::strategy::name_of(&obj) != name {
+            return None;
+        }
+        Some(self.field_validation(ctx, obj, &unknown))
+    }
+
+    /// Applies fieldValidation to the unknown fields a decode found: Strict fails, Warn
+    /// returns them as warnings, Ignore drops them.
+    fn field_validation(
+        &self,
+        ctx: &Context,
+        obj: Value,
+        unknown: &[String],
+    ) -> Result<(Value, Vec<String>)> {
+        let i = self.strategy.info();
         let texts: Vec<String> = unknown
             .iter()
             .map(|f| format!("unknown field \"{f}\""))

@@ -123,7 +123,7 @@ pub trait Strategy: Send + Sync + 'static {
     /// Decodes through the typed struct and back: the canonical stored form (unknown fields
     /// dropped, as kube's decoder does). Returns the object and the unknown field paths;
     /// `Err` is a decode error (wrong types).
-    fn canonicalize(&self, obj: Value) -> Result<(Value, Vec<String>), String>;
+    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String>;
 
     /// Name syntax (NameIsDNSSubdomain by default).
     fn name_rule(&self) -> NameRule {
@@ -222,14 +222,30 @@ pub trait Strategy: Send + Sync + 'static {
     }
 }
 
+/// What [`Strategy::canonicalize`] decodes: a JSON tree, or a JSON body still in bytes (decoded
+/// straight into the typed struct, without building a tree first).
+pub enum Input<'a> {
+    /// An object already decoded (any body encoding, a patch result, an applied object).
+    Value(Value),
+    /// A JSON request body.
+    Json(&'a [u8]),
+}
+
 /// Round-trips `obj` through the typed struct `T`, collecting unknown fields.
-pub(crate) fn typed_roundtrip<T>(obj: Value) -> Result<(Value, Vec<String>), String>
+pub(crate) fn typed_roundtrip<T>(obj: Input<'_>) -> Result<(Value, Vec<String>), String>
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
     let mut unknown = Vec::new();
-    let typed: T = serde_ignored::deserialize(obj, |path| unknown.push(field_path(&path)))
-        .map_err(|e| e.to_string())?;
+    let typed: T = match obj {
+        Input::Value(v) => serde_ignored::deserialize(v, |path| unknown.push(field_path(&path))),
+        Input::Json(bytes) => {
+            let mut de = serde_json::Deserializer::from_slice(bytes);
+            let typed = serde_ignored::deserialize(&mut de, |path| unknown.push(field_path(&path)));
+            typed.and_then(|t| de.end().map(|()| t))
+        }
+    }
+    .map_err(|e| e.to_string())?;
     let out = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
     Ok((out, unknown))
 }
@@ -361,13 +377,16 @@ mod tests {
     #[test]
     fn roundtrip_finds_unknown_fields() {
         let v = serde_json::json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","bogus":1},"data":{"k":"v"},"spec":{"x":1}});
-        let (out, unknown) = typed_roundtrip::<k8s_openapi::api::core::v1::ConfigMap>(v).unwrap();
+        let (out, unknown) =
+            typed_roundtrip::<k8s_openapi::api::core::v1::ConfigMap>(Input::Value(v)).unwrap();
         assert_eq!(
             unknown,
             vec!["metadata.bogus".to_string(), "spec".to_string()]
         );
         assert!(out.get("spec").is_none());
         let bad = serde_json::json!({"apiVersion":"v1","kind":"ConfigMap","data":{"k":1}});
-        assert!(typed_roundtrip::<k8s_openapi::api::core::v1::ConfigMap>(bad).is_err());
+        assert!(
+            typed_roundtrip::<k8s_openapi::api::core::v1::ConfigMap>(Input::Value(bad)).is_err()
+        );
     }
 }

@@ -506,3 +506,81 @@ async fn written_objects_are_served_as_decoding_the_stored_bytes_would() {
         .unwrap();
     timed(check(events, &updated.object, "e")).await;
 }
+
+#[tokio::test]
+async fn json_bodies_decode_straight_into_the_type_as_through_the_tree() {
+    let (_d, r) = registry().await;
+    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
+    let cms = store(&r, "", "v1", "configmaps");
+    // (store, body, whether the direct path takes it)
+    let cases: [(&GenericStore, &str, bool); 11] = [
+        (
+            leases,
+            r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"x","namespace":"default","resourceVersion":"5","managedFields":[{"manager":"m","operation":"Update","apiVersion":"coordination.k8s.io/v1","time":"2026-11-30T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:holderIdentity":{}}}}]},"spec":{"holderIdentity":"a","leaseDurationSeconds":15,"renewTime":"2026-11-30T10:00:00.123456Z"}}"#,
+            true,
+        ),
+        // No apiVersion or kind: both paths fill them in.
+        (
+            leases,
+            r#"{"metadata":{"name":"x"},"spec":{"holderIdentity":"a"}}"#,
+            true,
+        ),
+        // Unknown fields at the top and nested.
+        (
+            leases,
+            r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"x","bogus":1},"spec":{"holderIdentity":"a","extra":true},"status":{}}"#,
+            true,
+        ),
+        (
+            cms,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"a":"b"}},"data":{"k":"v"},"binaryData":{"b":"aGk="}}"#,
+            true,
+        ),
+        // The tree path decides (and names the cause): another kind, a wrong field type, no
+        // name or another name than the URL's, broken JSON, not an object, trailing data.
+        (
+            leases,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}"#,
+            false,
+        ),
+        (
+            leases,
+            r#"{"metadata":{"name":"x"},"spec":{"leaseDurationSeconds":"15"}}"#,
+            false,
+        ),
+        (leases, r#"{"spec":{"holderIdentity":"a"}}"#, false),
+        (leases, r#"{"metadata":{"name":"y"}}"#, false),
+        (leases, r#"{"metadata":{"name":"x"}"#, false),
+        (leases, r#"[]"#, false),
+        (leases, r#"{"metadata":{"name":"x"}} {}"#, false),
+    ];
+    let with = |v: FieldValidation| Context {
+        field_validation: v,
+        ..ctx("default")
+    };
+    for c in [
+        with(FieldValidation::Strict),
+        with(FieldValidation::Warn),
+        with(FieldValidation::Ignore),
+    ] {
+        for (s, body, fast) in &cases {
+            let direct = s.decode_json_request(&c, body.as_bytes(), "x");
+            assert_eq!(direct.is_some(), *fast, "{body}");
+            let Some(direct) = direct else { continue };
+            let tree: Value = serde_json::from_str(body).unwrap();
+            match (direct, s.decode_request(&c, tree)) {
+                (Ok((a, warn_a)), Ok((b, warn_b))) => {
+                    // Compared as bytes: key order is part of what clients get back.
+                    assert_eq!(
+                        serde_json::to_string(&a).unwrap(),
+                        serde_json::to_string(&b).unwrap(),
+                        "{body}"
+                    );
+                    assert_eq!(warn_a, warn_b, "{body}");
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{body}"),
+                (a, b) => panic!("{body}: {a:?} against {b:?}"),
+            }
+        }
+    }
+}

@@ -8,7 +8,7 @@ use super::{gvk_of, respond, respond_object, status_response, Req};
 use crate::api::At;
 use crate::api::{Body, Status};
 use crate::endpoints::apply::{server_side_apply, ApplyError};
-use crate::endpoints::negotiate::{decode_body, yaml_to_json};
+use crate::endpoints::negotiate::{decode_body, is_json_body, yaml_to_json};
 use crate::endpoints::patch::{apply_patch, PatchError, PatchType};
 use crate::endpoints::status::error_response;
 use crate::registry::{Error, GenericStore, Review};
@@ -107,20 +107,32 @@ pub(crate) async fn create(store: &GenericStore, req: &Req<'_>) -> Response<Body
 /// PUT an object or a subresource.
 pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let info = store.strategy().info();
-    let prepared = (|| {
-        check_field_manager(req)?;
-        let ctx = req
-            .query
-            .context(req.namespace(), &req.ctx.user, "UpdateOptions")?;
-        let mut body = decode_body(req.headers, req.body, &gvk_of(info))?;
-        ensure_name(&mut body, req.name())?;
-        Ok::<_, Status>((ctx, body))
-    })();
-    let (ctx, body) = match prepared {
-        Ok(p) => p,
+    let ctx = match check_field_manager(req).and_then(|()| {
+        req.query
+            .context(req.namespace(), &req.ctx.user, "UpdateOptions")
+    }) {
+        Ok(ctx) => ctx,
         Err(s) => return status_response(s),
     };
-    let (obj, warnings) = match store.decode_request(&ctx, body) {
+    // A JSON body naming the object decodes straight into the typed struct; anything else
+    // (and any body that path cannot take as it is) goes through the JSON tree.
+    let fast = is_json_body(req.headers)
+        .then(|| store.decode_json_request(&ctx, req.body, req.name()))
+        .flatten();
+    let decoded = match fast {
+        Some(d) => d,
+        None => {
+            let body = decode_body(req.headers, req.body, &gvk_of(info)).and_then(|mut b| {
+                ensure_name(&mut b, req.name())?;
+                Ok(b)
+            });
+            match body {
+                Ok(b) => store.decode_request(&ctx, b),
+                Err(s) => return status_response(s),
+            }
+        }
+    };
+    let (obj, warnings) = match decoded {
         Ok(d) => d,
         Err(e) => return error_response(&e),
     };

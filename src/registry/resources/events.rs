@@ -5,7 +5,8 @@
 
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
-    col, name_of, since, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, STORED_VERBS,
+    col, name_of, since, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
+    STORED_VERBS,
 };
 use serde_json::{Map, Value};
 
@@ -154,7 +155,7 @@ impl Strategy for CoreEvents {
     fn info(&self) -> &'static ResourceInfo {
         &CORE_INFO
     }
-    fn canonicalize(&self, obj: Value) -> Result<(Value, Vec<String>), String> {
+    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
         typed_roundtrip::<k8s_openapi::api::core::v1::Event>(obj)
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
@@ -223,7 +224,7 @@ impl Strategy for Events {
     fn info(&self) -> &'static ResourceInfo {
         &EVENTS_INFO
     }
-    fn canonicalize(&self, obj: Value) -> Result<(Value, Vec<String>), String> {
+    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
         typed_roundtrip::<k8s_openapi::api::events::v1::Event>(obj)
     }
     fn to_storage(&self, obj: Value) -> Value {

@@ -5,8 +5,8 @@
 use crate::api::At;
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
-    age_of, col, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN,
-    NAME_COLUMN, STORED_VERBS,
+    age_of, col, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
+    AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
 use serde_json::Value;
 
@@ -50,7 +50,7 @@ impl Strategy for Leases {
     fn info(&self) -> &'static ResourceInfo {
         &INFO
     }
-    fn canonicalize(&self, obj: Value) -> Result<(Value, Vec<String>), String> {
+    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
         typed_roundtrip::<k8s_openapi::api::coordination::v1::Lease>(obj)
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {

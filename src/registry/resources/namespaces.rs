@@ -8,8 +8,8 @@ use crate::api::selectors::qualified_name_errors;
 use crate::registry::error::FieldError;
 use crate::registry::store::{now_rfc3339, IMMORTAL_NAMESPACES};
 use crate::registry::strategy::{
-    age_of, col, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN,
-    NAME_COLUMN,
+    age_of, col, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
+    AGE_COLUMN, NAME_COLUMN,
 };
 use crate::registry::validation::NameRule;
 use serde_json::{json, Value};
@@ -53,7 +53,7 @@ impl Strategy for Namespaces {
     fn info(&self) -> &'static ResourceInfo {
         &INFO
     }
-    fn canonicalize(&self, obj: Value) -> Result<(Value, Vec<String>), String> {
+    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
         typed_roundtrip::<k8s_openapi::api::core::v1::Namespace>(obj)
     }
     fn name_rule(&self) -> NameRule {

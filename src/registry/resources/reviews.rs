@@ -7,7 +7,7 @@
 
 use crate::api::UserInfo;
 use crate::registry::error::{Error, Result};
-use crate::registry::strategy::{typed_roundtrip, ResourceInfo};
+use crate::registry::strategy::{typed_roundtrip, Input, ResourceInfo};
 use serde_json::{json, Value};
 
 /// What discovery reports for selfsubjectreviews.
@@ -83,19 +83,25 @@ impl Review {
         };
         let mut obj = match self {
             Review::Subject => {
-                typed_roundtrip::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(obj)
-                    .map_err(bad)?
-                    .0
+                typed_roundtrip::<k8s_openapi::api::authentication::v1::SelfSubjectReview>(
+                    Input::Value(obj),
+                )
+                .map_err(bad)?
+                .0
             }
             Review::Access => {
-                typed_roundtrip::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(obj)
-                    .map_err(bad)?
-                    .0
+                typed_roundtrip::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>(
+                    Input::Value(obj),
+                )
+                .map_err(bad)?
+                .0
             }
             Review::Rules => {
-                typed_roundtrip::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(obj)
-                    .map_err(bad)?
-                    .0
+                typed_roundtrip::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>(
+                    Input::Value(obj),
+                )
+                .map_err(bad)?
+                .0
             }
         };
         let Some(map) = obj.as_object_mut() else {

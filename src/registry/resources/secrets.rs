@@ -5,7 +5,7 @@
 use super::configmaps::{validate_data_maps, validate_immutable};
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
-    age_of, col, len_at, name_of, str_at, typed_roundtrip, Column, ResourceInfo, Strategy,
+    age_of, col, len_at, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
 use base64::Engine;
@@ -61,7 +61,7 @@ impl Strategy for Secrets {
     fn info(&self) -> &'static ResourceInfo {
         &INFO
     }
-    fn canonicalize(&self, obj: Value) -> Result<(Value, Vec<String>), String> {
+    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
         typed_roundtrip::<k8s_openapi::api::core::v1::Secret>(obj)
     }
     fn prepare_for_create(&self, obj: &mut Value) {

@@ -2,8 +2,8 @@
 //! The token subresource is not served. May use: registry (strategy), api.
 
 use crate::registry::strategy::{
-    age_of, col, len_at, name_of, typed_roundtrip, Column, ResourceInfo, Strategy, AGE_COLUMN,
-    NAME_COLUMN, STORED_VERBS,
+    age_of, col, len_at, name_of, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
+    AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
 use serde_json::Value;
 
@@ -28,7 +28,7 @@ impl Strategy for ServiceAccounts {
     fn info(&self) -> &'static ResourceInfo {
         &INFO
     }
-    fn canonicalize(&self, obj: Value) -> Result<(Value, Vec<String>), String> {
+    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
         typed_roundtrip::<k8s_openapi::api::core::v1::ServiceAccount>(obj)
     }
     fn columns(&self) -> Vec<Column> {
