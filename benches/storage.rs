@@ -148,10 +148,13 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The write rows of every round: (backend, operation, concurrency) → one Stats per round.
+/// Which row: (backend, operation, concurrency).
+type RowId = (&'static str, &'static str, usize);
+
+/// The write rows of every round: one Stats per round for each row.
 #[derive(Default)]
 struct Rounds {
-    rows: Vec<((&'static str, &'static str, usize), Vec<Stats>)>,
+    rows: Vec<(RowId, Vec<Stats>)>,
 }
 
 impl Rounds {
