@@ -196,7 +196,7 @@ impl Storage for EmbeddedStore {
                 Err(unchanged) => return Ok(unchanged),
             };
             let expect = match &cur {
-                Some(c) => Expect::ModRevision(c.mod_revision),
+                Some(c) => Expect::ModRevision(c.mod_revision, c.value.clone()),
                 None => Expect::Absent,
             };
             match self.put(key, value, expect, ttl).await {

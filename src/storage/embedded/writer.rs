@@ -27,12 +27,13 @@ const REAP_EVERY: Duration = Duration::from_millis(250);
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
 /// What a write expects of the key's current state.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum Expect {
     /// The key must not exist (create).
     Absent,
-    /// The key must exist with this mod revision.
-    ModRevision(Revision),
+    /// The key must exist with this mod revision; it then has this value (the caller read it),
+    /// which the update's watch event carries as the previous value without reading it again.
+    ModRevision(Revision, Bytes),
 }
 
 /// Result of a conditional write.
@@ -329,14 +330,15 @@ impl Writer {
         expires_at_ms: u64,
     ) -> Result<Result<Outcome>, redb::Error> {
         let cur = self.current(t, events, now, &key)?;
-        match (expect, &cur) {
+        let prev_value = match (expect, &cur) {
             (Expect::Absent, Some(_)) => return Ok(Err(Error::AlreadyExists { key })),
-            (Expect::ModRevision(_), None) => return Ok(Ok(Outcome::Stale)),
-            (Expect::ModRevision(m), Some(c)) if c.mod_revision != m => {
+            (Expect::Absent, None) => None,
+            (Expect::ModRevision(..), None) => return Ok(Ok(Outcome::Stale)),
+            (Expect::ModRevision(m, _), Some(c)) if c.mod_revision != m => {
                 return Ok(Ok(Outcome::Stale))
             }
-            _ => {}
-        }
+            (Expect::ModRevision(_, value), Some(_)) => Some(value),
+        };
         let rev = self.next_revision();
         let idx = Index {
             create_revision: cur.map(|c| c.create_revision).unwrap_or(rev),
@@ -365,13 +367,17 @@ impl Writer {
             create_revision: idx.create_revision,
             mod_revision: rev,
         };
-        let ev = match cur {
-            None => WatchEvent::Created(kv.clone()),
-            Some(old) => WatchEvent::Updated {
-                prev: value_at(&t.history, &kv.key, old.create_revision, old.mod_revision)
-                    .map_err(corrupt)?,
+        let ev = match (cur, prev_value) {
+            (Some(old), Some(value)) => WatchEvent::Updated {
+                prev: KeyValue {
+                    key: kv.key.clone(),
+                    value,
+                    create_revision: old.create_revision,
+                    mod_revision: old.mod_revision,
+                },
                 kv: kv.clone(),
             },
+            _ => WatchEvent::Created(kv.clone()),
         };
         events.push(ev);
         Ok(Ok(Outcome::Done(kv)))
