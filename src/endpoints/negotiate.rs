@@ -129,10 +129,11 @@ pub(crate) fn content_type(headers: &HeaderMap) -> String {
 /// Whether a request body is JSON by its Content-Type (none counts as JSON, as in
 /// [`decode_body`]).
 pub(crate) fn is_json_body(headers: &HeaderMap) -> bool {
-    matches!(
-        content_type(headers).as_str(),
-        "" | "application/json" | "*/*"
-    )
+    is_json_type(&content_type(headers))
+}
+
+fn is_json_type(content_type: &str) -> bool {
+    matches!(content_type, "" | "application/json" | "*/*")
 }
 
 /// Decodes a create/update body into JSON by its Content-Type.
@@ -143,7 +144,7 @@ pub(crate) fn decode_body(
 ) -> Result<Value, Status> {
     let ct = content_type(headers);
     let value = match ct.as_str() {
-        _ if is_json_body(headers) => serde_json::from_slice::<Value>(body).map_err(|e| {
+        json if is_json_type(json) => serde_json::from_slice::<Value>(body).map_err(|e| {
             Status::failure(400, "BadRequest", format!("couldn't get version/kind; json parse error: {e}"))
         })?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_to_json(body)?,

@@ -5,7 +5,7 @@
 use super::error::{Error, Result};
 use super::memo::{stamp_resource_version, Decoded};
 use super::store::{GenericStore, MAX_OBJECT_BYTES};
-use super::strategy::Input;
+use super::strategy::{name_of, Input};
 use super::{Context, FieldValidation};
 use crate::storage::KeyValue;
 use bytes::Bytes;
@@ -124,7 +124,7 @@ impl GenericStore {
         name: &str,
     ) -> Option<Result<(Value, Vec<String>)>> {
         let (obj, unknown) = self.strategy.canonicalize(Input::Json(body)).ok()?;
-        if crate::registry::strategy::name_of(&obj) != name {
+        if name_of(&obj) != name {
             return None;
         }
         Some(self.field_validation(ctx, obj, &unknown))

@@ -11,6 +11,17 @@ fn open(dir: &Path) -> EmbeddedStore {
     EmbeddedStore::open(dir, Duration::ZERO).unwrap()
 }
 
+/// Opens the store again once the writer thread of a dropped one has released the file lock.
+fn reopen(dir: &Path) -> EmbeddedStore {
+    loop {
+        match EmbeddedStore::open(dir, Duration::ZERO) {
+            Ok(s) => return s,
+            Err(Error::Unavailable(_)) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("{e}"),
+        }
+    }
+}
+
 async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(10), f)
         .await
@@ -44,14 +55,7 @@ async fn crud_survives_reopen() {
             .unwrap();
         within(s.delete("/r/c", &|_| Ok(()))).await.unwrap();
     }
-    // Give the writer thread of the dropped store time to release the file lock.
-    let s = loop {
-        match EmbeddedStore::open(dir.path(), Duration::ZERO) {
-            Ok(s) => break s,
-            Err(Error::Unavailable(_)) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => panic!("{e}"),
-        }
-    };
+    let s = reopen(dir.path());
     let a = within(s.get("/r/a")).await.unwrap();
     assert_eq!(a.value, Bytes::from_static(b"2"));
     assert_eq!(a.mod_revision, rev_b);
@@ -395,13 +399,7 @@ async fn a_format_1_store_is_upgraded_in_place() {
             other => panic!("{other:?}"),
         }
     }
-    let s = loop {
-        match EmbeddedStore::open(dir.path(), Duration::ZERO) {
-            Ok(s) => break s,
-            Err(Error::Unavailable(_)) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => panic!("{e}"),
-        }
-    };
+    let s = reopen(dir.path());
     let all = within(s.list("/u/", ListOptions::default())).await.unwrap();
     let values: Vec<_> = all.items.iter().map(|i| i.value.as_ref()).collect();
     assert_eq!(values, [&b"a2"[..], &b"b2"[..]]);
