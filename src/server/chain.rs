@@ -34,10 +34,11 @@ pub struct Chain {
 }
 
 /// Serves one request through every filter, in order.
-pub async fn handle(
-    chain: Arc<Chain>,
-    req: http::Request<hyper::body::Incoming>,
-) -> http::Response<Body> {
+pub async fn handle<B>(chain: Arc<Chain>, req: http::Request<B>) -> http::Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let started = tokio::time::Instant::now();
     let resp = panic::recover(&method, &path, async move {

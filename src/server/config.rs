@@ -3,8 +3,8 @@
 //! TLS settings, and [`CompletedConfig::new_server`] builds the [`GenericServer`].
 //! May use: options, filters, endpoints, registry, storage, api.
 
-use super::pki::{self, Pki, ADMIN_USER, LOOPBACK_SERVER_NAME, MASTERS_GROUP};
-use super::{listener, GenericServer};
+use super::pki::{self, Pki, ADMIN_USER, MASTERS_GROUP};
+use super::{listener, loopback, GenericServer};
 use crate::api::UserInfo;
 use crate::endpoints::ApiServer;
 use crate::filters::authn::{TokenAuthenticator, TokenFileError};
@@ -139,7 +139,9 @@ impl Config {
     /// Derives the loopback credentials and client, and the TLS settings.
     pub fn complete(self) -> Result<CompletedConfig, Error> {
         let token = uuid::Uuid::new_v4().to_string();
-        let loopback = loopback_client(&client_url(self.local_addr), &self.pki, &token)?;
+        let chain = loopback::ChainSlot::default();
+        let loopback =
+            loopback::client(chain.clone(), &token).map_err(|e| Error::Loopback(e.into()))?;
         let mut config = self;
         config.tokens.insert(
             token,
@@ -159,6 +161,7 @@ impl Config {
         Ok(CompletedConfig {
             config,
             loopback,
+            chain,
             verifier,
             tls,
         })
@@ -169,6 +172,8 @@ impl Config {
 pub struct CompletedConfig {
     pub(super) config: Config,
     pub(super) loopback: kube::Client,
+    /// Where [`super::GenericServer::prepare_run`] publishes the chain the loopback client uses.
+    pub(super) chain: loopback::ChainSlot,
     pub(super) verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>,
     pub(super) tls: Arc<rustls::ServerConfig>,
 }
@@ -231,54 +236,6 @@ fn admin_kubeconfig(server: &str, pki: &Pki) -> String {
         "preferences": {},
     });
     serde_yaml::to_string(&doc).unwrap_or_default()
-}
-
-/// A privileged kube::Client to this server: SNI `apiserver-loopback-client`, trusting the
-/// in-memory loopback certificate, authenticating with its own bearer token.
-fn loopback_client(url: &str, pki: &Pki, token: &str) -> Result<kube::Client, Error> {
-    use tower::ServiceBuilder;
-    let boxed = |e: &dyn std::fmt::Display| Error::Loopback(e.to_string().into());
-    let mut roots = rustls::RootCertStore::empty();
-    roots
-        .add(pki.loopback.chain[0].clone())
-        .map_err(|e| boxed(&e))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| boxed(&e))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let name =
-        rustls::pki_types::ServerName::try_from(LOOPBACK_SERVER_NAME).map_err(|e| boxed(&e))?;
-    let connector = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_only()
-        .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
-        .enable_http1()
-        .build();
-    let http = hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
-        .build(connector);
-    let mut auth =
-        http::HeaderValue::from_str(&format!("Bearer {token}")).map_err(|e| boxed(&e))?;
-    auth.set_sensitive(true);
-    let base: http::Uri = url.parse().map_err(|e: http::uri::InvalidUri| boxed(&e))?;
-    let service = ServiceBuilder::new()
-        .layer(kube::client::middleware::BaseUriLayer::new(base))
-        .map_request(move |mut req: http::Request<kube::client::Body>| {
-            req.headers_mut()
-                .insert(http::header::AUTHORIZATION, auth.clone());
-            req.headers_mut().insert(
-                http::header::USER_AGENT,
-                http::HeaderValue::from_static(concat!(
-                    "kapi/",
-                    env!("CARGO_PKG_VERSION"),
-                    " (loopback)"
-                )),
-            );
-            req
-        })
-        .service(http);
-    Ok(kube::client::ClientBuilder::new(service, "default").build())
 }
 
 fn storage_config(options: &ServerOptions) -> storage::Config {

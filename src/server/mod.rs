@@ -13,6 +13,7 @@ pub mod health;
 pub mod hooks;
 mod lifecycle;
 pub mod listener;
+mod loopback;
 pub mod pki;
 
 pub use config::{CompletedConfig, Config};
@@ -138,6 +139,8 @@ impl GenericServer {
             api: cfg.api.clone(),
             shutdown: watch_shutdown.clone(),
         });
+        // Set once, here; a second prepare_run cannot happen (it consumes the server).
+        let _ = completed.chain.set(chain.clone());
         PreparedServer::new(completed, hooks, chain, shutdown_initiated, watch_shutdown)
     }
 }
