@@ -10,6 +10,7 @@
 use bytes::Bytes;
 use serde_json::Value;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// How many objects one resource keeps decoded.
@@ -20,7 +21,69 @@ const CAPACITY: usize = 4096;
 pub struct Decoded {
     /// The served object, `metadata.resourceVersion` included.
     pub obj: Value,
-    json: OnceLock<Bytes>,
+    json: OnceLock<Encoded>,
+}
+
+/// An object's JSON encoding and where its `metadata` value lies in it.
+#[derive(Debug, Clone)]
+pub(crate) struct Encoded {
+    /// Exactly what `serde_json::to_vec` writes for the object.
+    pub bytes: Bytes,
+    /// The byte range of the `metadata` object, when the object has one.
+    pub metadata: Option<Range<usize>>,
+}
+
+impl Encoded {
+    /// Encodes `obj` as serde_json does, noting where a top-level `metadata` object lies.
+    pub(crate) fn of(obj: &Value) -> Encoded {
+        let Value::Object(map) = obj else {
+            return Encoded {
+                bytes: serde_json::to_vec(obj).unwrap_or_default().into(),
+                metadata: None,
+            };
+        };
+        // serde_json's compact map form, entry by entry: `{"k":v,...}`.
+        let mut out = Vec::with_capacity(512);
+        let mut metadata = None;
+        out.push(b'{');
+        for (i, (k, v)) in map.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            // Writing a Value into a Vec cannot fail (keys are strings, numbers finite).
+            let _ = serde_json::to_writer(&mut out, k);
+            out.push(b':');
+            let start = out.len();
+            let _ = serde_json::to_writer(&mut out, v);
+            if k == "metadata" && v.is_object() {
+                metadata = Some(start..out.len());
+            }
+        }
+        out.push(b'}');
+        Encoded {
+            bytes: out.into(),
+            metadata,
+        }
+    }
+
+    /// The encoding of the same object after [`stamp_resource_version`] (which appends the
+    /// key to a metadata object without one), by splicing instead of encoding again.
+    fn stamped(&self, revision: i64) -> Encoded {
+        let Some(meta) = self.metadata.clone() else {
+            return self.clone();
+        };
+        let close = meta.end - 1;
+        let sep = if meta.len() > 2 { "," } else { "" };
+        let field = format!("{sep}\"resourceVersion\":\"{revision}\"");
+        let mut out = Vec::with_capacity(self.bytes.len() + field.len());
+        out.extend_from_slice(&self.bytes[..close]);
+        out.extend_from_slice(field.as_bytes());
+        out.extend_from_slice(&self.bytes[close..]);
+        Encoded {
+            bytes: out.into(),
+            metadata: Some(meta.start..meta.end + field.len()),
+        }
+    }
 }
 
 impl Decoded {
@@ -34,8 +97,17 @@ impl Decoded {
 
     /// The object's JSON encoding (what `serde_json::to_vec(&self.obj)` gives), made once.
     pub fn json(&self) -> &Bytes {
-        self.json
-            .get_or_init(|| Bytes::from(serde_json::to_vec(&self.obj).unwrap_or_default()))
+        &self.encoded().bytes
+    }
+
+    /// The JSON of `metadata`, a slice of [`Self::json`] (None without a metadata object).
+    pub fn metadata_json(&self) -> Option<&[u8]> {
+        let e = self.encoded();
+        e.metadata.clone().map(|r| &e.bytes[r])
+    }
+
+    fn encoded(&self) -> &Encoded {
+        self.json.get_or_init(|| Encoded::of(&self.obj))
     }
 }
 
@@ -44,8 +116,8 @@ impl Decoded {
 enum Slot {
     /// The object at a revision.
     At(i64, Arc<Decoded>),
-    /// A write in flight: its stored bytes and the served object without a resourceVersion.
-    Pending(Bytes, Value),
+    /// A write in flight: its stored encoding and the served object without a resourceVersion.
+    Pending(Encoded, Value),
 }
 
 /// The bounded memo of one resource.
@@ -74,23 +146,26 @@ impl Memo {
     ) -> Option<Arc<Decoded>> {
         let mut entries = self.lock();
         let slot = entries.get_mut(key)?;
-        let Slot::Pending(bytes, obj) = slot else {
+        let Slot::Pending(stored, obj) = slot else {
             return None;
         };
-        if bytes != value {
+        if stored.bytes != value {
             return None;
         }
         let mut obj = std::mem::take(obj);
         stamp_resource_version(&mut obj, revision);
-        let d = Arc::new(Decoded::new(obj));
+        let d = Arc::new(Decoded {
+            obj,
+            json: OnceLock::from(stored.stamped(revision)),
+        });
         *slot = Slot::At(revision, d.clone());
         Some(d)
     }
 
     /// Leaves the served object of a write about to store `bytes` under `key` (see
     /// [`Self::take_pending`]); a later write or a newer revision replaces it.
-    pub(crate) fn pend(&self, key: &str, bytes: Bytes, obj: Value) {
-        let replaced = store(&mut self.lock(), key, Slot::Pending(bytes, obj));
+    pub(crate) fn pend(&self, key: &str, stored: Encoded, obj: Value) {
+        let replaced = store(&mut self.lock(), key, Slot::Pending(stored, obj));
         drop(replaced);
     }
 
@@ -157,8 +232,9 @@ mod tests {
     fn a_pending_write_is_served_once_stored_with_the_same_bytes() {
         let memo = Memo::default();
         let obj = json!({"metadata": {"name": "x"}, "spec": {}});
-        let bytes = Bytes::from(serde_json::to_vec(&obj).unwrap());
-        memo.pend("/k", bytes.clone(), obj);
+        let stored = Encoded::of(&obj);
+        let bytes = stored.bytes.clone();
+        memo.pend("/k", stored, obj);
         assert!(
             memo.get("/k", 9).is_none(),
             "not served before it is stored"
@@ -182,6 +258,48 @@ mod tests {
             &d.json()[..],
             serde_json::to_vec(&d.obj).unwrap().as_slice()
         );
+        assert_eq!(d.metadata_json(), None);
+    }
+
+    /// Splicing the resourceVersion into the stored encoding gives byte for byte what encoding
+    /// the stamped object gives, and the metadata slice is the metadata's own encoding.
+    #[test]
+    fn a_stamped_encoding_is_the_encoding_of_the_stamped_object() {
+        for obj in [
+            json!({"kind": "Lease", "metadata": {"name": "a\"b", "labels": {"k": "v"}}, "spec": {"x": 1}}),
+            json!({"metadata": {}, "data": {"metadata": "\u{e9}}"}}),
+            json!({"spec": {}, "metadata": {"name": "last"}}),
+            json!({"metadata": "not an object"}),
+            json!({"spec": {}}),
+            json!({}),
+            json!([1, 2]),
+        ] {
+            let stored = Encoded::of(&obj);
+            assert_eq!(stored.bytes, serde_json::to_vec(&obj).unwrap(), "{obj}");
+            let mut served = obj.clone();
+            stamp_resource_version(&mut served, 42);
+            let want = serde_json::to_vec(&served).unwrap();
+            let spliced = stored.stamped(42);
+            assert_eq!(
+                String::from_utf8_lossy(&spliced.bytes),
+                String::from_utf8_lossy(&want),
+                "{obj}"
+            );
+            let d = Decoded {
+                obj: served.clone(),
+                json: OnceLock::from(spliced),
+            };
+            let meta = served
+                .get("metadata")
+                .filter(|m| m.is_object())
+                .map(|m| serde_json::to_vec(m).unwrap());
+            assert_eq!(d.metadata_json().map(<[u8]>::to_vec), meta, "{obj}");
+            assert_eq!(
+                Decoded::new(served).metadata_json().map(<[u8]>::to_vec),
+                meta,
+                "{obj}"
+            );
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! round trip, fieldValidation). May use: storage, api.
 
 use super::error::{Error, Result};
-use super::memo::{stamp_resource_version, Decoded};
+use super::memo::{stamp_resource_version, Decoded, Encoded};
 use super::store::{GenericStore, MAX_OBJECT_BYTES};
 use super::strategy::{name_of, Input};
 use super::{Context, FieldValidation};
@@ -41,32 +41,33 @@ impl GenericStore {
     /// The stored form of a served object: storage conversion, no resourceVersion or selfLink,
     /// within the object size limit.
     pub(crate) fn encode(&self, obj: Value) -> Result<Bytes> {
-        Ok(self.stored_form(obj)?.0)
+        Ok(self.stored_form(obj)?.0.bytes)
     }
 
     /// [`Self::encode`] for a write under `key`: when the object is served as stored, the
     /// memo keeps it pending, so whoever sees the write first (the writer's response or a
     /// watch event) gets it without decoding the stored bytes.
     pub(crate) fn encode_for_write(&self, key: &str, obj: Value) -> Result<Bytes> {
-        let (bytes, stored) = self.stored_form(obj)?;
+        let (encoded, stored) = self.stored_form(obj)?;
+        let bytes = encoded.bytes.clone();
         if self.strategy.stores_served_form() {
-            self.memo.pend(key, bytes.clone(), stored);
+            self.memo.pend(key, encoded, stored);
         }
         Ok(bytes)
     }
 
-    /// The stored bytes and the stored object they encode.
-    fn stored_form(&self, obj: Value) -> Result<(Bytes, Value)> {
+    /// The stored encoding and the stored object it encodes.
+    fn stored_form(&self, obj: Value) -> Result<(Encoded, Value)> {
         let mut stored = self.strategy.to_storage(obj);
         if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
             meta.remove("selfLink");
         }
-        let bytes = serde_json::to_vec(&stored).map_err(|e| Error::Internal(e.to_string()))?;
-        if bytes.len() > MAX_OBJECT_BYTES {
+        let encoded = Encoded::of(&stored);
+        if encoded.bytes.len() > MAX_OBJECT_BYTES {
             return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
         }
-        Ok((Bytes::from(bytes), stored))
+        Ok((encoded, stored))
     }
 
     /// Decodes a request object: apiVersion/kind must match (missing ones are filled in),

@@ -126,7 +126,7 @@ impl Encoder {
     fn object_line(&mut self, kind: &str, obj: &Decoded) -> Bytes {
         match self.out {
             Output::Json => spliced_line(kind, obj.json()),
-            Output::Metadata(v) => spliced_line(kind, &partial_json(&obj.obj, v)),
+            Output::Metadata(v) => spliced_line(kind, &partial_json(obj, v)),
             _ => event_line(kind, self.object(&obj.obj)),
         }
     }
@@ -167,15 +167,18 @@ impl Encoder {
     }
 }
 
-/// `partial(obj, version)` encoded, without copying the metadata into a new object.
-fn partial_json(obj: &Value, version: &str) -> Vec<u8> {
+/// `partial(obj, version)` encoded, the metadata copied from the object's own encoding.
+fn partial_json(obj: &Decoded, version: &str) -> Vec<u8> {
     let mut json = format!(
         "{{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/{version}\",\"metadata\":"
     )
     .into_bytes();
-    match obj.get("metadata") {
-        Some(meta) => json.extend(serde_json::to_vec(meta).unwrap_or_else(|_| b"{}".to_vec())),
-        None => json.extend_from_slice(b"{}"),
+    match (obj.metadata_json(), obj.obj.get("metadata")) {
+        (Some(meta), _) => json.extend_from_slice(meta),
+        (None, Some(meta)) => {
+            json.extend(serde_json::to_vec(meta).unwrap_or_else(|_| b"{}".to_vec()))
+        }
+        (None, None) => json.extend_from_slice(b"{}"),
     }
     json.push(b'}');
     json
