@@ -15,7 +15,9 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use time::{Duration as TimeDuration, OffsetDateTime};
 
-/// The host name the loopback client sends as SNI (as kube-apiserver's loopback client).
+/// The host name kube-apiserver's loopback client sends as SNI; kapi serves its in-memory
+/// loopback certificate for it, as kube-apiserver does (kapi's own loopback client needs no
+/// TLS: it runs in process, see `server::loopback`).
 pub const LOOPBACK_SERVER_NAME: &str = "apiserver-loopback-client";
 
 /// User and group of the generated admin client certificate.
