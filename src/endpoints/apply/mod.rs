@@ -344,10 +344,12 @@ pub fn update_managed_fields(
     }
     let sent = entries(new);
     let stored = old.and_then(entries);
+    // Compared once: the lists are large and usually equal (the client sent back what it read).
+    let sent_stored = sent == stored;
     // An empty list sent clears managedFields; a different list sent replaces the stored one.
     let managers = match (sent, stored) {
         (Some(Value::Array(a)), _) if a.is_empty() => None,
-        (Some(s @ Value::Array(_)), o) if Some(s) != o => Some(decode_entries(Some(s))),
+        (Some(s @ Value::Array(_)), _) if !sent_stored => Some(decode_entries(Some(s))),
         (_, o) => Some(decode_entries(o)),
     };
     let Some(mut managers) = managers else {
@@ -391,7 +393,7 @@ pub fn update_managed_fields(
         m.time = Some(now());
         touched = true;
     }
-    if !touched && sent == stored {
+    if !touched && sent_stored {
         // Nobody's fields or times changed (a lease renewal by its holder, which sent the
         // list back): the list is already its own encoding.
         return;

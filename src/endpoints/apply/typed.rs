@@ -140,7 +140,8 @@ impl<'a> Types<'a> {
         let skip = |k: &str| in_metadata && k == "managedFields";
         for (k, nv) in n {
             let ov = o.get(k);
-            if ov == Some(nv) || skip(k) {
+            // managedFields first: it is large, equal in most updates, and never compared.
+            if skip(k) || ov == Some(nv) {
                 continue;
             }
             fields.push(k);
@@ -153,7 +154,7 @@ impl<'a> Types<'a> {
             fields.pop();
         }
         for (k, ov) in o {
-            if n.contains_key(k) || skip(k) {
+            if skip(k) || n.contains_key(k) {
                 continue;
             }
             fields.push(k);
