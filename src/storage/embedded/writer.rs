@@ -330,14 +330,20 @@ impl Writer {
         expires_at_ms: u64,
     ) -> Result<Result<Outcome>, redb::Error> {
         let cur = self.current(t, events, now, &key)?;
-        let prev_value = match (expect, &cur) {
+        // The previous value of an update is the one the caller read at the revision it expects.
+        let prev = match (expect, &cur) {
             (Expect::Absent, Some(_)) => return Ok(Err(Error::AlreadyExists { key })),
             (Expect::Absent, None) => None,
             (Expect::ModRevision(..), None) => return Ok(Ok(Outcome::Stale)),
             (Expect::ModRevision(m, _), Some(c)) if c.mod_revision != m => {
                 return Ok(Ok(Outcome::Stale))
             }
-            (Expect::ModRevision(_, value), Some(_)) => Some(value),
+            (Expect::ModRevision(_, value), Some(c)) => Some(KeyValue {
+                key: key.clone(),
+                value,
+                create_revision: c.create_revision,
+                mod_revision: c.mod_revision,
+            }),
         };
         let rev = self.next_revision();
         let idx = Index {
@@ -367,17 +373,12 @@ impl Writer {
             create_revision: idx.create_revision,
             mod_revision: rev,
         };
-        let ev = match (cur, prev_value) {
-            (Some(old), Some(value)) => WatchEvent::Updated {
-                prev: KeyValue {
-                    key: kv.key.clone(),
-                    value,
-                    create_revision: old.create_revision,
-                    mod_revision: old.mod_revision,
-                },
+        let ev = match prev {
+            Some(prev) => WatchEvent::Updated {
+                prev,
                 kv: kv.clone(),
             },
-            _ => WatchEvent::Created(kv.clone()),
+            None => WatchEvent::Created(kv.clone()),
         };
         events.push(ev);
         Ok(Ok(Outcome::Done(kv)))
