@@ -173,13 +173,8 @@ fn partial_json(obj: &Decoded, version: &str) -> Vec<u8> {
         "{{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/{version}\",\"metadata\":"
     )
     .into_bytes();
-    match (obj.metadata_json(), obj.obj.get("metadata")) {
-        (Some(meta), _) => json.extend_from_slice(meta),
-        (None, Some(meta)) => {
-            json.extend(serde_json::to_vec(meta).unwrap_or_else(|_| b"{}".to_vec()))
-        }
-        (None, None) => json.extend_from_slice(b"{}"),
-    }
+    // Served objects always have a metadata object; `{}` stands in for a missing one.
+    json.extend_from_slice(obj.metadata_json().unwrap_or(b"{}"));
     json.push(b'}');
     json
 }
@@ -216,16 +211,17 @@ mod tests {
 
     #[test]
     fn spliced_metadata_line_is_byte_identical_to_partial_object_metadata() {
-        let obj =
-            json!({"kind": "Lease", "metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {}});
-        let mut head =
-            b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"meta.k8s.io/v1\",\"metadata\":"
-                .to_vec();
-        serde_json::to_writer(&mut head, &obj["metadata"]).unwrap();
-        head.push(b'}');
-        assert_eq!(
-            spliced_line("ADDED", &head),
-            event_line("ADDED", partial(&obj, "v1"))
-        );
+        for obj in [
+            json!({"kind": "Lease", "metadata": {"name": "a", "labels": {"x": "y"}}, "spec": {}}),
+            json!({"spec": {}, "metadata": {"name": "last", "resourceVersion": "3"}}),
+            json!({"kind": "Lease", "spec": {}}),
+        ] {
+            let d = Decoded::new(obj.clone());
+            assert_eq!(
+                spliced_line("ADDED", &partial_json(&d, "v1")),
+                event_line("ADDED", partial(&obj, "v1")),
+                "{obj}"
+            );
+        }
     }
 }
