@@ -9,12 +9,13 @@
 //! is replaced without waiting for an unrelated event (the stall of k8s PR 138066).
 
 use super::election::{self, Ping, OLDEST_EMULATION_VERSION, REQUEUE};
+use super::meta_only::MetaOnly;
 use super::util;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::coordination::v1beta1::LeaseCandidate;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ListParams, PostParams};
+use kube::api::{ApiResource, ListParams, PostParams};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, ResourceExt};
 use std::collections::{HashMap, HashSet};
@@ -107,8 +108,9 @@ fn ack_pending(c: &LeaseCandidate) -> bool {
 /// Runs the controller until `cancel` fires.
 pub(crate) async fn run(client: Client, cancel: CancellationToken) {
     info!("starting coordinated leader election controller");
+    // Only the lease's name matters here (reconcile reads the lease itself).
     let leases = watcher(
-        Api::<Lease>::all(client.clone()),
+        Api::<MetaOnly>::all_with(client.clone(), &ApiResource::erase::<Lease>(&())),
         watcher::Config::default(),
     )
     .default_backoff()

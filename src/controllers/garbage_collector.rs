@@ -11,9 +11,10 @@
 //!   `blockOwnerDeletion` is left the finalizer is removed, so the owner disappears.
 //!
 //! Instead of upstream's in-memory graph, each pass lists the metadata of every served kind
-//! (the lists are cheap and the passes rare): a pass runs when a metadata watch shows a change
-//! that can matter (an owned object, an owner being deleted with a GC finalizer, the deletion
-//! of a known owner or of a dependent), at most every [`DEBOUNCE`], and every [`RESYNC`].
+//! (the lists are cheap and the passes rare): a pass runs when a watch (decoded only as far
+//! as [`MetaOnly`] goes) shows a change that can matter (an owned object, an owner being
+//! deleted with a GC finalizer, the deletion of a known owner or of a dependent), at most
+//! every [`DEBOUNCE`], and every [`RESYNC`].
 //! Every write carries the resourceVersion it was computed from, so a stale pass only conflicts
 //! and is retried. Not done: upstream's cycle breaking between foreground dependents,
 //! owner kinds kapi does not serve (such references are left alone), and namespaced owners of
@@ -21,11 +22,12 @@
 //!
 //! May use: nothing internal (a client of the API).
 
+use super::meta_only::MetaOnly;
 use futures::stream::{select_all, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, ListParams, PartialObjectMeta, Patch, PatchParams,
-    Preconditions, PropagationPolicy,
+    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions,
+    PropagationPolicy,
 };
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
@@ -475,10 +477,7 @@ impl Seen {
     }
 }
 
-fn to_obj(
-    kind: usize,
-    ev: watcher::Event<PartialObjectMeta<DynamicObject>>,
-) -> watcher::Event<Obj> {
+fn to_obj(kind: usize, ev: watcher::Event<MetaOnly>) -> watcher::Event<Obj> {
     use watcher::Event as E;
     match ev {
         E::Apply(o) => E::Apply(Obj::new(kind, o.metadata)),
@@ -492,8 +491,7 @@ fn to_obj(
 /// Runs the collector until `cancel` fires.
 pub(crate) async fn run(client: Client, cancel: CancellationToken) {
     let watches = (0..KINDS.len()).map(|i| {
-        let api: Api<PartialObjectMeta<DynamicObject>> =
-            Api::all_with(client.clone(), &api_resource(i));
+        let api: Api<MetaOnly> = Api::all_with(client.clone(), &api_resource(i));
         watcher(api, watcher::Config::default())
             .default_backoff()
             .map(move |ev| ev.map(|e| to_obj(i, e)))

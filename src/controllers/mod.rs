@@ -29,6 +29,7 @@ mod garbage_collector;
 mod gc;
 mod identity;
 mod leader;
+mod meta_only;
 mod namespace;
 mod peer;
 mod readiness;
