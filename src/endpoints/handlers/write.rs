@@ -116,33 +116,47 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
     };
     // A JSON body naming the object decodes straight into the typed struct; anything else
     // (and any body that path cannot take as it is) goes through the JSON tree.
-    let fast = is_json_body(req.headers)
-        .then(|| store.decode_json_request(&ctx, req.body, req.name()))
-        .flatten();
-    let decoded = match fast {
-        Some(d) => d,
-        None => {
-            let body = decode_body(req.headers, req.body, &gvk_of(info)).and_then(|mut b| {
-                ensure_name(&mut b, req.name())?;
-                Ok(b)
-            });
-            match body {
-                Ok(b) => store.decode_request(&ctx, b),
-                Err(s) => return status_response(s),
+    let decode = || -> Result<(Value, Vec<String>), Response<Body>> {
+        let fast = is_json_body(req.headers)
+            .then(|| store.decode_json_request(&ctx, req.body, req.name()))
+            .flatten();
+        let decoded = match fast {
+            Some(d) => d,
+            None => {
+                let body = decode_body(req.headers, req.body, &gvk_of(info)).and_then(|mut b| {
+                    ensure_name(&mut b, req.name())?;
+                    Ok(b)
+                });
+                match body {
+                    Ok(b) => store.decode_request(&ctx, b),
+                    Err(s) => return Err(status_response(s)),
+                }
             }
-        }
+        };
+        decoded.map_err(|e| error_response(&e))
     };
-    let (obj, warnings) = match decoded {
+    let (obj, warnings) = match decode() {
         Ok(d) => d,
-        Err(e) => return error_response(&e),
+        Err(r) => return r,
     };
     let sub = req.ctx.info.subresource.as_str();
     let mgr = manager(req);
+    // The first attempt takes the decoded body; a retry after a conflict decodes it again
+    // (the same bytes decode the same way), which is cheaper than copying it up front.
+    let first = Mutex::new(Some(obj));
     let transform = |current: Option<&Value>| -> crate::registry::Result<Value> {
         let Some(current) = current else {
             return Err(store.not_found(req.name()));
         };
-        let mut next = obj.clone();
+        let taken = first.lock().ok().and_then(|mut f| f.take());
+        let mut next = match taken {
+            Some(obj) => obj,
+            None => {
+                decode()
+                    .map_err(|_| Error::Internal("the request body did not decode again".into()))?
+                    .0
+            }
+        };
         track_managed_fields(Some(current), &mut next, &mgr, sub);
         Ok(next)
     };
