@@ -141,8 +141,9 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
     };
     let sub = req.ctx.info.subresource.as_str();
     let mgr = manager(req);
-    // The first attempt takes the decoded body; a retry after a conflict decodes it again
-    // (the same bytes decode the same way), which is cheaper than copying it up front.
+    // Most updates run the transform once, so the first attempt takes the decoded body
+    // instead of a copy; a retry after a lost race decodes the same bytes again, which gives
+    // the same object (on a contended key that costs one decode per retry).
     let first = Mutex::new(Some(obj));
     let transform = |current: Option<&Value>| -> crate::registry::Result<Value> {
         let Some(current) = current else {
