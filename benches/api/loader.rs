@@ -1,22 +1,21 @@
 //! The bench's load generator: a lean HTTP/2-over-TLS client, so that the loader costs about
 //! what `h2load` costs in the limits kit and the ratios compare servers, not loaders.
 //!
-//! One TLS 1.3 connection (rustls, client certificate, ALPN `h2` only) per `connect`, driven by
-//! hyper's HTTP/2 client connection; workers clone the `SendRequest` handle to share it as
-//! streams. Request bodies are prepared bytes: an UPDATE sends back the object the previous
-//! response returned (managedFields and all, as client-go's lease renewal does) with only
-//! `spec.renewTime` replaced, so the loader never parses JSON.
+//! One TLS 1.3 connection (rustls, client certificate, ALPN `h2` only) per `connect`, driven
+//! by the `h2` crate directly (the HTTP/2 codec hyper's client wraps): each worker holds a
+//! clone of the connection's `SendRequest` and opens one stream per request from its own
+//! task, so a request costs no task spawn and no hop through a dispatch channel. Request
+//! bodies are prepared bytes: an UPDATE sends back the object the previous response returned
+//! (managedFields and all, as client-go's lease renewal does) with only `spec.renewTime`
+//! replaced, so the loader never parses JSON.
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http2::SendRequest;
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use bytes::{Bytes, BytesMut};
 use std::sync::Arc;
 
 pub type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// A handle on one HTTP/2 connection; clones share the connection as separate streams.
-pub type Conn = SendRequest<Full<Bytes>>;
+pub type Conn = h2::client::SendRequest<Bytes>;
 
 /// A TLS client configuration with the cluster CA as the only root and the admin identity.
 pub fn tls_config(ca_pem: &str, admin_pem: &str) -> Res<Arc<rustls::ClientConfig>> {
@@ -47,34 +46,64 @@ pub async fn connect(tls: Arc<rustls::ClientConfig>, host: &str, port: u16) -> R
     if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
         return Err("the server did not negotiate HTTP/2 (ALPN h2)".into());
     }
-    let (send, conn) = hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-        .handshake(TokioIo::new(stream))
-        .await?;
+    let (send, conn) = h2::client::handshake(stream).await?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
     Ok(send)
 }
 
-/// Sends one request and reads the whole response: (status is 2xx, body).
+/// Sends one request on a new stream and reads the whole response: (status is 2xx, body).
+/// `uri` is absolute (`https://host:port/path`): HTTP/2 carries scheme and authority as
+/// pseudo-headers.
 pub async fn send(
     conn: &mut Conn,
     method: &hyper::Method,
-    uri: &str,
+    uri: &hyper::Uri,
     body: Option<Bytes>,
 ) -> Res<(bool, Bytes)> {
-    conn.ready().await?;
-    let mut req = hyper::Request::builder()
-        .method(method)
-        .uri(uri)
-        .header("accept", "application/json");
+    let mut req = hyper::Request::new(());
+    *req.method_mut() = method.clone();
+    *req.uri_mut() = uri.clone();
+    let headers = req.headers_mut();
+    headers.insert(
+        "accept",
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
     if body.is_some() {
-        req = req.header("content-type", "application/json");
+        headers.insert(
+            "content-type",
+            hyper::header::HeaderValue::from_static("application/json"),
+        );
     }
-    let req = req.body(Full::new(body.unwrap_or_default()))?;
-    let resp = conn.send_request(req).await?;
-    let ok = resp.status().is_success();
-    let body = resp.into_body().collect().await?.to_bytes();
+    std::future::poll_fn(|cx| conn.poll_ready(cx)).await?;
+    let (response, mut stream) = conn.send_request(req, body.is_none())?;
+    if let Some(body) = body {
+        stream.send_data(body, true)?;
+    }
+    let response = response.await?;
+    let ok = response.status().is_success();
+    let mut recv = response.into_body();
+    let mut first: Option<Bytes> = None;
+    let mut rest = BytesMut::new();
+    while let Some(chunk) = recv.data().await {
+        let chunk = chunk?;
+        let _ = recv.flow_control().release_capacity(chunk.len());
+        match &first {
+            None => first = Some(chunk),
+            Some(f) => {
+                if rest.is_empty() {
+                    rest.extend_from_slice(f);
+                }
+                rest.extend_from_slice(&chunk);
+            }
+        }
+    }
+    let body = if rest.is_empty() {
+        first.unwrap_or_default()
+    } else {
+        rest.freeze()
+    };
     Ok((ok, body))
 }
 
