@@ -9,6 +9,7 @@
 //! with backoff on its own), every call fails with [`Error::Unavailable`] meanwhile, and a
 //! monitor task logs when etcd goes away and comes back.
 
+use super::remembered::Remembered;
 use super::{
     update_round, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result,
     Revision, Storage, UpdateFn, WatchEvent, WatchStream,
@@ -50,13 +51,10 @@ pub struct EtcdStore {
     /// Whether etcd answers progress requests in order with events (known once asked).
     progress_ok: tokio::sync::OnceCell<bool>,
     /// The value each recently updated key had after its last update (a guess, checked by
-    /// the next update's transaction; bounded by [`REMEMBERED_KEYS`]).
-    known: std::sync::Mutex<std::collections::HashMap<String, KeyValue>>,
+    /// the next update's transaction).
+    known: Remembered,
     _monitor: DropGuard,
 }
-
-/// How many keys [`EtcdStore`] remembers for updates; it starts over when full.
-const REMEMBERED_KEYS: usize = 4096;
 
 impl EtcdStore {
     /// Builds a client for `servers`. Fails only on bad settings (URLs, TLS files), never
@@ -161,28 +159,6 @@ impl EtcdStore {
             create_revision: 0,
             mod_revision: rev,
         }))
-    }
-
-    /// The value this store last wrote or read under `key` in an update, if remembered.
-    fn remembered(&self, key: &str) -> Option<KeyValue> {
-        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        known.get(key).cloned()
-    }
-
-    /// Remembers (or, with None, forgets) the value under `key` for the next update's guess.
-    fn remember(&self, key: &str, kv: Option<&KeyValue>) {
-        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        match kv {
-            Some(kv) => {
-                if known.len() >= REMEMBERED_KEYS && !known.contains_key(key) {
-                    known.clear();
-                }
-                known.insert(key.to_string(), kv.clone());
-            }
-            None => {
-                known.remove(key);
-            }
-        }
     }
 }
 
@@ -405,7 +381,7 @@ impl Storage for EtcdStore {
     ) -> Result<KeyValue> {
         // As the apiserver's etcd3 store: start from the value last seen (one round trip when
         // it is still current: the transaction compares it), read it only when unknown.
-        let mut cur = self.remembered(key);
+        let mut cur = self.known.get(key);
         let mut confirmed = cur.is_none();
         if confirmed {
             cur = self.get_kv(key).await?;
@@ -418,7 +394,7 @@ impl Storage for EtcdStore {
                 // Decided on a remembered value: decide again on the current one.
                 _ => {
                     cur = self.get_kv(key).await?;
-                    self.remember(key, cur.as_ref());
+                    self.known.set(key, cur.as_ref());
                     confirmed = true;
                     continue;
                 }
@@ -427,11 +403,11 @@ impl Storage for EtcdStore {
             match self.put_if(key, value, expected, ttl).await? {
                 Ok(mut kv) => {
                     kv.create_revision = cur.map(|c| c.create_revision).unwrap_or(kv.mod_revision);
-                    self.remember(key, Some(&kv));
+                    self.known.set(key, Some(&kv));
                     return Ok(kv);
                 }
                 Err(now) => {
-                    self.remember(key, now.as_ref());
+                    self.known.set(key, now.as_ref());
                     cur = now;
                     confirmed = true;
                 }
@@ -454,7 +430,7 @@ impl Storage for EtcdStore {
                 .and_then([TxnOp::delete(key, None)]);
             let mut kv = self.client.kv_client();
             if call(kv.txn(txn)).await?.succeeded() {
-                self.remember(key, None);
+                self.known.set(key, None);
                 return Ok(cur);
             }
         }

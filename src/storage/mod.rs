@@ -10,6 +10,7 @@ mod conformance;
 mod embedded;
 mod error;
 mod etcd;
+mod remembered;
 mod watch;
 
 pub use cacher::{Cacher, CacherOptions};

@@ -479,3 +479,34 @@ pub(crate) async fn progress_notifications(f: &Fixture) {
     assert!(got >= other.mod_revision);
     let _ = Arc::clone(&s);
 }
+
+/// An update after the key was deleted and created again works on the new key, never on a
+/// value a backend remembered from before (backends may start an update from the value their
+/// last update wrote).
+pub(crate) async fn update_after_recreate(f: &Fixture) {
+    let s = &f.store;
+    let k = "/registry/leases/ns/recreated";
+    s.create(k, b("v1"), None).await.unwrap();
+    s.guaranteed_update(k, false, &set("v2")).await.unwrap();
+    s.delete(k, &|_| Ok(())).await.unwrap();
+    let again = s.create(k, b("w1"), None).await.unwrap();
+    let unchanged = s
+        .guaranteed_update(k, false, &|_| Ok(Update::Unchanged))
+        .await
+        .unwrap();
+    assert_eq!(unchanged, again);
+    let seen = again.mod_revision;
+    let on_current = move |cur: Option<&KeyValue>| -> crate::storage::Result<Update> {
+        match cur {
+            Some(c) if c.mod_revision == seen && c.value == b("w1") => Ok(Update::Set(b("w2"))),
+            other => Err(Error::Conflict {
+                key: "recreated".into(),
+                message: format!("decided on {other:?}"),
+            }),
+        }
+    };
+    let updated = s.guaranteed_update(k, false, &on_current).await.unwrap();
+    assert_eq!(updated.value, b("w2"));
+    assert_eq!(updated.create_revision, again.create_revision);
+    assert_eq!(s.get(k).await.unwrap().value, b("w2"));
+}

@@ -115,6 +115,7 @@ macro_rules! conformance {
             case!(cache_matches_backend);
             case!(watch_prefix_isolation);
             case!(progress_notifications);
+            case!(update_after_recreate);
         }
     };
 }

@@ -20,6 +20,7 @@ mod read;
 mod tables;
 mod writer;
 
+use super::remembered::Remembered;
 use super::watch::{self, Hub};
 use super::{
     update_round, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result,
@@ -47,6 +48,8 @@ pub struct EmbeddedStore {
     writer: Option<std::thread::JoinHandle<()>>,
     alive: Arc<AtomicBool>,
     path: std::path::PathBuf,
+    /// The value each recently updated key had after its last update (a guess for the next).
+    known: Remembered,
 }
 
 impl EmbeddedStore {
@@ -88,6 +91,7 @@ impl EmbeddedStore {
             writer: Some(writer),
             alive,
             path,
+            known: Remembered::default(),
         })
     }
 
@@ -189,19 +193,38 @@ impl Storage for EmbeddedStore {
         ignore_not_found: bool,
         update: UpdateFn<'_>,
     ) -> Result<KeyValue> {
+        // Start from the value this store last wrote under the key (the writer checks its
+        // mod revision); read the snapshot only when that is unknown or turned out stale.
+        let mut cur = self.known.get(key);
+        let mut confirmed = cur.is_none();
+        if confirmed {
+            cur = read::get(&*self.read()?, key, now_ms())?;
+        }
         for _ in 0..MAX_RETRIES {
-            let cur = read::get(&*self.read()?, key, now_ms())?;
-            let (value, ttl) = match update_round(key, cur.as_ref(), ignore_not_found, update)? {
-                Ok(write) => write,
-                Err(unchanged) => return Ok(unchanged),
+            let (value, ttl) = match update_round(key, cur.as_ref(), ignore_not_found, update) {
+                Ok(Ok(write)) => write,
+                Ok(Err(unchanged)) if confirmed => return Ok(unchanged),
+                Err(e) if confirmed => return Err(e),
+                // Decided on a remembered value: decide again on the current one.
+                _ => {
+                    cur = read::get(&*self.read()?, key, now_ms())?;
+                    confirmed = true;
+                    continue;
+                }
             };
             let expect = match &cur {
                 Some(c) => Expect::ModRevision(c.mod_revision, c.value.clone()),
                 None => Expect::Absent,
             };
             match self.put(key, value, expect, ttl).await {
-                Ok(Outcome::Done(kv)) => return Ok(kv),
-                Ok(Outcome::Stale) | Err(Error::AlreadyExists { .. }) => continue,
+                Ok(Outcome::Done(kv)) => {
+                    self.known.set(key, ttl.is_none().then_some(&kv));
+                    return Ok(kv);
+                }
+                Ok(Outcome::Stale) | Err(Error::AlreadyExists { .. }) => {
+                    cur = read::get(&*self.read()?, key, now_ms())?;
+                    confirmed = true;
+                }
                 Err(e) => return Err(e),
             }
         }
@@ -217,16 +240,18 @@ impl Storage for EmbeddedStore {
                 key: key.to_string(),
             })?;
             check(&cur)?;
-            let key = key.to_string();
             match self
                 .submit(|reply| Op::Delete {
-                    key,
+                    key: key.to_string(),
                     expect: cur.mod_revision,
                     reply,
                 })
                 .await?
             {
-                Outcome::Done(prev) => return Ok(prev),
+                Outcome::Done(prev) => {
+                    self.known.set(key, None);
+                    return Ok(prev);
+                }
                 Outcome::Stale => continue,
             }
         }
