@@ -18,7 +18,8 @@
 //! `KAPI_BENCH_RESTARTS` (default 7), `KAPI_BENCH_LOADER_THREADS` (default 1, like
 //! `h2load -t1`), `KAPI_BENCH_OPS` (comma-separated subset of `get,list,update`; default all),
 //! `KAPI_BENCH_CONC` (comma-separated subset of `1,16,64`; default all; handy for profiling
-//! one cell).
+//! one cell), `KAPI_BENCH_SERVE_ARGS` (extra `kapi serve` flags, whitespace-separated, e.g.
+//! `--feature-gates=CoordinatedLeaderElection=false`).
 //! Without `--bench` (i.e. under `cargo test --benches`) it runs a short
 //! smoke pass so the bench itself stays tested.
 
@@ -147,6 +148,7 @@ impl Server {
                 "--data-dir",
             ])
             .arg(data_dir)
+            .args(extra_serve_args())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -417,6 +419,14 @@ async fn worker(
     }
 }
 
+/// Extra `kapi serve` flags from `KAPI_BENCH_SERVE_ARGS` (split on whitespace), e.g. to
+/// measure with a feature gate off.
+fn extra_serve_args() -> Vec<String> {
+    std::env::var("KAPI_BENCH_SERVE_ARGS")
+        .map(|a| a.split_whitespace().map(String::from).collect())
+        .unwrap_or_default()
+}
+
 /// Process utime + stime in seconds, from /proc/<pid>/stat.
 fn cpu_seconds(pid: &str) -> f64 {
     let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
@@ -451,6 +461,8 @@ struct Cell {
     ops: f64,
     p50_us: f64,
     p99_us: f64,
+    /// p90, p99.9 and max, for the per-run line.
+    tail_us: [f64; 3],
     errors: u64,
     server_us_per_op: f64,
     server_cores: f64,
@@ -517,6 +529,7 @@ async fn run_cell(
         ops: n as f64 / s.secs,
         p50_us: pct(0.50),
         p99_us: pct(0.99),
+        tail_us: [pct(0.90), pct(0.999), pct(1.0)],
         errors: all.errors,
         server_us_per_op: (srv1 - srv0) * 1e6 / n.max(1) as f64,
         server_cores: (srv1 - srv0) / wall,
@@ -605,13 +618,16 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
                 }
                 let cell = run_cell(&server, *op, *conns, *streams, &s).await?;
                 eprintln!(
-                    "run {} {:<16} c={:<2} {:>8.0} ops/s p50 {:>9} p99 {:>9} errors {}",
+                    "run {} {:<16} c={:<2} {:>8.0} ops/s p50 {:>9} p90 {:>9} p99 {:>9} p99.9 {:>9} max {:>9} errors {}",
                     run + 1,
                     op.name(),
                     conc,
                     cell.ops,
                     fmt_us(cell.p50_us),
+                    fmt_us(cell.tail_us[0]),
                     fmt_us(cell.p99_us),
+                    fmt_us(cell.tail_us[1]),
+                    fmt_us(cell.tail_us[2]),
                     cell.errors
                 );
                 if smoke && (cell.errors > 0 || cell.ops == 0.0) {
