@@ -46,7 +46,14 @@ pub async fn connect(tls: Arc<rustls::ClientConfig>, host: &str, port: u16) -> R
     if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
         return Err("the server did not negotiate HTTP/2 (ALPN h2)".into());
     }
-    let (send, conn) = h2::client::handshake(stream).await?;
+    // Flow-control windows as h2load's defaults (`-w 30 -W 30`), so a 63 KB LIST response
+    // never waits for a WINDOW_UPDATE.
+    const WINDOW: u32 = (1 << 30) - 1;
+    let (send, conn) = h2::client::Builder::new()
+        .initial_window_size(WINDOW)
+        .initial_connection_window_size(WINDOW)
+        .handshake(stream)
+        .await?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
