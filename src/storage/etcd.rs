@@ -12,7 +12,7 @@
 use super::remembered::Remembered;
 use super::{
     update_round, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result,
-    Revision, Storage, UpdateFn, WatchEvent, WatchStream,
+    Revision, Round, Storage, UpdateFn, WatchEvent, WatchStream,
 };
 use bytes::Bytes;
 use etcd_client::{
@@ -382,23 +382,22 @@ impl Storage for EtcdStore {
         // As the apiserver's etcd3 store: start from the value last seen (one round trip when
         // it is still current: the transaction compares it), read it only when unknown.
         let mut cur = self.known.get(key);
-        let mut confirmed = cur.is_none();
-        if confirmed {
+        let mut guessed = cur.is_some();
+        if !guessed {
             cur = self.get_kv(key).await?;
         }
         loop {
-            let (value, ttl) = match update_round(key, cur.as_ref(), ignore_not_found, update) {
-                Ok(Ok(write)) => write,
-                Ok(Err(unchanged)) if confirmed => return Ok(unchanged),
-                Err(e) if confirmed => return Err(e),
-                // Decided on a remembered value: decide again on the current one.
-                _ => {
-                    cur = self.get_kv(key).await?;
-                    self.known.set(key, cur.as_ref());
-                    confirmed = true;
-                    continue;
-                }
-            };
+            let (value, ttl) =
+                match update_round(key, cur.as_ref(), guessed, ignore_not_found, update) {
+                    Round::Write(value, ttl) => (value, ttl),
+                    Round::Done(result) => return result,
+                    Round::Reread => {
+                        cur = self.get_kv(key).await?;
+                        self.known.set(key, cur.as_ref());
+                        guessed = false;
+                        continue;
+                    }
+                };
             let expected = cur.as_ref().map(|c| c.mod_revision).unwrap_or(0);
             match self.put_if(key, value, expected, ttl).await? {
                 Ok(mut kv) => {
@@ -409,7 +408,7 @@ impl Storage for EtcdStore {
                 Err(now) => {
                     self.known.set(key, now.as_ref());
                     cur = now;
-                    confirmed = true;
+                    guessed = false;
                 }
             }
         }

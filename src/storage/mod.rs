@@ -87,26 +87,44 @@ pub enum Update {
     Unchanged,
 }
 
-/// One round of a backend's `guaranteed_update` on the current state `cur`: `Ok(Ok((value,
-/// ttl)))` = write this, `Ok(Err(kv))` = the update is finished with `kv` (nothing to change);
-/// a missing key without `ignore_not_found` is NotFound. The backends differ only in how they
-/// read and compare-and-write.
+/// What a backend's `guaranteed_update` does after one round (see [`update_round`]).
+#[derive(Debug)]
+pub(crate) enum Round {
+    /// Compare-and-write this value (with this time-to-live) against the state the round saw.
+    Write(Bytes, Option<Duration>),
+    /// The update is finished: nothing to change (the current value), or the function's error.
+    Done(Result<KeyValue>),
+    /// The round ran on a remembered guess and did not write: read the key and run again.
+    Reread,
+}
+
+/// One round of a backend's `guaranteed_update` on the state `cur`; a missing key without
+/// `ignore_not_found` is NotFound. `guessed`: `cur` is a value the backend remembered rather
+/// than read (see `remembered.rs`); a write is checked by the backend's compare, but any other
+/// outcome was decided on possibly stale state and is decided again on a fresh read, as the
+/// apiserver's etcd3 store does when its cached state is not current. The backends differ only
+/// in how they read and compare-and-write.
 pub(crate) fn update_round(
     key: &str,
     cur: Option<&KeyValue>,
+    guessed: bool,
     ignore_not_found: bool,
     update: UpdateFn<'_>,
-) -> Result<std::result::Result<(Bytes, Option<Duration>), KeyValue>> {
-    let not_found = || Error::NotFound {
-        key: key.to_string(),
+) -> Round {
+    let outcome = match cur {
+        None if !ignore_not_found => Err(Error::NotFound {
+            key: key.to_string(),
+        }),
+        _ => update(cur),
     };
-    if cur.is_none() && !ignore_not_found {
-        return Err(not_found());
-    }
-    match update(cur)? {
-        Update::Set(v) => Ok(Ok((v, None))),
-        Update::SetWithTtl(v, t) => Ok(Ok((v, Some(t)))),
-        Update::Unchanged => cur.cloned().map(Err).ok_or_else(not_found),
+    match outcome {
+        Ok(Update::Set(v)) => Round::Write(v, None),
+        Ok(Update::SetWithTtl(v, t)) => Round::Write(v, Some(t)),
+        _ if guessed => Round::Reread,
+        Ok(Update::Unchanged) => Round::Done(cur.cloned().ok_or_else(|| Error::NotFound {
+            key: key.to_string(),
+        })),
+        Err(e) => Round::Done(Err(e)),
     }
 }
 
@@ -274,6 +292,65 @@ async fn open_backend(config: &Config) -> Result<std::sync::Arc<dyn Storage>> {
             };
             let store = EtcdStore::connect(servers, &tls, config.healthcheck_timeout).await?;
             Ok(std::sync::Arc::new(store))
+        }
+    }
+}
+
+#[cfg(test)]
+mod round_tests {
+    use super::*;
+
+    fn kv(value: &str) -> KeyValue {
+        KeyValue {
+            key: "/k".into(),
+            value: Bytes::from(value.to_string()),
+            create_revision: 2,
+            mod_revision: 3,
+        }
+    }
+
+    fn unchanged(_: Option<&KeyValue>) -> Result<Update> {
+        Ok(Update::Unchanged)
+    }
+
+    fn refuse(_: Option<&KeyValue>) -> Result<Update> {
+        Err(Error::Aborted("precondition".into()))
+    }
+
+    #[test]
+    fn a_write_is_written_whether_guessed_or_read() {
+        let set = |_: Option<&KeyValue>| Ok(Update::Set(Bytes::from_static(b"v2")));
+        for guessed in [false, true] {
+            match update_round("/k", Some(&kv("v1")), guessed, false, &set) {
+                Round::Write(v, None) => assert_eq!(v, "v2"),
+                other => panic!("guessed={guessed}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn on_read_state_unchanged_and_errors_finish_the_update() {
+        match update_round("/k", Some(&kv("v1")), false, false, &unchanged) {
+            Round::Done(Ok(cur)) => assert_eq!(cur, kv("v1")),
+            other => panic!("{other:?}"),
+        }
+        match update_round("/k", Some(&kv("v1")), false, false, &refuse) {
+            Round::Done(Err(Error::Aborted(m))) => assert_eq!(m, "precondition"),
+            other => panic!("{other:?}"),
+        }
+        match update_round("/k", None, false, false, &unchanged) {
+            Round::Done(Err(Error::NotFound { key })) => assert_eq!(key, "/k"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn on_a_guess_anything_but_a_write_is_decided_again() {
+        for f in [unchanged as fn(Option<&KeyValue>) -> Result<Update>, refuse] {
+            assert!(matches!(
+                update_round("/k", Some(&kv("v1")), true, false, &f),
+                Round::Reread
+            ));
         }
     }
 }

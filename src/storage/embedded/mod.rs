@@ -24,7 +24,7 @@ use super::remembered::Remembered;
 use super::watch::{self, Hub};
 use super::{
     update_round, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result,
-    Revision, Storage, UpdateFn, WatchStream,
+    Revision, Round, Storage, UpdateFn, WatchStream,
 };
 use bytes::Bytes;
 use cell::DbCell;
@@ -195,35 +195,33 @@ impl Storage for EmbeddedStore {
     ) -> Result<KeyValue> {
         // Start from the value this store last wrote under the key (the writer checks its
         // mod revision); read the snapshot only when that is unknown or turned out stale.
+        let fresh = || -> Result<Option<KeyValue>> { read::get(&*self.read()?, key, now_ms()) };
         let mut cur = self.known.get(key);
-        let mut confirmed = cur.is_none();
-        if confirmed {
-            cur = read::get(&*self.read()?, key, now_ms())?;
+        let mut guessed = cur.is_some();
+        if !guessed {
+            cur = fresh()?;
         }
         for _ in 0..MAX_RETRIES {
-            let (value, ttl) = match update_round(key, cur.as_ref(), ignore_not_found, update) {
-                Ok(Ok(write)) => write,
-                Ok(Err(unchanged)) if confirmed => return Ok(unchanged),
-                Err(e) if confirmed => return Err(e),
-                // Decided on a remembered value: decide again on the current one.
-                _ => {
-                    cur = read::get(&*self.read()?, key, now_ms())?;
-                    confirmed = true;
-                    continue;
-                }
-            };
+            let (value, ttl) =
+                match update_round(key, cur.as_ref(), guessed, ignore_not_found, update) {
+                    Round::Write(value, ttl) => (value, ttl),
+                    Round::Done(result) => return result,
+                    Round::Reread => {
+                        (cur, guessed) = (fresh()?, false);
+                        continue;
+                    }
+                };
             let expect = match &cur {
                 Some(c) => Expect::ModRevision(c.mod_revision, c.value.clone()),
                 None => Expect::Absent,
             };
             match self.put(key, value, expect, ttl).await {
                 Ok(Outcome::Done(kv)) => {
-                    self.known.set(key, ttl.is_none().then_some(&kv));
+                    self.known.set(key, Some(&kv));
                     return Ok(kv);
                 }
                 Ok(Outcome::Stale) | Err(Error::AlreadyExists { .. }) => {
-                    cur = read::get(&*self.read()?, key, now_ms())?;
-                    confirmed = true;
+                    (cur, guessed) = (fresh()?, false);
                 }
                 Err(e) => return Err(e),
             }
