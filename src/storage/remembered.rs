@@ -10,39 +10,51 @@ use std::sync::Mutex;
 
 /// How many keys are remembered; the map starts over when full.
 const REMEMBERED_KEYS: usize = 4096;
+/// How many value bytes are remembered in all (objects may be up to 1.5 MiB each); the map
+/// starts over when a new value would pass it.
+const REMEMBERED_BYTES: usize = 16 << 20;
 
-/// Recently updated keys and their values, bounded by [`REMEMBERED_KEYS`].
+/// Recently updated keys and their values, bounded by [`REMEMBERED_KEYS`] and
+/// [`REMEMBERED_BYTES`].
 #[derive(Default)]
 pub(crate) struct Remembered {
-    known: Mutex<HashMap<String, KeyValue>>,
+    known: Mutex<Known>,
+}
+
+#[derive(Default)]
+struct Known {
+    values: HashMap<String, KeyValue>,
+    /// Sum of the remembered values' lengths.
+    bytes: usize,
 }
 
 impl Remembered {
     /// The value last written or read under `key` in an update, if remembered.
     pub fn get(&self, key: &str) -> Option<KeyValue> {
-        let known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        known.get(key).cloned()
+        self.lock().values.get(key).cloned()
     }
 
     /// Remembers (or, with None, forgets) the value under `key` for the next update's guess.
     pub fn set(&self, key: &str, kv: Option<&KeyValue>) {
-        let mut known = self.known.lock().unwrap_or_else(|e| e.into_inner());
-        match kv {
-            Some(kv) => {
-                if known.len() >= REMEMBERED_KEYS && !known.contains_key(key) {
-                    known.clear();
-                }
-                match known.get_mut(key) {
-                    Some(slot) => *slot = kv.clone(),
-                    None => {
-                        known.insert(key.to_string(), kv.clone());
-                    }
-                }
-            }
-            None => {
-                known.remove(key);
-            }
+        let mut known = self.lock();
+        if let Some(old) = known.values.remove(key) {
+            known.bytes -= old.value.len();
         }
+        let Some(kv) = kv else {
+            return;
+        };
+        if known.values.len() >= REMEMBERED_KEYS || known.bytes + kv.value.len() > REMEMBERED_BYTES
+        {
+            *known = Known::default();
+        }
+        if kv.value.len() <= REMEMBERED_BYTES {
+            known.bytes += kv.value.len();
+            known.values.insert(key.to_string(), kv.clone());
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Known> {
+        self.known.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
@@ -72,13 +84,32 @@ mod tests {
     }
 
     #[test]
-    fn stays_bounded() {
+    fn stays_bounded_in_keys() {
         let r = Remembered::default();
         for i in 0..(REMEMBERED_KEYS + 10) {
             r.set(&format!("/k{i}"), Some(&kv("/k", 2)));
         }
-        let len = r.known.lock().map(|m| m.len()).unwrap_or(usize::MAX);
+        let len = r.lock().values.len();
         assert!(len <= REMEMBERED_KEYS, "{len} keys remembered");
         assert!(r.get(&format!("/k{}", REMEMBERED_KEYS + 9)).is_some());
+    }
+
+    #[test]
+    fn stays_bounded_in_bytes() {
+        let r = Remembered::default();
+        let big = |rev| KeyValue {
+            value: Bytes::from(vec![b'x'; 1536 * 1024]),
+            ..kv("/big", rev)
+        };
+        for i in 0..40 {
+            r.set(&format!("/big{i}"), Some(&big(i)));
+            // Replacing a key's value counts only the new one.
+            r.set(&format!("/big{i}"), Some(&big(i + 1)));
+        }
+        let known = r.lock();
+        let sum: usize = known.values.values().map(|v| v.value.len()).sum();
+        assert_eq!(known.bytes, sum);
+        assert!(sum <= REMEMBERED_BYTES, "{sum} bytes remembered");
+        assert!(known.values.contains_key("/big39"));
     }
 }
