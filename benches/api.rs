@@ -350,24 +350,12 @@ struct Tally {
 /// are recorded.
 async fn worker(
     mut conn: loader::Conn,
-    url: String,
+    (lease_url, list_url): (hyper::Uri, hyper::Uri),
     op: Op,
-    index: usize,
     measure_from: Instant,
     end: Instant,
 ) -> Tally {
     let mut tally = Tally::default();
-    let (Ok(lease_url), Ok(list_url)) = (
-        format!(
-            "{url}{GROUP_PATH}/{RW_NS}/leases/lease-{:03}",
-            index % RW_ITEMS
-        )
-        .parse::<hyper::Uri>(),
-        format!("{url}{GROUP_PATH}/{LIST_NS}/leases").parse::<hyper::Uri>(),
-    ) else {
-        tally.errors += 1;
-        return tally;
-    };
     let mut current: Option<Bytes> = None;
     loop {
         let start = Instant::now();
@@ -490,14 +478,14 @@ async fn run_cell(
     let mut tasks = Vec::new();
     for (c, client) in clients.iter().enumerate() {
         for st in 0..streams {
-            let fut = worker(
-                client.clone(),
-                server.url.clone(),
-                op,
-                c * streams + st,
-                measure_from,
-                end,
+            let url = &server.url;
+            let lease = format!(
+                "{url}{GROUP_PATH}/{RW_NS}/leases/lease-{:03}",
+                (c * streams + st) % RW_ITEMS
             );
+            let list = format!("{url}{GROUP_PATH}/{LIST_NS}/leases");
+            let uris = (lease.parse()?, list.parse()?);
+            let fut = worker(client.clone(), uris, op, measure_from, end);
             tasks.push(tokio::spawn(fut));
         }
     }
