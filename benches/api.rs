@@ -26,7 +26,8 @@
 #[path = "api/loader.rs"]
 mod loader;
 
-// The allocator kapi itself uses, so the loader does not pay glibc malloc's costs.
+// mimalloc for the loader (one thread, no cross-thread frees), so it does not pay glibc
+// malloc's costs on the CPU it shares with the server.
 #[global_allocator]
 static ALLOC: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

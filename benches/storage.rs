@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 /// The allocator the `kapi` binary runs with (src/main.rs).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 const VALUE_SIZE: usize = 500;
 

@@ -2,12 +2,14 @@
 
 use clap::Parser;
 
-/// mimalloc: the server allocates and frees many small JSON trees per request on every core,
-/// and glibc malloc spent about a quarter of the UPDATE path's CPU on that. Built with
-/// `no_thp`: mimalloc otherwise asks for transparent huge pages on its arenas, which doubled
-/// the idle RSS (36 MB instead of 19 MB).
+/// jemalloc: the server allocates and frees many small JSON trees per request on every core,
+/// and frees on one thread much of what another allocated (tokio moves tasks between workers;
+/// the store's writer thread hands values to the handlers). glibc malloc spent about a quarter
+/// of the UPDATE path's CPU on that; mimalloc (v3) less, but jemalloc served about 15% more
+/// lease updates per second than mimalloc at concurrency 64 (14 of 16 alternated pairs, GET
+/// and LIST unchanged, idle RSS 24 MB). See docs/bench-api.md.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 fn main() {
     let cli = kapi::cli::Cli::parse();
