@@ -4,6 +4,7 @@
 //! a JoinSet, and connection-aware graceful shutdown.
 //! May use: filters, api.
 
+use super::coalesce::Coalescing;
 use super::pki::{CertKey, Pki, LOOPBACK_SERVER_NAME};
 use crate::filters::authn::PeerCertificates;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
@@ -225,7 +226,7 @@ pub async fn serve(
                 }
                 let (acceptor, builder, handler, watcher) = (acceptor.clone(), builder.clone(), handler.clone(), graceful.watcher());
                 conns.spawn(async move {
-                    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(stream)).await {
+                    let tls = match tokio::time::timeout(Duration::from_secs(10), acceptor.accept(Coalescing::new(stream))).await {
                         Ok(Ok(tls)) => tls,
                         Ok(Err(err)) => {
                             tracing::debug!(%peer, error = %err, "TLS handshake failed");

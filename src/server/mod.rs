@@ -8,6 +8,7 @@
 //! May use: options, filters, endpoints, registry, storage, api.
 
 mod chain;
+mod coalesce;
 pub mod config;
 pub mod health;
 pub mod hooks;
