@@ -111,19 +111,18 @@ pub(crate) fn update_round(
     ignore_not_found: bool,
     update: UpdateFn<'_>,
 ) -> Round {
+    let not_found = || Error::NotFound {
+        key: key.to_string(),
+    };
     let outcome = match cur {
-        None if !ignore_not_found => Err(Error::NotFound {
-            key: key.to_string(),
-        }),
+        None if !ignore_not_found => Err(not_found()),
         _ => update(cur),
     };
     match outcome {
         Ok(Update::Set(v)) => Round::Write(v, None),
         Ok(Update::SetWithTtl(v, t)) => Round::Write(v, Some(t)),
         _ if guessed => Round::Reread,
-        Ok(Update::Unchanged) => Round::Done(cur.cloned().ok_or_else(|| Error::NotFound {
-            key: key.to_string(),
-        })),
+        Ok(Update::Unchanged) => Round::Done(cur.cloned().ok_or_else(not_found)),
         Err(e) => Round::Done(Err(e)),
     }
 }
