@@ -48,6 +48,10 @@ impl<S: AsyncWrite + Unpin> Coalescing<S> {
             }
             self.buf.drain(..n);
         }
+        if self.buf.capacity() > LIMIT {
+            // A burst (a large LIST page) is not kept as memory of an idle connection.
+            self.buf = Vec::new();
+        }
         self.yielded = false;
         Poll::Ready(Ok(()))
     }
@@ -171,6 +175,7 @@ mod tests {
         s.write_all(&big).await.unwrap();
         s.write_all(b"tail").await.unwrap();
         assert_eq!(available(&mut peer).await.len(), LIMIT + 10);
+        assert!(s.buf.capacity() <= LIMIT, "the burst's buffer was let go");
         s.shutdown().await.unwrap();
         let mut rest = Vec::new();
         peer.read_to_end(&mut rest).await.unwrap();
