@@ -9,13 +9,13 @@
 //! is replaced without waiting for an unrelated event (the stall of k8s PR 138066).
 
 use super::election::{self, Ping, OLDEST_EMULATION_VERSION, REQUEUE};
-use super::meta_only::MetaOnly;
+use super::informer::SharedWatch;
 use super::util;
 use futures::StreamExt;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::coordination::v1beta1::LeaseCandidate;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kube::api::{ApiResource, ListParams, PostParams};
+use kube::api::{ListParams, PostParams};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, ResourceExt};
 use std::collections::{HashMap, HashSet};
@@ -105,16 +105,14 @@ fn ack_pending(c: &LeaseCandidate) -> bool {
     }
 }
 
-/// Runs the controller until `cancel` fires.
-pub(crate) async fn run(client: Client, cancel: CancellationToken) {
+/// Runs the controller until `cancel` fires. Leases come from the watch shared with the
+/// garbage collector; only their names matter here (reconcile reads the lease itself).
+pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: SharedWatch) {
     info!("starting coordinated leader election controller");
-    // Only the lease's name matters here (reconcile reads the lease itself).
-    let leases = watcher(
-        Api::<MetaOnly>::all_with(client.clone(), &ApiResource::erase::<Lease>(&())),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .boxed();
+    let leases = leases
+        .subscribe(&client)
+        .map(Ok::<_, watcher::Error>)
+        .boxed();
     let cands = watcher(
         Api::<LeaseCandidate>::all(client.clone()),
         watcher::Config::default(),

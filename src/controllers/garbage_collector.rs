@@ -22,6 +22,7 @@
 //!
 //! May use: nothing internal (a client of the API).
 
+use super::informer::SharedWatch;
 use super::meta_only::MetaOnly;
 use futures::stream::{select_all, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
@@ -488,9 +489,16 @@ fn to_obj(kind: usize, ev: watcher::Event<MetaOnly>) -> watcher::Event<Obj> {
     }
 }
 
-/// Runs the collector until `cancel` fires.
-pub(crate) async fn run(client: Client, cancel: CancellationToken) {
+/// Runs the collector until `cancel` fires. Leases come from the watch shared with the
+/// coordinated-leader-election controller; every other kind has a watch of its own.
+pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: SharedWatch) {
     let watches = (0..KINDS.len()).map(|i| {
+        if KINDS[i].plural == "leases" && KINDS[i].group == "coordination.k8s.io" {
+            return leases
+                .subscribe(&client)
+                .map(move |e| Ok(to_obj(i, e)))
+                .boxed();
+        }
         let api: Api<MetaOnly> = Api::all_with(client.clone(), &api_resource(i));
         watcher(api, watcher::Config::default())
             .default_backoff()

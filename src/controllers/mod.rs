@@ -28,6 +28,7 @@ mod election;
 mod garbage_collector;
 mod gc;
 mod identity;
+mod informer;
 mod leader;
 mod meta_only;
 mod namespace;
@@ -178,6 +179,10 @@ pub fn hooks(config: &Config) -> Hooks {
         pre_shutdown: Vec::new(),
     };
     let o = &config.options;
+    // One watch of every Lease for the controllers that follow them all.
+    let leases = informer::SharedWatch::new(kube::api::ApiResource::erase::<
+        k8s_openapi::api::coordination::v1::Lease,
+    >(&()));
 
     let period = o.system_namespaces_period;
     h.post_start.push((
@@ -197,7 +202,7 @@ pub fn hooks(config: &Config) -> Hooks {
     ));
 
     if o.gate("CoordinatedLeaderElection") {
-        let (start, stop) = cle_hooks(config);
+        let (start, stop) = cle_hooks(config, leases.clone());
         h.post_start.push((
             "start-kube-apiserver-coordinated-leader-election-controller".into(),
             start,
@@ -267,7 +272,7 @@ pub fn hooks(config: &Config) -> Hooks {
     ));
     h.post_start.push((
         "start-garbage-collector-controller".into(),
-        spawning(|ctx| garbage_collector::run(ctx.client, ctx.cancel)),
+        spawning(move |ctx| garbage_collector::run(ctx.client, ctx.cancel, leases.clone())),
     ));
     h
 }
@@ -324,7 +329,10 @@ type RunningElection = (
 /// The CLE controller hook and its pre-shutdown stop. Stopping before the server stops
 /// accepting requests lets the lock lease `leader-election-controller` be released through the
 /// API, so another replica takes over at once instead of after a lease duration.
-fn cle_hooks(config: &Config) -> (PostStartHookFn, PreShutdownHookFn) {
+fn cle_hooks(
+    config: &Config,
+    leases: informer::SharedWatch,
+) -> (PostStartHookFn, PreShutdownHookFn) {
     let o = &config.options;
     let election = leader::ElectionConfig {
         namespace: identity::KUBE_SYSTEM.to_string(),
@@ -339,6 +347,7 @@ fn cle_hooks(config: &Config) -> (PostStartHookFn, PreShutdownHookFn) {
     let started = running.clone();
     let start = post_start(move |ctx: HookContext| {
         let (election, started) = (election.clone(), started.clone());
+        let leases = leases.clone();
         async move {
             let token = ctx.cancel.child_token();
             let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -348,10 +357,10 @@ fn cle_hooks(config: &Config) -> (PostStartHookFn, PreShutdownHookFn) {
             let client = ctx.client.clone();
             ctx.tasks.spawn(async move {
                 leader::run(client.clone(), election, token, move |leading| {
-                    let client = client.clone();
+                    let (client, leases) = (client.clone(), leases.clone());
                     async move {
                         tokio::join!(
-                            coordinated::run(client.clone(), leading.clone()),
+                            coordinated::run(client.clone(), leading.clone(), leases.clone()),
                             gc::run_candidate_gc(client, gc_period, leading),
                         );
                     }
