@@ -19,7 +19,8 @@
 //! `h2load -t1`), `KAPI_BENCH_OPS` (comma-separated subset of `get,list,update`; default all),
 //! `KAPI_BENCH_CONC` (comma-separated subset of `1,16,64`; default all; handy for profiling
 //! one cell), `KAPI_BENCH_SERVE_ARGS` (extra `kapi serve` flags, whitespace-separated, e.g.
-//! `--feature-gates=CoordinatedLeaderElection=false`).
+//! `--feature-gates=CoordinatedLeaderElection=false`), `KAPI_BENCH_BIN` (the `kapi` binary to
+//! measure instead of the one cargo built, for A/B runs of two builds in one session).
 //! Without `--bench` (i.e. under `cargo test --benches`) it runs a short
 //! smoke pass so the bench itself stays tested.
 
@@ -139,7 +140,7 @@ impl Server {
     /// Spawns `kapi serve` on `data_dir` and waits (at most 60 s) for `/readyz` 200.
     async fn start(data_dir: &Path) -> Res<Server> {
         let started = Instant::now();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kapi"))
+        let mut child = Command::new(kapi_binary())
             .args([
                 "serve",
                 "--bind-address",
@@ -408,6 +409,14 @@ async fn worker(
     }
 }
 
+/// The `kapi` binary to measure: `KAPI_BENCH_BIN` if set (to compare two builds in one
+/// session), else the one cargo built for this bench.
+fn kapi_binary() -> PathBuf {
+    std::env::var_os("KAPI_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_kapi")))
+}
+
 /// Extra `kapi serve` flags from `KAPI_BENCH_SERVE_ARGS` (split on whitespace), e.g. to
 /// measure with a feature gate off.
 fn extra_serve_args() -> Vec<String> {
@@ -578,7 +587,7 @@ fn conditions() -> String {
 /// Runs the bench; `smoke` (under `cargo test --benches`) fails on any failed request.
 async fn bench(s: Settings, smoke: bool) -> Res<()> {
     let dir = tempfile::tempdir()?;
-    println!("kapi API bench: {}", env!("CARGO_BIN_EXE_kapi"));
+    println!("kapi API bench: {}", kapi_binary().display());
     println!("before: {}", conditions());
     println!(
         "settings: {} s per cell after {} ms warm-up, {} run(s) interleaved, {} restart(s), {} loader thread(s)\n",

@@ -1,4 +1,5 @@
-//! Looking up a field of a JSON object by JSON pointer without allocating.
+//! Looking up a field of a JSON object by JSON pointer without allocating, and comparing JSON
+//! trees without hashing their keys when both list them in the same order.
 //! May use: nothing internal.
 
 use serde_json::Value;
@@ -27,6 +28,40 @@ impl At for Value {
                 Value::Array(list) => index(token).and_then(|i| list.get(i)),
                 _ => None,
             })
+    }
+}
+
+/// `a == b` (objects compare as maps, whatever their key order), cheaper for trees whose
+/// objects list their keys in the same order, as two decodings of one type's objects do:
+/// `Value`'s own equality looks every key of one map up in the other, hashing it with SipHash.
+/// Here pairs are compared in order while their keys match; from the first pair that does not,
+/// the rest are looked up.
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            if x.len() != y.len() {
+                return false;
+            }
+            let mut pairs = x.iter().zip(y.iter());
+            for (i, ((xk, xv), (yk, yv))) in pairs.by_ref().enumerate() {
+                if xk != yk {
+                    // Keys are unique and the lengths equal: every remaining key of `x` found
+                    // in `y` with the same value makes the maps equal.
+                    return x
+                        .iter()
+                        .skip(i)
+                        .all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)));
+                }
+                if !same(xv, yv) {
+                    return false;
+                }
+            }
+            true
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w))
+        }
+        _ => a == b,
     }
 }
 
@@ -65,6 +100,31 @@ mod tests {
             "metadata",
         ] {
             assert_eq!(v.at(p), v.pointer(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn same_agrees_with_value_equality() {
+        let base = json!({"a": 1, "b": {"x": [1, {"y": "z"}], "w": null}, "c": 2.5});
+        let cases = [
+            json!({"a": 1, "b": {"x": [1, {"y": "z"}], "w": null}, "c": 2.5}),
+            // Other key orders, at the top and inside.
+            json!({"c": 2.5, "a": 1, "b": {"w": null, "x": [1, {"y": "z"}]}}),
+            json!({"a": 1, "c": 2.5, "b": {"x": [1, {"y": "z"}], "w": null}}),
+            // Different values, keys, lengths, number kinds, array orders.
+            json!({"a": 1, "b": {"x": [1, {"y": "q"}], "w": null}, "c": 2.5}),
+            json!({"a": 1, "b": {"x": [{"y": "z"}, 1], "w": null}, "c": 2.5}),
+            json!({"a": 1, "b": {"x": [1, {"y": "z"}], "v": null}, "c": 2.5}),
+            json!({"a": 1, "b": {"x": [1, {"y": "z"}]}, "c": 2.5}),
+            json!({"a": 1.0, "b": {"x": [1, {"y": "z"}], "w": null}, "c": 2.5}),
+            json!({"a": 1, "c": 2.5, "d": {"x": [1, {"y": "z"}], "w": null}}),
+            json!({"a": 1, "b": {"x": [1, {"y": "z"}], "w": null}, "c": 2.5, "e": 0}),
+            json!([1, 2]),
+            json!(null),
+        ];
+        for c in &cases {
+            assert_eq!(same(&base, c), base == *c, "{c}");
+            assert_eq!(same(c, &base), *c == base, "{c}");
         }
     }
 }

@@ -7,12 +7,37 @@ use crate::api::UserInfo;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 /// The client certificate chain presented in the TLS handshake (leaf first); a request
-/// extension set by the listener for every request of the connection.
+/// extension set by the listener for every request of the connection. Clones share the
+/// chain's digest, computed by the first request that needs it.
 #[derive(Debug, Clone, Default)]
-pub struct PeerCertificates(pub Arc<Vec<CertificateDer<'static>>>);
+pub struct PeerCertificates(
+    pub Arc<Vec<CertificateDer<'static>>>,
+    Arc<OnceLock<[u8; 32]>>,
+);
+
+impl PeerCertificates {
+    /// The chain a connection presented.
+    pub fn new(chain: Vec<CertificateDer<'static>>) -> Self {
+        PeerCertificates(Arc::new(chain), Arc::default())
+    }
+
+    /// SHA-256 over the chain (each certificate's length, then its DER): the key of the
+    /// verified-chain cache.
+    fn digest(&self) -> [u8; 32] {
+        *self.1.get_or_init(|| {
+            use sha2::Digest;
+            let mut hasher = sha2::Sha256::new();
+            for cert in self.0.iter() {
+                hasher.update((cert.len() as u64).to_be_bytes());
+                hasher.update(cert.as_ref());
+            }
+            hasher.finalize().into()
+        })
+    }
+}
 
 /// Why a request could not be authenticated (the client sees only 401 Unauthorized).
 #[derive(Debug, thiserror::Error)]
@@ -160,8 +185,8 @@ impl Authenticator {
         certs: Option<&PeerCertificates>,
     ) -> Result<UserInfo, Error> {
         let mut failure = None;
-        if let Some(PeerCertificates(chain)) = certs.filter(|c| !c.0.is_empty()) {
-            match self.verify_cert(chain) {
+        if let Some(peer) = certs.filter(|c| !c.0.is_empty()) {
+            match self.verify_cert(peer) {
                 Ok(user) => return Ok(authenticated(user)),
                 Err(e) => failure = Some(e),
             }
@@ -179,14 +204,9 @@ impl Authenticator {
         }
     }
 
-    fn verify_cert(&self, chain: &[CertificateDer<'static>]) -> Result<UserInfo, Error> {
-        use sha2::Digest;
-        let mut hasher = sha2::Sha256::new();
-        for cert in chain {
-            hasher.update((cert.len() as u64).to_be_bytes());
-            hasher.update(cert.as_ref());
-        }
-        let key: [u8; 32] = hasher.finalize().into();
+    fn verify_cert(&self, peer: &PeerCertificates) -> Result<UserInfo, Error> {
+        let chain = peer.0.as_slice();
+        let key = peer.digest();
         let now = UnixTime::now().as_secs() as i64;
         if let Ok(cache) = self.verified.lock() {
             if let Some((user, not_after)) = cache.get(&key) {

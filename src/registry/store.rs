@@ -391,7 +391,7 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }
-        let unchanged = new == *old;
+        let unchanged = crate::api::json::same(&new, old);
         Ok((new, !unchanged))
     }
 

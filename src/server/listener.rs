@@ -237,9 +237,9 @@ pub async fn serve(
                             return;
                         }
                     };
-                    let certs = PeerCertificates(Arc::new(
+                    let certs = PeerCertificates::new(
                         tls.get_ref().1.peer_certificates().map(|c| c.iter().map(|c| c.clone().into_owned()).collect()).unwrap_or_default(),
-                    ));
+                    );
                     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
                         req.extensions_mut().insert(certs.clone());
                         let fut = handler(req);

@@ -345,7 +345,10 @@ pub fn update_managed_fields(
     let sent = entries(new);
     let stored = old.and_then(entries);
     // Compared once: the lists are large and usually equal (the client sent back what it read).
-    let sent_stored = sent == stored;
+    let sent_stored = match (sent, stored) {
+        (Some(a), Some(b)) => crate::api::json::same(a, b),
+        (a, b) => a.is_none() && b.is_none(),
+    };
     // An empty list sent clears managedFields; a different list sent replaces the stored one.
     let managers = match (sent, stored) {
         (Some(Value::Array(a)), _) if a.is_empty() => None,
