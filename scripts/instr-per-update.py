@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Instructions the server executes per lease UPDATE, counted by valgrind's callgrind.
+
+This machine's CPU speed moves by 1.3-1.5x within minutes, which drowns a 5% change in the
+API bench; an instruction count does not move (two runs of one binary agree within 1%). It
+counts user-space instructions only (no kernel work: sockets, fsync), so it complements the
+bench rather than replacing it.
+
+    .tools/venv/bin/python scripts/instr-per-update.py target/release/kapi [THREADS] [PER_THREAD] [-- serve flags]
+
+Starts `kapi serve` under callgrind on a temp data dir, creates one lease per thread, opens
+one HTTPS connection per thread (HTTP/1.1, the admin client certificate), warms up, zeroes
+the counters, runs THREADS x PER_THREAD updates (PUT of the object the last response
+returned with spec.renewTime changed, as the API bench does), dumps the counters and prints
+instructions per update. The dump is left in the temp dir for callgrind_annotate.
+Needs valgrind and the Python packages `requests` and `PyYAML` (scripts/test.sh installs
+both into .tools/venv as dependencies of the Python client).
+"""
+import base64
+import datetime
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import requests
+import yaml
+
+
+def main():
+    args = sys.argv[1:]
+    serve_flags = []
+    if "--" in args:
+        at = args.index("--")
+        args, serve_flags = args[:at], args[at + 1:]
+    if not args:
+        sys.exit(__doc__)
+    binary = args[0]
+    threads = int(args[1]) if len(args) > 1 else 16
+    per = int(args[2]) if len(args) > 2 else 150
+    tmp = tempfile.mkdtemp(prefix="kapi-instr-")
+    server = subprocess.Popen(
+        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={tmp}/callgrind.%p", binary,
+         "serve", "--bind-address", "127.0.0.1", "--secure-port", "0", "--data-dir",
+         f"{tmp}/data"] + serve_flags,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        run(server, tmp, threads, per)
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def run(server, tmp, threads, per):
+    kubeconfig = None
+    for line in server.stderr:
+        if line.startswith("export KUBECONFIG="):
+            kubeconfig = line.strip().split("=", 1)[1]
+            break
+    if kubeconfig is None:
+        sys.exit("kapi serve exited before writing its kubeconfig")
+    threading.Thread(target=lambda: [None for _ in server.stderr], daemon=True).start()
+    cfg = yaml.safe_load(open(kubeconfig))
+    url = cfg["clusters"][0]["cluster"]["server"]
+    user = cfg["users"][0]["user"]
+    for name, data in [("ca", cfg["clusters"][0]["cluster"]["certificate-authority-data"]),
+                       ("crt", user["client-certificate-data"]),
+                       ("key", user["client-key-data"])]:
+        with open(f"{tmp}/{name}", "wb") as f:
+            f.write(base64.b64decode(data))
+        os.chmod(f"{tmp}/{name}", 0o600)
+
+    def session():
+        s = requests.Session()
+        s.trust_env = False  # REQUESTS_CA_BUNDLE would otherwise replace our CA
+        s.verify, s.cert = f"{tmp}/ca", (f"{tmp}/crt", f"{tmp}/key")
+        return s
+
+    admin = session()
+    for _ in range(600):
+        try:
+            if admin.get(url + "/readyz").status_code == 200:
+                break
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    else:
+        sys.exit("kapi serve did not become ready")
+    base = url + "/apis/coordination.k8s.io/v1/namespaces/default/leases"
+
+    def now():
+        return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+    for i in range(threads):
+        r = admin.post(base, json={
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": f"instr-{i}"},
+            "spec": {"holderIdentity": "instr", "leaseDurationSeconds": 40,
+                     "acquireTime": now(), "renewTime": now()}})
+        if r.status_code != 201:
+            sys.exit(f"creating lease instr-{i}: {r.status_code} {r.text}")
+    sessions = [session() for _ in range(threads)]
+    objects = [s.get(f"{base}/instr-{i}").json() for i, s in enumerate(sessions)]
+    failures = []
+
+    def work(i, n):
+        s, obj = sessions[i], objects[i]
+        for _ in range(n):
+            obj["spec"]["renewTime"] = now()
+            r = s.put(f"{base}/instr-{i}", data=json.dumps(obj),
+                      headers={"Content-Type": "application/json"})
+            if r.status_code != 200:
+                failures.append(f"{r.status_code} {r.text}")
+                return
+            obj = r.json()
+        objects[i] = obj
+
+    def round_of(n):
+        ts = [threading.Thread(target=work, args=(i, n)) for i in range(threads)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    round_of(20)  # warm-up: connections open, caches filled
+    subprocess.run(["callgrind_control", "-z", str(server.pid)], check=True, capture_output=True)
+    started = time.time()
+    round_of(per)
+    took = time.time() - started
+    subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True, capture_output=True)
+    time.sleep(1)
+    if failures:
+        sys.exit(f"{len(failures)} updates failed, first: {failures[0]}")
+    dump = sorted(f for f in os.listdir(tmp) if f.startswith("callgrind.") and f.endswith(".1"))
+    if not dump:
+        sys.exit("callgrind wrote no dump")
+    with open(f"{tmp}/{dump[0]}") as f:
+        total = next(int(line.split()[1]) for line in f if line.startswith("summary:"))
+    n = threads * per
+    print(f"{total / n / 1000:.1f}k instructions per update ({n} updates, {threads} connections, "
+          f"{n / took:.0f}/s under valgrind); dump: {tmp}/{dump[0]}")
+
+
+if __name__ == "__main__":
+    main()
