@@ -24,11 +24,23 @@ impl At for Value {
             .strip_prefix('/')?
             .split('/')
             .try_fold(self, |v, token| match v {
-                Value::Object(map) => map.get(token),
+                Value::Object(map) => field(map, token),
                 Value::Array(list) => index(token).and_then(|i| list.get(i)),
                 _ => None,
             })
     }
+}
+
+/// Objects up to this many keys are searched in order rather than through the map's hash
+/// index: comparing a few short keys costs less than SipHashing the one looked for.
+const SCAN_UP_TO: usize = 16;
+
+/// `map.get(key)`, without hashing `key` when the map is small (most objects' maps are).
+pub fn field<'m>(map: &'m serde_json::Map<String, Value>, key: &str) -> Option<&'m Value> {
+    if map.len() > SCAN_UP_TO {
+        return map.get(key);
+    }
+    map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
 }
 
 /// `a == b` (objects compare as maps, whatever their key order), cheaper for trees whose
@@ -50,7 +62,7 @@ pub fn same(a: &Value, b: &Value) -> bool {
                     return x
                         .iter()
                         .skip(i)
-                        .all(|(k, v)| y.get(k).is_some_and(|w| same(v, w)));
+                        .all(|(k, v)| field(y, k).is_some_and(|w| same(v, w)));
                 }
                 if !same(xv, yv) {
                     return false;
@@ -100,6 +112,20 @@ mod tests {
             "metadata",
         ] {
             assert_eq!(v.at(p), v.pointer(p), "{p}");
+        }
+    }
+
+    #[test]
+    fn field_agrees_with_get_for_small_and_large_maps() {
+        let mut large = serde_json::Map::new();
+        for i in 0..(SCAN_UP_TO + 5) {
+            large.insert(format!("k{i}"), json!(i));
+        }
+        let small = json!({"a": 1, "b": {"c": 2}, "": 3});
+        for m in [small.as_object().unwrap(), &large] {
+            for key in ["a", "b", "", "k0", "k20", "missing", "A"] {
+                assert_eq!(field(m, key), m.get(key), "{key}");
+            }
         }
     }
 
