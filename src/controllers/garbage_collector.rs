@@ -493,13 +493,14 @@ fn to_obj(kind: usize, ev: watcher::Event<MetaOnly>) -> watcher::Event<Obj> {
 /// coordinated-leader-election controller; every other kind has a watch of its own.
 pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: SharedWatch) {
     let watches = (0..KINDS.len()).map(|i| {
-        if KINDS[i].plural == "leases" && KINDS[i].group == "coordination.k8s.io" {
+        let resource = api_resource(i);
+        if leases.follows(&resource) {
             return leases
                 .subscribe(&client)
                 .map(move |e| Ok(to_obj(i, e)))
                 .boxed();
         }
-        let api: Api<MetaOnly> = Api::all_with(client.clone(), &api_resource(i));
+        let api: Api<MetaOnly> = Api::all_with(client.clone(), &resource);
         watcher(api, watcher::Config::default())
             .default_backoff()
             .map(move |ev| ev.map(|e| to_obj(i, e)))

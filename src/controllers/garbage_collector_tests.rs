@@ -80,3 +80,15 @@ fn only_relevant_events_wake_the_collector() {
     deleting.finalizers = vec![FOREGROUND.into()];
     assert!(seen.observe(watcher::Event::Apply(deleting)));
 }
+
+#[test]
+fn leases_come_from_the_shared_lease_watch() {
+    let leases = SharedWatch::new(ApiResource::erase::<
+        k8s_openapi::api::coordination::v1::Lease,
+    >(&()));
+    let shared: Vec<&str> = (0..KINDS.len())
+        .filter(|&i| leases.follows(&api_resource(i)))
+        .map(|i| KINDS[i].kind)
+        .collect();
+    assert_eq!(shared, ["Lease"]);
+}

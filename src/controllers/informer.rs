@@ -120,6 +120,12 @@ impl SharedWatch {
         }
     }
 
+    /// Whether this is the watch of `resource` (same group, version and plural).
+    pub(crate) fn follows(&self, resource: &ApiResource) -> bool {
+        let r = &self.resource;
+        (&r.group, &r.version, &r.plural) == (&resource.group, &resource.version, &resource.plural)
+    }
+
     /// The events of the shared watch, starting it with `client` if it is not running.
     /// Watch errors are logged here (the watch retries with backoff), not passed on.
     pub(crate) fn subscribe(&self, client: &Client) -> Subscription {
@@ -347,6 +353,15 @@ mod tests {
         );
         send(&state, watcher::Event::Delete(obj("o1", "x")));
         assert_eq!(drain(&mut sub), ["-o1"]);
+    }
+
+    #[test]
+    fn follows_its_own_resource_only() {
+        use k8s_openapi::api::coordination::v1::Lease;
+        use k8s_openapi::api::coordination::v1beta1::LeaseCandidate;
+        let leases = SharedWatch::new(ApiResource::erase::<Lease>(&()));
+        assert!(leases.follows(&ApiResource::erase::<Lease>(&())));
+        assert!(!leases.follows(&ApiResource::erase::<LeaseCandidate>(&())));
     }
 
     #[test]
