@@ -109,10 +109,7 @@ fn ack_pending(c: &LeaseCandidate) -> bool {
 /// garbage collector; only their names matter here (reconcile reads the lease itself).
 pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: SharedWatch) {
     info!("starting coordinated leader election controller");
-    let leases = leases
-        .subscribe(&client)
-        .map(Ok::<_, watcher::Error>)
-        .boxed();
+    let leases = leases.subscribe(&client);
     let cands = watcher(
         Api::<LeaseCandidate>::all(client.clone()),
         watcher::Config::default(),
@@ -148,14 +145,13 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
         tokio::select! {
             () = cancel.cancelled() => return,
             Some(ev) = leases.next() => match ev {
-                Ok(watcher::Event::Apply(l) | watcher::Event::InitApply(l) | watcher::Event::Delete(l)) => {
+                watcher::Event::Apply(l) | watcher::Event::InitApply(l) | watcher::Event::Delete(l) => {
                     let key = format!("{}/{}", l.namespace().unwrap_or_default(), l.name_any());
                     if known.contains(&key) {
                         queue.add(key);
                     }
                 }
-                Ok(_) => {}
-                Err(e) => debug!(error = %e, "lease watch error"),
+                watcher::Event::Init | watcher::Event::InitDone => {}
             },
             Some(ev) = cands.next() => match ev {
                 Ok(watcher::Event::Apply(c) | watcher::Event::InitApply(c)) if !ack_pending(&c) => {
