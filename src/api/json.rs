@@ -54,8 +54,7 @@ pub fn same(a: &Value, b: &Value) -> bool {
             if x.len() != y.len() {
                 return false;
             }
-            let mut pairs = x.iter().zip(y.iter());
-            for (i, ((xk, xv), (yk, yv))) in pairs.by_ref().enumerate() {
+            for (i, ((xk, xv), (yk, yv))) in x.iter().zip(y).enumerate() {
                 if xk != yk {
                     // Keys are unique and the lengths equal: every remaining key of `x` found
                     // in `y` with the same value makes the maps equal.
