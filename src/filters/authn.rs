@@ -11,26 +11,37 @@ use std::sync::{Arc, OnceLock};
 
 /// The client certificate chain presented in the TLS handshake (leaf first); a request
 /// extension set by the listener for every request of the connection. Clones share the
-/// chain's digest, computed by the first request that needs it.
+/// chain and its digest, computed by the first request that needs it.
 #[derive(Debug, Clone, Default)]
-pub struct PeerCertificates(
-    pub Arc<Vec<CertificateDer<'static>>>,
-    Arc<OnceLock<[u8; 32]>>,
-);
+pub struct PeerCertificates(Arc<Peer>);
+
+#[derive(Debug, Default)]
+struct Peer {
+    chain: Vec<CertificateDer<'static>>,
+    digest: OnceLock<[u8; 32]>,
+}
 
 impl PeerCertificates {
     /// The chain a connection presented.
     pub fn new(chain: Vec<CertificateDer<'static>>) -> Self {
-        PeerCertificates(Arc::new(chain), Arc::default())
+        PeerCertificates(Arc::new(Peer {
+            chain,
+            digest: OnceLock::new(),
+        }))
+    }
+
+    /// The presented chain, leaf first (empty without a client certificate).
+    pub fn chain(&self) -> &[CertificateDer<'static>] {
+        &self.0.chain
     }
 
     /// SHA-256 over the chain (each certificate's length, then its DER): the key of the
     /// verified-chain cache.
     fn digest(&self) -> [u8; 32] {
-        *self.1.get_or_init(|| {
+        *self.0.digest.get_or_init(|| {
             use sha2::Digest;
             let mut hasher = sha2::Sha256::new();
-            for cert in self.0.iter() {
+            for cert in self.chain() {
                 hasher.update((cert.len() as u64).to_be_bytes());
                 hasher.update(cert.as_ref());
             }
@@ -185,7 +196,7 @@ impl Authenticator {
         certs: Option<&PeerCertificates>,
     ) -> Result<UserInfo, Error> {
         let mut failure = None;
-        if let Some(peer) = certs.filter(|c| !c.0.is_empty()) {
+        if let Some(peer) = certs.filter(|c| !c.chain().is_empty()) {
             match self.verify_cert(peer) {
                 Ok(user) => return Ok(authenticated(user)),
                 Err(e) => failure = Some(e),
@@ -205,7 +216,7 @@ impl Authenticator {
     }
 
     fn verify_cert(&self, peer: &PeerCertificates) -> Result<UserInfo, Error> {
-        let chain = peer.0.as_slice();
+        let chain = peer.chain();
         let key = peer.digest();
         let now = UnixTime::now().as_secs() as i64;
         if let Ok(cache) = self.verified.lock() {
