@@ -142,38 +142,39 @@ impl SharedWatch {
     }
 }
 
-/// The watch task: applies each event to the shared state and hands it to the subscribers.
+/// The watch task: applies each event to the shared state and hands it to the subscribers,
+/// until stopped. kube-runtime's watcher retries and relists by itself; were its stream ever
+/// to end, a new one starts (with its own initial list), so subscribers never stall.
 async fn run(
     api: Api<MetaOnly>,
     plural: String,
     state: Arc<Mutex<State>>,
     stop: CancellationToken,
 ) {
-    let mut events = watcher(api, watcher::Config::default())
-        .default_backoff()
-        .boxed();
     loop {
-        let ev = tokio::select! {
-            () = stop.cancelled() => return,
-            ev = events.next() => ev,
-        };
-        match ev {
-            Some(Ok(ev)) => {
-                let mut s = lock(&state);
-                // Stopped while this event was on its way: a newer task may own the state.
-                if stop.is_cancelled() {
-                    return;
+        let mut events = watcher(api.clone(), watcher::Config::default())
+            .default_backoff()
+            .boxed();
+        loop {
+            let ev = tokio::select! {
+                () = stop.cancelled() => return,
+                ev = events.next() => ev,
+            };
+            match ev {
+                Some(Ok(ev)) => {
+                    let mut s = lock(&state);
+                    // Stopped while this event was on its way: a newer task may own the state.
+                    if stop.is_cancelled() {
+                        return;
+                    }
+                    s.apply(&ev);
+                    let _ = s.tx.send(ev);
                 }
-                s.apply(&ev);
-                let _ = s.tx.send(ev);
-            }
-            Some(Err(e)) => debug!(resource = %plural, error = %e, "shared watch error"),
-            None => {
-                let mut s = lock(&state);
-                if !stop.is_cancelled() {
-                    s.stop = None;
+                Some(Err(e)) => debug!(resource = %plural, error = %e, "shared watch error"),
+                None => {
+                    debug!(resource = %plural, "shared watch ended; starting it again");
+                    break;
                 }
-                return;
             }
         }
     }
