@@ -1,5 +1,5 @@
-//! Looking up a field of a JSON object by JSON pointer without allocating, and comparing JSON
-//! trees without hashing their keys when both list them in the same order.
+//! Looking up a field of a JSON object by JSON pointer without allocating, and pairing and
+//! comparing JSON objects without hashing their keys when both list them in the same order.
 //! May use: nothing internal.
 
 use serde_json::Value;
@@ -43,31 +43,32 @@ pub fn field<'m>(map: &'m serde_json::Map<String, Value>, key: &str) -> Option<&
     map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
 }
 
-/// `a == b` (objects compare as maps, whatever their key order), cheaper for trees whose
-/// objects list their keys in the same order, as two decodings of one type's objects do:
-/// `Value`'s own equality looks every key of one map up in the other, hashing it with SipHash.
-/// Here pairs are compared in order while their keys match; from the first pair that does not,
-/// the rest are looked up.
+/// Each entry of `new` with the value `old` has under the same key. Objects of one type
+/// usually list their keys in the same order, so `old` is walked alongside `new` and a key is
+/// looked up only where the two part.
+pub fn pair_up<'a>(
+    old: &'a serde_json::Map<String, Value>,
+    new: &'a serde_json::Map<String, Value>,
+) -> impl Iterator<Item = (&'a String, &'a Value, Option<&'a Value>)> {
+    let mut olds = old.iter();
+    new.iter().map(move |(k, nv)| {
+        let ov = match olds.next() {
+            Some((ok, ov)) if ok == k => Some(ov),
+            _ => field(old, k),
+        };
+        (k, nv, ov)
+    })
+}
+
+/// `a == b` (objects compare as maps, whatever their key order), without the SipHash of every
+/// key that `Value`'s own equality spends looking each key of one map up in the other: keys
+/// are paired in order first ([`pair_up`]).
 pub fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
+        // Keys are unique and the lengths equal: every key of `y` found in `x` with the same
+        // value makes the maps equal.
         (Value::Object(x), Value::Object(y)) => {
-            if x.len() != y.len() {
-                return false;
-            }
-            for (i, ((xk, xv), (yk, yv))) in x.iter().zip(y).enumerate() {
-                if xk != yk {
-                    // Keys are unique and the lengths equal: every remaining key of `x` found
-                    // in `y` with the same value makes the maps equal.
-                    return x
-                        .iter()
-                        .skip(i)
-                        .all(|(k, v)| field(y, k).is_some_and(|w| same(v, w)));
-                }
-                if !same(xv, yv) {
-                    return false;
-                }
-            }
-            true
+            x.len() == y.len() && pair_up(x, y).all(|(_, yv, xv)| xv.is_some_and(|xv| same(xv, yv)))
         }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(v, w)| same(v, w))
@@ -126,6 +127,25 @@ mod tests {
                 assert_eq!(field(m, key), m.get(key), "{key}");
             }
         }
+    }
+
+    #[test]
+    fn pair_up_pairs_by_key_in_any_order() {
+        let old = json!({"a": 1, "b": 2, "c": 3});
+        let new = json!({"a": 10, "c": 30, "d": 40, "b": 20});
+        let pairs: Vec<(&str, i64, Option<i64>)> =
+            pair_up(old.as_object().unwrap(), new.as_object().unwrap())
+                .map(|(k, n, o)| (k.as_str(), n.as_i64().unwrap(), o.and_then(Value::as_i64)))
+                .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("a", 10, Some(1)),
+                ("c", 30, Some(3)),
+                ("d", 40, None),
+                ("b", 20, Some(2))
+            ]
+        );
     }
 
     #[test]

@@ -7,7 +7,7 @@
 
 use super::fieldpath::{self, Element, Path, Set};
 use super::ApplyError;
-use crate::api::json::same;
+use crate::api::json::{field, pair_up, same};
 use crate::api::GroupVersionKind;
 use crate::endpoints::patch::meta::{field_meta, ListType};
 use serde_json::{Map, Value};
@@ -139,23 +139,11 @@ impl<'a> Types<'a> {
         let is_map = Some(new_kind == Kind::Map);
         let in_metadata = path.len() == 1 && path[0] == "f:metadata";
         let skip = |k: &str| in_metadata && k == "managedFields";
-        // Objects of one type usually list their keys in the same order: walk `o` alongside
-        // `n` and look a key up only where the two part.
-        let mut olds = o.iter();
         let mut all_found = o.len() == n.len();
-        for (k, nv) in n {
-            // managedFields first: it is large, equal in most updates, and never compared.
-            if skip(k) {
-                let here = matches!(olds.next(), Some((ok, _)) if ok == k);
-                all_found &= here || o.contains_key(k);
-                continue;
-            }
-            let ov = match olds.next() {
-                Some((ok, ov)) if ok == k => Some(ov),
-                _ => o.get(k),
-            };
+        for (k, nv, ov) in pair_up(o, n) {
             all_found &= ov.is_some();
-            if ov.is_some_and(|ov| same(ov, nv)) {
+            // managedFields first: it is large, equal in most updates, and never compared.
+            if skip(k) || ov.is_some_and(|ov| same(ov, nv)) {
                 continue;
             }
             fields.push(k);
@@ -172,7 +160,7 @@ impl<'a> Types<'a> {
             return;
         }
         for (k, ov) in o {
-            if skip(k) || n.contains_key(k) {
+            if skip(k) || field(n, k).is_some() {
                 continue;
             }
             fields.push(k);
