@@ -69,9 +69,9 @@ def run(server, tmp, threads, per):
     for name, data in [("ca", cfg["clusters"][0]["cluster"]["certificate-authority-data"]),
                        ("crt", user["client-certificate-data"]),
                        ("key", user["client-key-data"])]:
-        with open(f"{tmp}/{name}", "wb") as f:
+        # Created 0600: the admin key never sits readable by others, even briefly.
+        with os.fdopen(os.open(f"{tmp}/{name}", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as f:
             f.write(base64.b64decode(data))
-        os.chmod(f"{tmp}/{name}", 0o600)
 
     def session():
         s = requests.Session()
