@@ -4,6 +4,7 @@
 pub mod error;
 pub mod memo;
 pub mod resources;
+mod roundtrip;
 pub mod store;
 mod store_codec;
 pub mod store_delete;

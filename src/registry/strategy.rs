@@ -5,6 +5,7 @@
 //! May use: api.
 
 use super::error::FieldError;
+pub(crate) use super::roundtrip::typed_roundtrip;
 use super::validation::NameRule;
 use crate::api::At;
 use serde_json::Value;
@@ -229,45 +230,6 @@ pub enum Input<'a> {
     Value(Value),
     /// A JSON request body.
     Json(&'a [u8]),
-}
-
-/// Round-trips `obj` through the typed struct `T`, collecting unknown fields.
-pub(crate) fn typed_roundtrip<T>(obj: Input<'_>) -> Result<(Value, Vec<String>), String>
-where
-    T: serde::de::DeserializeOwned + serde::Serialize,
-{
-    let mut unknown = Vec::new();
-    let typed: T = match obj {
-        Input::Value(v) => serde_ignored::deserialize(v, |path| unknown.push(field_path(&path))),
-        Input::Json(bytes) => {
-            let mut de = serde_json::Deserializer::from_slice(bytes);
-            let typed = serde_ignored::deserialize(&mut de, |path| unknown.push(field_path(&path)));
-            typed.and_then(|t| de.end().map(|()| t))
-        }
-    }
-    .map_err(|e| e.to_string())?;
-    let out = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
-    Ok((out, unknown))
-}
-
-/// A field path as kube prints it: `spec.containers[0].x`, skipping Option/newtype layers.
-fn field_path(path: &serde_ignored::Path<'_>) -> String {
-    use serde_ignored::Path;
-    match path {
-        Path::Root => String::new(),
-        Path::Seq { parent, index } => format!("{}[{index}]", field_path(parent)),
-        Path::Map { parent, key } => {
-            let p = field_path(parent);
-            if p.is_empty() {
-                key.to_string()
-            } else {
-                format!("{p}.{key}")
-            }
-        }
-        Path::Some { parent }
-        | Path::NewtypeStruct { parent }
-        | Path::NewtypeVariant { parent } => field_path(parent),
-    }
 }
 
 /// `metadata.name` of an object.
