@@ -19,11 +19,14 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use super::strategy::Input;
 
+/// A canonical object and the unknown fields its decode dropped.
+type Decoded = (Value, Vec<String>);
+
 /// How many distinct `managedFields` lists the table keeps (a few MB at most).
 const CAPACITY: usize = 1024;
 
 /// Round-trips `obj` through the typed struct `T`, collecting unknown fields.
-pub(crate) fn typed_roundtrip<T>(obj: Input<'_>) -> Result<(Value, Vec<String>), String>
+pub(crate) fn typed_roundtrip<T>(obj: Input<'_>) -> Result<Decoded, String>
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
@@ -36,7 +39,7 @@ where
 }
 
 /// The round trip of every field.
-fn full<T>(obj: Input<'_>) -> Result<(Value, Vec<String>), String>
+fn full<T>(obj: Input<'_>) -> Result<Decoded, String>
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
@@ -56,7 +59,7 @@ where
 
 /// The round trip of `body` with its `metadata.managedFields` taken from the table, or None
 /// when the full round trip must run (see the module doc).
-fn without_managed_fields<T>(body: &[u8]) -> Option<(Value, Vec<String>)>
+fn without_managed_fields<T>(body: &[u8]) -> Option<Decoded>
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
@@ -186,12 +189,7 @@ mod tests {
     const ENTRIES: &str = r#"[{"apiVersion":"coordination.k8s.io/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:holderIdentity":{},"f:renewTime":{}}},"manager":"kubectl-create","operation":"Update","time":"2026-12-01T13:28:10+01:00"}]"#;
 
     /// The shortcut's answer (twice: decoding, then from the table) and the full round trip's.
-    fn both<T>(
-        body: &str,
-    ) -> (
-        Option<(Value, Vec<String>)>,
-        Result<(Value, Vec<String>), String>,
-    )
+    fn both<T>(body: &str) -> (Option<Decoded>, Result<Decoded, String>)
     where
         T: serde::de::DeserializeOwned + serde::Serialize,
     {
