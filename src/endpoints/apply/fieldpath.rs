@@ -4,7 +4,7 @@
 //! Includes the FieldsV1 encoding (nested objects, `.` marking a member that also has
 //! children), kube's path strings for conflict messages, and looking up or removing the value
 //! a path names in a JSON object.
-//! May use: nothing internal.
+//! May use: api (JSON lookups).
 
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
@@ -81,6 +81,28 @@ pub(crate) fn from_fields_v1(v: &Value) -> Set {
         walk_fields_v1(m, &mut Vec::new(), &mut set);
     }
     set
+}
+
+/// Whether the set a FieldsV1 object encodes has `path`, read off the object without
+/// decoding the set (what `from_fields_v1(fields).contains(path)` answers).
+pub(crate) fn fields_v1_has(fields: &Value, path: &[Element]) -> bool {
+    let mut node = fields;
+    for pe in path {
+        let child = match node {
+            Value::Object(m) => crate::api::json::field(m, pe),
+            _ => None,
+        };
+        match child {
+            Some(c) => node = c,
+            None => return false,
+        }
+    }
+    match node {
+        // A node with children is a member only when marked with `.`.
+        Value::Object(m) if !m.is_empty() => crate::api::json::field(m, ".").is_some(),
+        // A leaf is a member; the root is not unless it is marked.
+        _ => !path.is_empty(),
+    }
 }
 
 fn walk_fields_v1(m: &Map<String, Value>, path: &mut Path, set: &mut Set) {

@@ -349,6 +349,14 @@ pub fn update_managed_fields(
         (Some(a), Some(b)) => crate::api::json::same(a, b),
         (a, b) => a.is_none() && b.is_none(),
     };
+    let empty = json!({});
+    let (mut changed, removed) = compare(&types, old.unwrap_or(&empty), new);
+    typed::strip(&mut changed, &gvk, subresource);
+    let identity = (manager, operation, api_version.as_str(), subresource);
+    if sent_stored && unchanged_ownership(stored, (&changed, &removed), identity) {
+        // The list is already its own encoding.
+        return;
+    }
     // An empty list sent clears managedFields; a different list sent replaces the stored one.
     let managers = match (sent, stored) {
         (Some(Value::Array(a)), _) if a.is_empty() => None,
@@ -359,9 +367,6 @@ pub fn update_managed_fields(
         encode_managers(new, Vec::new());
         return;
     };
-    let empty = json!({});
-    let (mut changed, removed) = compare(&types, old.unwrap_or(&empty), new);
-    typed::strip(&mut changed, &gvk, subresource);
     let mut touched = false;
     for m in &mut managers {
         let owned = m.set.len();
@@ -402,6 +407,48 @@ pub fn update_managed_fields(
         return;
     }
     encode_managers(new, managers);
+}
+
+/// Whether an update leaves every entry of the stored list as it is, decided on the list
+/// itself: nothing was removed, the writer's entry (the first with its identity) already owns
+/// all it changed and has a time, and no entry of another manager or operation owns any of it
+/// (a lease renewal by its holder). The loop in [`update_managed_fields`] would then change
+/// no entry and keep the list.
+fn unchanged_ownership(
+    stored: Option<&Value>,
+    (changed, removed): (&Set, &Set),
+    (manager, operation, api_version, subresource): (&str, &str, &str, &str),
+) -> bool {
+    let Some(Value::Array(entries)) = stored else {
+        return false;
+    };
+    if entries.is_empty() || !removed.is_empty() {
+        return false;
+    }
+    fn s<'e>(e: &'e Value, k: &str) -> &'e str {
+        e.get(k).and_then(Value::as_str).unwrap_or_default()
+    }
+    let owns = |e: &Value, p: &fieldpath::Path| {
+        e.get("fieldsV1")
+            .is_some_and(|f| fieldpath::fields_v1_has(f, p))
+    };
+    let mut mine = None;
+    for e in entries {
+        let same_writer = s(e, "manager") == manager && s(e, "operation") == operation;
+        if !same_writer {
+            if changed.iter().any(|p| owns(e, p)) {
+                return false;
+            }
+        } else if mine.is_none()
+            && s(e, "subresource") == subresource
+            && (operation == "Apply" || s(e, "apiVersion") == api_version)
+        {
+            mine = Some(e);
+        }
+    }
+    mine.is_some_and(|e| {
+        e.get("time").and_then(Value::as_str).is_some() && changed.iter().all(|p| owns(e, p))
+    })
 }
 
 #[cfg(test)]

@@ -465,3 +465,35 @@ fn an_update_that_moves_no_ownership_keeps_the_list_it_was_sent() {
         ]
     );
 }
+
+#[test]
+fn fields_v1_membership_is_read_off_the_object_as_the_decoded_set_has_it() {
+    let cases = [
+        json!({"f:data": {"f:a": {}, "f:b": {}}}),
+        json!({"f:data": {".": {}, "f:a": {}}, "f:metadata": {"f:labels": {".": {}, "f:app": {}}}}),
+        json!({"f:spec": {"f:list": {"k:{\"a\":\"x\"}": {"f:c": {}}}}, ".": {}}),
+        json!({"f:x": {"f:y": null}}),
+        json!({}),
+        json!("not fields"),
+    ];
+    for fv1 in cases {
+        let set = fieldpath::from_fields_v1(&fv1);
+        // Every member, every prefix of one, and paths one step past or beside them.
+        let mut candidates: Vec<fieldpath::Path> = vec![vec![], vec!["f:nope".into()]];
+        for p in &set {
+            for n in 0..=p.len() {
+                candidates.push(p[..n].to_vec());
+            }
+            let mut deeper = p.clone();
+            deeper.push("f:deeper".into());
+            candidates.push(deeper);
+        }
+        for p in candidates {
+            assert_eq!(
+                fieldpath::fields_v1_has(&fv1, &p),
+                set.contains(&p),
+                "{fv1} has {p:?}"
+            );
+        }
+    }
+}
