@@ -17,15 +17,22 @@ impl At for Value {
         if pointer.is_empty() {
             return Some(self);
         }
-        if pointer.contains('~') {
+        // Split as bytes: `str::split` sets up a searcher per call, and pointers are short.
+        let tokens = pointer.strip_prefix('/')?.as_bytes();
+        if tokens.contains(&b'~') {
             return self.pointer(pointer);
         }
-        pointer
-            .strip_prefix('/')?
-            .split('/')
+        tokens
+            .split(|&b| b == b'/')
             .try_fold(self, |v, token| match v {
-                Value::Object(map) => field(map, token),
-                Value::Array(list) => index(token).and_then(|i| list.get(i)),
+                Value::Object(map) if map.len() <= SCAN_UP_TO => map
+                    .iter()
+                    .find(|(k, _)| k.as_bytes() == token)
+                    .map(|(_, v)| v),
+                Value::Object(map) => map.get(std::str::from_utf8(token).ok()?),
+                Value::Array(list) => {
+                    index(std::str::from_utf8(token).ok()?).and_then(|i| list.get(i))
+                }
                 _ => None,
             })
     }
@@ -92,9 +99,14 @@ mod tests {
 
     #[test]
     fn agrees_with_value_pointer() {
-        let v =
+        let mut v =
             json!({"metadata": {"name": "x", "a/b": 1, "m~n": 2, "list": [10, 20]}, "": {"": 3}});
+        // A map past the scanned size, looked up through its index.
+        v["big"] = (0..SCAN_UP_TO + 5).map(|i| (format!("k{i}"), json!({"i": i}))).collect();
         for p in [
+            "/big/k0",
+            "/big/k20/i",
+            "/big/missing",
             "",
             "/",
             "/metadata",
