@@ -102,7 +102,9 @@ mod tests {
         let mut v =
             json!({"metadata": {"name": "x", "a/b": 1, "m~n": 2, "list": [10, 20]}, "": {"": 3}});
         // A map past the scanned size, looked up through its index.
-        v["big"] = (0..SCAN_UP_TO + 5).map(|i| (format!("k{i}"), json!({"i": i}))).collect();
+        v["big"] = (0..SCAN_UP_TO + 5)
+            .map(|i| (format!("k{i}"), json!({"i": i})))
+            .collect();
         for p in [
             "/big/k0",
             "/big/k20/i",
