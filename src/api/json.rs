@@ -25,11 +25,7 @@ impl At for Value {
         tokens
             .split(|&b| b == b'/')
             .try_fold(self, |v, token| match v {
-                Value::Object(map) if map.len() <= SCAN_UP_TO => map
-                    .iter()
-                    .find(|(k, _)| k.as_bytes() == token)
-                    .map(|(_, v)| v),
-                Value::Object(map) => map.get(std::str::from_utf8(token).ok()?),
+                Value::Object(map) => field_bytes(map, token),
                 Value::Array(list) => {
                     index(std::str::from_utf8(token).ok()?).and_then(|i| list.get(i))
                 }
@@ -44,10 +40,17 @@ const SCAN_UP_TO: usize = 16;
 
 /// `map.get(key)`, without hashing `key` when the map is small (most objects' maps are).
 pub fn field<'m>(map: &'m serde_json::Map<String, Value>, key: &str) -> Option<&'m Value> {
+    field_bytes(map, key.as_bytes())
+}
+
+/// [`field`] for a key given as bytes (a pointer token); a key that is not UTF-8 is in no map.
+fn field_bytes<'m>(map: &'m serde_json::Map<String, Value>, key: &[u8]) -> Option<&'m Value> {
     if map.len() > SCAN_UP_TO {
-        return map.get(key);
+        return map.get(std::str::from_utf8(key).ok()?);
     }
-    map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    map.iter()
+        .find(|(k, _)| k.as_bytes() == key)
+        .map(|(_, v)| v)
 }
 
 /// Each entry of `new` with the value `old` has under the same key. Objects of one type
