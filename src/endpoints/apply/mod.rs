@@ -82,19 +82,48 @@ struct Manager {
     set: Set,
 }
 
+/// Who wrote a managedFields entry, as BuildManagerIdentifier compares writers.
+#[derive(Debug, Clone, Copy)]
+struct Identity<'a> {
+    manager: &'a str,
+    operation: &'a str,
+    api_version: &'a str,
+    subresource: &'a str,
+}
+
+impl Identity<'_> {
+    /// The identity of a stored entry (missing fields are empty).
+    fn of_entry(e: &Value) -> Identity<'_> {
+        let s = |k: &str| e.get(k).and_then(Value::as_str).unwrap_or_default();
+        Identity {
+            manager: s("manager"),
+            operation: s("operation"),
+            api_version: s("apiVersion"),
+            subresource: s("subresource"),
+        }
+    }
+
+    /// Same manager and operation: an update takes no fields from its own writer's entries.
+    fn same_writer(&self, other: &Identity<'_>) -> bool {
+        self.manager == other.manager && self.operation == other.operation
+    }
+
+    /// One entry's writer: appliers are one manager across API versions.
+    fn same(&self, other: &Identity<'_>) -> bool {
+        self.same_writer(other)
+            && self.subresource == other.subresource
+            && (other.operation == "Apply" || self.api_version == other.api_version)
+    }
+}
+
 impl Manager {
-    /// BuildManagerIdentifier: appliers are one manager across API versions.
-    fn same_identity(
-        &self,
-        manager: &str,
-        operation: &str,
-        api_version: &str,
-        subresource: &str,
-    ) -> bool {
-        self.manager == manager
-            && self.operation == operation
-            && self.subresource == subresource
-            && (operation == "Apply" || self.api_version == api_version)
+    fn identity(&self) -> Identity<'_> {
+        Identity {
+            manager: &self.manager,
+            operation: &self.operation,
+            api_version: &self.api_version,
+            subresource: &self.subresource,
+        }
     }
 
     /// printManager in fieldmanager: how conflicts name this manager.
@@ -141,17 +170,12 @@ fn decode_entries(entries: Option<&Value>) -> Vec<Manager> {
         .into_iter()
         .flatten()
         .map(|e| {
-            let s = |k: &str| {
-                e.get(k)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            };
+            let id = Identity::of_entry(e);
             Manager {
-                manager: s("manager"),
-                operation: s("operation"),
-                api_version: s("apiVersion"),
-                subresource: s("subresource"),
+                manager: id.manager.into(),
+                operation: id.operation.into(),
+                api_version: id.api_version.into(),
+                subresource: id.subresource.into(),
                 time: e.get("time").and_then(Value::as_str).map(str::to_string),
                 set: e
                     .get("fieldsV1")
@@ -258,9 +282,13 @@ pub fn server_side_apply(
     typed::strip(&mut config_set, gvk, "");
 
     let mut merged = types.merge(live, applied);
-    let mine = managers
-        .iter()
-        .position(|m| m.same_identity(manager, "Apply", &api_version, ""));
+    let applier = Identity {
+        manager,
+        operation: "Apply",
+        api_version: &api_version,
+        subresource: "",
+    };
+    let mine = managers.iter().position(|m| m.identity().same(&applier));
     let last_set = mine.map(|i| managers[i].set.clone()).unwrap_or_default();
     // Prune: what this applier stopped applying and nobody else owns goes away.
     for path in last_set.difference(&config_set) {
@@ -352,8 +380,13 @@ pub fn update_managed_fields(
     let empty = json!({});
     let (mut changed, removed) = compare(&types, old.unwrap_or(&empty), new);
     typed::strip(&mut changed, &gvk, subresource);
-    let identity = (manager, operation, api_version.as_str(), subresource);
-    if sent_stored && unchanged_ownership(stored, (&changed, &removed), identity) {
+    let writer = Identity {
+        manager,
+        operation,
+        api_version: &api_version,
+        subresource,
+    };
+    if sent_stored && unchanged_ownership(stored, (&changed, &removed), &writer) {
         // The list is already its own encoding.
         return;
     }
@@ -371,14 +404,12 @@ pub fn update_managed_fields(
     for m in &mut managers {
         let owned = m.set.len();
         m.set.retain(|p| !removed.contains(p));
-        if !(m.manager == manager && m.operation == operation) {
+        if !m.identity().same_writer(&writer) {
             m.set.retain(|p| !changed.contains(p));
         }
         touched |= m.set.len() != owned;
     }
-    let idx = managers
-        .iter()
-        .position(|m| m.same_identity(manager, operation, &api_version, subresource));
+    let idx = managers.iter().position(|m| m.identity().same(&writer));
     let idx = match idx {
         Some(i) => i,
         None => {
@@ -417,7 +448,7 @@ pub fn update_managed_fields(
 fn unchanged_ownership(
     stored: Option<&Value>,
     (changed, removed): (&Set, &Set),
-    (manager, operation, api_version, subresource): (&str, &str, &str, &str),
+    writer: &Identity<'_>,
 ) -> bool {
     let Some(Value::Array(entries)) = stored else {
         return false;
@@ -425,24 +456,18 @@ fn unchanged_ownership(
     if entries.is_empty() || !removed.is_empty() {
         return false;
     }
-    fn s<'e>(e: &'e Value, k: &str) -> &'e str {
-        e.get(k).and_then(Value::as_str).unwrap_or_default()
-    }
     let owns = |e: &Value, p: &fieldpath::Path| {
         e.get("fieldsV1")
             .is_some_and(|f| fieldpath::fields_v1_has(f, p))
     };
     let mut mine = None;
     for e in entries {
-        let same_writer = s(e, "manager") == manager && s(e, "operation") == operation;
-        if !same_writer {
+        let id = Identity::of_entry(e);
+        if !id.same_writer(writer) {
             if changed.iter().any(|p| owns(e, p)) {
                 return false;
             }
-        } else if mine.is_none()
-            && s(e, "subresource") == subresource
-            && (operation == "Apply" || s(e, "apiVersion") == api_version)
-        {
+        } else if mine.is_none() && id.same(writer) {
             mine = Some(e);
         }
     }
