@@ -12,7 +12,8 @@ Starts `kapi serve` under callgrind on a temp data dir, creates one lease per th
 one HTTPS connection per thread (HTTP/1.1, the admin client certificate), warms up, zeroes
 the counters, runs THREADS x PER_THREAD updates (PUT of the object the last response
 returned with spec.renewTime changed, as the API bench does), dumps the counters and prints
-instructions per update. The dump is left in the temp dir for callgrind_annotate.
+instructions per update. The dump is left in the temp dir for callgrind_annotate; the
+server's data dir and the admin credentials are removed.
 Needs valgrind and the Python packages `requests` and `PyYAML` (scripts/test.sh installs
 both into .tools/venv as dependencies of the Python client).
 """
@@ -20,6 +21,7 @@ import base64
 import datetime
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,6 +54,11 @@ def main():
     finally:
         server.terminate()
         server.wait()
+        # Only the dump stays: the server's data dir and the admin credentials go.
+        shutil.rmtree(f"{tmp}/data", ignore_errors=True)
+        for name in ("ca", "crt", "key"):
+            if os.path.exists(f"{tmp}/{name}"):
+                os.remove(f"{tmp}/{name}")
 
 
 def run(server, tmp, threads, per):
