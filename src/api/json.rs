@@ -44,6 +44,7 @@ pub fn field<'m>(map: &'m serde_json::Map<String, Value>, key: &str) -> Option<&
 }
 
 /// [`field`] for a key given as bytes (a pointer token); a key that is not UTF-8 is in no map.
+#[inline]
 fn field_bytes<'m>(map: &'m serde_json::Map<String, Value>, key: &[u8]) -> Option<&'m Value> {
     if map.len() > SCAN_UP_TO {
         return map.get(std::str::from_utf8(key).ok()?);
