@@ -146,7 +146,7 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
             () = cancel.cancelled() => return,
             Some(ev) = leases.next() => match ev {
                 watcher::Event::Apply(l) | watcher::Event::InitApply(l) | watcher::Event::Delete(l) => {
-                    let key = format!("{}/{}", l.namespace().unwrap_or_default(), l.name_any());
+                    let key = util::object_key(&l);
                     if known.contains(&key) {
                         queue.add(key);
                     }

@@ -13,10 +13,11 @@
 //! May use: nothing internal (a client of the API).
 
 use super::meta_only::MetaOnly;
+use super::util::object_key as key;
 use futures::{Stream, StreamExt};
 use kube::api::ApiResource;
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Api, Client, ResourceExt};
+use kube::{Api, Client};
 use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -49,10 +50,6 @@ struct State {
     ready: bool,
     /// Stops the running watch task; None while none runs.
     stop: Option<CancellationToken>,
-}
-
-fn key(o: &MetaOnly) -> String {
-    format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any())
 }
 
 impl State {
@@ -239,6 +236,7 @@ impl Drop for Subscription {
 mod tests {
     use super::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    use kube::ResourceExt;
 
     fn obj(name: &str, rv: &str) -> MetaOnly {
         MetaOnly {

@@ -1,5 +1,5 @@
-//! Small helpers shared by the controllers: wall-clock MicroTime, expiry math, API error
-//! classification, cancellable sleeps with jitter and the capped backoff of client-go's
+//! Small helpers shared by the controllers: object keys, wall-clock MicroTime, expiry math,
+//! API error classification, cancellable sleeps with jitter and the capped backoff of client-go's
 //! `wait.Backoff`. May use: nothing internal.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
@@ -7,6 +7,12 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use rand::Rng;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// An object's `namespace/name` (`/name` for a cluster-scoped one), as work queues and
+/// caches key objects.
+pub(crate) fn object_key(o: &impl kube::ResourceExt) -> String {
+    format!("{}/{}", o.namespace().unwrap_or_default(), o.name_any())
+}
 
 /// Now, truncated to microseconds (what a MicroTime can carry), so that a value we write and
 /// the value we read back compare equal.
