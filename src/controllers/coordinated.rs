@@ -122,6 +122,12 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
     let mut known: HashSet<String> = HashSet::new();
     let mut sweep = tokio::time::interval(SWEEP);
     let ctl = Reconciler { client };
+    // One timer for the queue's next deadline and one cancellation waiter for the whole loop:
+    // a new `sleep_until` per event would register and drop a timer for every lease update.
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
+    let timer = tokio::time::sleep(SWEEP);
+    tokio::pin!(timer);
     loop {
         while let Some(key) = queue.pop_ready() {
             if cancel.is_cancelled() {
@@ -139,16 +145,22 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
                 }
             }
         }
-        let deadline = queue
-            .next_deadline()
-            .unwrap_or_else(|| Instant::now() + SWEEP);
+        match queue.next_deadline() {
+            Some(at) if at != timer.deadline() => timer.as_mut().reset(at),
+            // Nothing queued: the sweep wakes the loop; the timer only must not stay elapsed.
+            None if timer.is_elapsed() => timer.as_mut().reset(Instant::now() + SWEEP),
+            _ => {}
+        }
         tokio::select! {
-            () = cancel.cancelled() => return,
+            () = &mut cancelled => return,
             Some(ev) = leases.next() => match ev {
                 watcher::Event::Apply(l) | watcher::Event::InitApply(l) | watcher::Event::Delete(l) => {
-                    let key = util::object_key(&l);
-                    if known.contains(&key) {
-                        queue.add(key);
+                    // Most leases have no candidates: skip the key for those clusters.
+                    if !known.is_empty() {
+                        let key = util::object_key(&l);
+                        if known.contains(&key) {
+                            queue.add(key);
+                        }
                     }
                 }
                 watcher::Event::Init | watcher::Event::InitDone => {}
@@ -168,7 +180,7 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
                 Ok(_) => {}
                 Err(e) => debug!(error = %e, "lease candidate watch error"),
             },
-            () = tokio::time::sleep_until(deadline) => {}
+            () = &mut timer => {}
             _ = sweep.tick() => {
                 match Api::<LeaseCandidate>::all(ctl.client.clone()).list(&ListParams::default()).await {
                     Ok(list) => for key in list.items.iter().filter_map(candidate_key) {

@@ -512,10 +512,19 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
     let mut due = None;
     let mut last = Instant::now();
     let mut failures = 0u32;
+    // One timer and one cancellation waiter for the whole loop: a new `sleep_until` per event
+    // would register and drop a timer for every lease update.
+    let cancelled = cancel.cancelled();
+    tokio::pin!(cancelled);
+    let timer = tokio::time::sleep_until(last + RESYNC);
+    tokio::pin!(timer);
     loop {
         let at = due.unwrap_or(last + RESYNC);
+        if timer.deadline() != at {
+            timer.as_mut().reset(at);
+        }
         tokio::select! {
-            () = cancel.cancelled() => return,
+            () = &mut cancelled => return,
             Some(ev) = events.next() => match ev {
                 Ok(ev) => {
                     if seen.observe(ev) {
@@ -525,7 +534,7 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
                 }
                 Err(e) => debug!(error = %e, "garbage collector watch error"),
             },
-            () = tokio::time::sleep_until(at) => {
+            () = &mut timer => {
                 due = None;
                 last = Instant::now();
                 let done = match pass(&client).await {

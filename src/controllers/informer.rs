@@ -148,13 +148,16 @@ async fn run(
     state: Arc<Mutex<State>>,
     stop: CancellationToken,
 ) {
+    // One cancellation waiter for the task, not one per event.
+    let cancelled = stop.cancelled();
+    tokio::pin!(cancelled);
     loop {
         let mut events = watcher(api.clone(), watcher::Config::default())
             .default_backoff()
             .boxed();
         loop {
             let ev = tokio::select! {
-                () = stop.cancelled() => return,
+                () = &mut cancelled => return,
                 ev = events.next() => ev,
             };
             match ev {
