@@ -88,6 +88,24 @@ pub fn same(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// [`same`], comparing the entry `last` of two objects after all their other entries: an
+/// update usually changes an object's spec or data, while its metadata (with the large
+/// managedFields) is mostly equal and would be walked in full before the difference is found.
+pub fn same_with_last(a: &Value, b: &Value, last: &str) -> bool {
+    let (Value::Object(x), Value::Object(y)) = (a, b) else {
+        return same(a, b);
+    };
+    x.len() == y.len()
+        && pair_up(x, y)
+            .filter(|(k, _, _)| k.as_str() != last)
+            .all(|(_, yv, xv)| xv.is_some_and(|xv| same(xv, yv)))
+        && match (field(x, last), field(y, last)) {
+            (Some(xv), Some(yv)) => same(xv, yv),
+            (None, None) => true,
+            _ => false,
+        }
+}
+
 /// An array index as RFC 6901 writes it: digits, no leading zero (serde_json's parse_index).
 fn index(token: &str) -> Option<usize> {
     if token.starts_with('+') || (token.len() > 1 && token.starts_with('0')) {
@@ -143,6 +161,29 @@ mod tests {
         for m in [small.as_object().unwrap(), &large] {
             for key in ["a", "b", "", "k0", "k20", "missing", "A"] {
                 assert_eq!(field(m, key), m.get(key), "{key}");
+            }
+        }
+    }
+
+    #[test]
+    fn same_with_last_agrees_with_same() {
+        let base = json!({"apiVersion": "v1", "metadata": {"name": "a", "managedFields": [{"m": 1}]}, "spec": {"x": 1}});
+        let cases = [
+            base.clone(),
+            json!({"spec": {"x": 1}, "apiVersion": "v1", "metadata": {"managedFields": [{"m": 1}], "name": "a"}}),
+            json!({"apiVersion": "v1", "metadata": {"name": "a", "managedFields": [{"m": 1}]}, "spec": {"x": 2}}),
+            json!({"apiVersion": "v1", "metadata": {"name": "b", "managedFields": [{"m": 1}]}, "spec": {"x": 1}}),
+            json!({"apiVersion": "v1", "spec": {"x": 1}}),
+            json!({"apiVersion": "v1", "spec": {"x": 1}, "other": {}}),
+            json!({"apiVersion": "v1", "metadata": null, "spec": {"x": 1}}),
+            json!({"apiVersion": "v1", "metadata": {"name": "a", "managedFields": [{"m": 1}]}}),
+            json!([1, 2]),
+            json!("metadata"),
+        ];
+        for a in &cases {
+            for b in &cases {
+                assert_eq!(same_with_last(a, b, "metadata"), same(a, b), "{a} vs {b}");
+                assert_eq!(same(a, b), a == b, "{a} vs {b}");
             }
         }
     }

@@ -391,7 +391,7 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }
-        let unchanged = crate::api::json::same(&new, old);
+        let unchanged = crate::api::json::same_with_last(&new, old, "metadata");
         Ok((new, !unchanged))
     }
 
