@@ -154,3 +154,5 @@ impl Registry {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_writes;

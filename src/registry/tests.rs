@@ -6,7 +6,7 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use std::time::Duration;
 
-async fn registry() -> (tempfile::TempDir, Registry) {
+pub(super) async fn registry() -> (tempfile::TempDir, Registry) {
     let dir = tempfile::tempdir().unwrap();
     let storage = storage::open(Config {
         backend: BackendConfig::Embedded {
@@ -22,14 +22,19 @@ async fn registry() -> (tempfile::TempDir, Registry) {
     (dir, Registry::new(storage))
 }
 
-fn store<'a>(r: &'a Registry, group: &str, version: &str, resource: &str) -> &'a Arc<GenericStore> {
+pub(super) fn store<'a>(
+    r: &'a Registry,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> &'a Arc<GenericStore> {
     match r.lookup(group, version, resource) {
         Some(Resource::Stored(s)) => s,
         _ => panic!("{resource} is stored"),
     }
 }
 
-fn ctx(ns: &str) -> Context {
+pub(super) fn ctx(ns: &str) -> Context {
     Context {
         namespace: ns.into(),
         field_validation: FieldValidation::Strict,
@@ -37,12 +42,12 @@ fn ctx(ns: &str) -> Context {
     }
 }
 
-async fn create(s: &GenericStore, c: &Context, obj: Value) -> Result<Value> {
+pub(super) async fn create(s: &GenericStore, c: &Context, obj: Value) -> Result<Value> {
     let (obj, _) = s.decode_request(c, obj)?;
     s.create(c, obj).await
 }
 
-async fn make_ns(r: &Registry, name: &str) -> Value {
+pub(super) async fn make_ns(r: &Registry, name: &str) -> Value {
     create(
         store(r, "", "v1", "namespaces"),
         &ctx(""),
@@ -52,7 +57,7 @@ async fn make_ns(r: &Registry, name: &str) -> Value {
     .unwrap()
 }
 
-async fn timed<T>(f: impl std::future::Future<Output = T>) -> T {
+pub(super) async fn timed<T>(f: impl std::future::Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(10), f)
         .await
         .expect("test step timed out")
@@ -448,139 +453,4 @@ async fn events_are_shared_between_versions() {
             .len(),
         1
     );
-}
-
-/// A write serves (and memoizes) the object it encoded instead of decoding the stored bytes
-/// again: it must be exactly what decoding them gives, byte for byte once encoded, for
-/// creates and updates, including a resourceVersion sent in the middle of metadata and a
-/// kind whose stored form differs from the served one.
-#[tokio::test]
-async fn written_objects_are_served_as_decoding_the_stored_bytes_would() {
-    let (_d, r) = registry().await;
-    timed(make_ns(&r, "default")).await;
-    let check = |s: &Arc<GenericStore>, obj: &Decoded, name: &str| {
-        let s = s.clone();
-        let key = s.key("default", name);
-        let want = obj.json().clone();
-        async move {
-            let kv = s.storage.get(&key).await.unwrap();
-            let fresh = serde_json::to_vec(&s.decode_fresh(&kv).unwrap()).unwrap();
-            assert_eq!(
-                String::from_utf8_lossy(&want),
-                String::from_utf8_lossy(&fresh)
-            );
-        }
-    };
-    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
-    let created = timed(create(
-        leases,
-        &ctx("default"),
-        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "l", "labels": {"a": "1"}}, "spec": {"holderIdentity": "h"}}),
-    ))
-    .await
-    .unwrap();
-    let mut next = created.clone();
-    next["spec"]["renewTime"] = json!("2026-11-30T10:00:00.000000Z");
-    let t = |_: Option<&Value>| Ok(next.clone());
-    let updated = timed(leases.update(&ctx("default"), "l", "", false, &t))
-        .await
-        .unwrap();
-    assert_ne!(
-        updated.object.obj["metadata"]["resourceVersion"],
-        created["metadata"]["resourceVersion"]
-    );
-    timed(check(leases, &updated.object, "l")).await;
-    let events = store(&r, "events.k8s.io", "v1", "events");
-    let ev = timed(create(events, &ctx("default"), json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
-        "metadata": {"name": "e"}, "eventTime": "2026-11-30T10:00:00.000000Z", "reportingController": "c",
-        "reportingInstance": "i", "action": "a", "reason": "r", "type": "Normal",
-        "regarding": {"kind": "Pod", "name": "p"}})))
-    .await
-    .unwrap();
-    let mut next = ev.clone();
-    next["note"] = json!("n");
-    let t = |_: Option<&Value>| Ok(next.clone());
-    let updated = timed(events.update(&ctx("default"), "e", "", false, &t))
-        .await
-        .unwrap();
-    timed(check(events, &updated.object, "e")).await;
-}
-
-#[tokio::test]
-async fn json_bodies_decode_straight_into_the_type_as_through_the_tree() {
-    let (_d, r) = registry().await;
-    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
-    let cms = store(&r, "", "v1", "configmaps");
-    // (store, body, whether the direct path takes it)
-    let cases: [(&GenericStore, &str, bool); 11] = [
-        (
-            leases,
-            r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"x","namespace":"default","resourceVersion":"5","managedFields":[{"manager":"m","operation":"Update","apiVersion":"coordination.k8s.io/v1","time":"2026-11-30T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:holderIdentity":{}}}}]},"spec":{"holderIdentity":"a","leaseDurationSeconds":15,"renewTime":"2026-11-30T10:00:00.123456Z"}}"#,
-            true,
-        ),
-        // No apiVersion or kind: both paths fill them in.
-        (
-            leases,
-            r#"{"metadata":{"name":"x"},"spec":{"holderIdentity":"a"}}"#,
-            true,
-        ),
-        // Unknown fields at the top and nested.
-        (
-            leases,
-            r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"x","bogus":1},"spec":{"holderIdentity":"a","extra":true},"status":{}}"#,
-            true,
-        ),
-        (
-            cms,
-            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"a":"b"}},"data":{"k":"v"},"binaryData":{"b":"aGk="}}"#,
-            true,
-        ),
-        // The tree path decides (and names the cause): another kind, a wrong field type, no
-        // name or another name than the URL's, broken JSON, not an object, trailing data.
-        (
-            leases,
-            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}"#,
-            false,
-        ),
-        (
-            leases,
-            r#"{"metadata":{"name":"x"},"spec":{"leaseDurationSeconds":"15"}}"#,
-            false,
-        ),
-        (leases, r#"{"spec":{"holderIdentity":"a"}}"#, false),
-        (leases, r#"{"metadata":{"name":"y"}}"#, false),
-        (leases, r#"{"metadata":{"name":"x"}"#, false),
-        (leases, r#"[]"#, false),
-        (leases, r#"{"metadata":{"name":"x"}} {}"#, false),
-    ];
-    let with = |v: FieldValidation| Context {
-        field_validation: v,
-        ..ctx("default")
-    };
-    for c in [
-        with(FieldValidation::Strict),
-        with(FieldValidation::Warn),
-        with(FieldValidation::Ignore),
-    ] {
-        for (s, body, fast) in &cases {
-            let direct = s.decode_json_request(&c, body.as_bytes(), "x");
-            assert_eq!(direct.is_some(), *fast, "{body}");
-            let Some(direct) = direct else { continue };
-            let tree: Value = serde_json::from_str(body).unwrap();
-            match (direct, s.decode_request(&c, tree)) {
-                (Ok((a, warn_a)), Ok((b, warn_b))) => {
-                    // Compared as bytes: key order is part of what clients get back.
-                    assert_eq!(
-                        serde_json::to_string(&a).unwrap(),
-                        serde_json::to_string(&b).unwrap(),
-                        "{body}"
-                    );
-                    assert_eq!(warn_a, warn_b, "{body}");
-                }
-                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{body}"),
-                (a, b) => panic!("{body}: {a:?} against {b:?}"),
-            }
-        }
-    }
 }

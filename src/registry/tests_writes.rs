@@ -1,0 +1,184 @@
+//! Registry tests of what a write stores and serves: the stored bytes decode to the object
+//! served, a JSON body's direct decode matches the tree's, an unchanged update writes nothing.
+
+use super::tests::{create, ctx, make_ns, registry, store, timed};
+use super::*;
+use serde_json::{json, Value};
+
+#[tokio::test]
+async fn an_update_that_changes_nothing_writes_nothing() {
+    let (_d, r) = registry().await;
+    timed(make_ns(&r, "default")).await;
+    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
+    let created = timed(create(
+        leases,
+        &ctx("default"),
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "l", "labels": {"a": "1"}}, "spec": {"holderIdentity": "h"}}),
+    ))
+    .await
+    .unwrap();
+    let rv = |v: &Value| v["metadata"]["resourceVersion"].clone();
+    let put = |next: Value| async move {
+        let t = move |_: Option<&Value>| Ok(next.clone());
+        timed(leases.update(&ctx("default"), "l", "", false, &t))
+            .await
+            .unwrap()
+            .object
+            .obj
+            .clone()
+    };
+    // The same object again: no write, the resourceVersion stays.
+    let same = put(created.clone()).await;
+    assert_eq!(rv(&same), rv(&created));
+    assert_eq!(
+        rv(&timed(leases.get(&ctx("default"), "l")).await.unwrap()),
+        rv(&created)
+    );
+    // A change in metadata only, then in spec only: each is written.
+    let mut labelled = same.clone();
+    labelled["metadata"]["labels"]["a"] = json!("2");
+    let labelled = put(labelled).await;
+    assert_ne!(rv(&labelled), rv(&created));
+    assert_eq!(labelled["metadata"]["labels"]["a"], "2");
+    let mut renewed = labelled.clone();
+    renewed["spec"]["holderIdentity"] = json!("other");
+    let renewed = put(renewed).await;
+    assert_ne!(rv(&renewed), rv(&labelled));
+    assert_eq!(renewed["spec"]["holderIdentity"], "other");
+}
+
+/// A write serves (and memoizes) the object it encoded instead of decoding the stored bytes
+/// again: it must be exactly what decoding them gives, byte for byte once encoded, for
+/// creates and updates, including a resourceVersion sent in the middle of metadata and a
+/// kind whose stored form differs from the served one.
+#[tokio::test]
+async fn written_objects_are_served_as_decoding_the_stored_bytes_would() {
+    let (_d, r) = registry().await;
+    timed(make_ns(&r, "default")).await;
+    let check = |s: &Arc<GenericStore>, obj: &Decoded, name: &str| {
+        let s = s.clone();
+        let key = s.key("default", name);
+        let want = obj.json().clone();
+        async move {
+            let kv = s.storage.get(&key).await.unwrap();
+            let fresh = serde_json::to_vec(&s.decode_fresh(&kv).unwrap()).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&want),
+                String::from_utf8_lossy(&fresh)
+            );
+        }
+    };
+    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
+    let created = timed(create(
+        leases,
+        &ctx("default"),
+        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": {"name": "l", "labels": {"a": "1"}}, "spec": {"holderIdentity": "h"}}),
+    ))
+    .await
+    .unwrap();
+    let mut next = created.clone();
+    next["spec"]["renewTime"] = json!("2026-11-30T10:00:00.000000Z");
+    let t = |_: Option<&Value>| Ok(next.clone());
+    let updated = timed(leases.update(&ctx("default"), "l", "", false, &t))
+        .await
+        .unwrap();
+    assert_ne!(
+        updated.object.obj["metadata"]["resourceVersion"],
+        created["metadata"]["resourceVersion"]
+    );
+    timed(check(leases, &updated.object, "l")).await;
+    let events = store(&r, "events.k8s.io", "v1", "events");
+    let ev = timed(create(events, &ctx("default"), json!({"apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": "e"}, "eventTime": "2026-11-30T10:00:00.000000Z", "reportingController": "c",
+        "reportingInstance": "i", "action": "a", "reason": "r", "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p"}})))
+    .await
+    .unwrap();
+    let mut next = ev.clone();
+    next["note"] = json!("n");
+    let t = |_: Option<&Value>| Ok(next.clone());
+    let updated = timed(events.update(&ctx("default"), "e", "", false, &t))
+        .await
+        .unwrap();
+    timed(check(events, &updated.object, "e")).await;
+}
+
+#[tokio::test]
+async fn json_bodies_decode_straight_into_the_type_as_through_the_tree() {
+    let (_d, r) = registry().await;
+    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
+    let cms = store(&r, "", "v1", "configmaps");
+    // (store, body, whether the direct path takes it)
+    let cases: [(&GenericStore, &str, bool); 11] = [
+        (
+            leases,
+            r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"x","namespace":"default","resourceVersion":"5","managedFields":[{"manager":"m","operation":"Update","apiVersion":"coordination.k8s.io/v1","time":"2026-11-30T00:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{"f:holderIdentity":{}}}}]},"spec":{"holderIdentity":"a","leaseDurationSeconds":15,"renewTime":"2026-11-30T10:00:00.123456Z"}}"#,
+            true,
+        ),
+        // No apiVersion or kind: both paths fill them in.
+        (
+            leases,
+            r#"{"metadata":{"name":"x"},"spec":{"holderIdentity":"a"}}"#,
+            true,
+        ),
+        // Unknown fields at the top and nested.
+        (
+            leases,
+            r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"x","bogus":1},"spec":{"holderIdentity":"a","extra":true},"status":{}}"#,
+            true,
+        ),
+        (
+            cms,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":{"a":"b"}},"data":{"k":"v"},"binaryData":{"b":"aGk="}}"#,
+            true,
+        ),
+        // The tree path decides (and names the cause): another kind, a wrong field type, no
+        // name or another name than the URL's, broken JSON, not an object, trailing data.
+        (
+            leases,
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"}}"#,
+            false,
+        ),
+        (
+            leases,
+            r#"{"metadata":{"name":"x"},"spec":{"leaseDurationSeconds":"15"}}"#,
+            false,
+        ),
+        (leases, r#"{"spec":{"holderIdentity":"a"}}"#, false),
+        (leases, r#"{"metadata":{"name":"y"}}"#, false),
+        (leases, r#"{"metadata":{"name":"x"}"#, false),
+        (leases, r#"[]"#, false),
+        (leases, r#"{"metadata":{"name":"x"}} {}"#, false),
+    ];
+    let with = |v: FieldValidation| Context {
+        field_validation: v,
+        ..ctx("default")
+    };
+    for c in [
+        with(FieldValidation::Strict),
+        with(FieldValidation::Warn),
+        with(FieldValidation::Ignore),
+    ] {
+        for (s, body, fast) in &cases {
+            let direct = s.decode_json_request(&c, body.as_bytes(), "x");
+            assert_eq!(direct.is_some(), *fast, "{body}");
+            let Some(direct) = direct else { continue };
+            let tree: Value = serde_json::from_str(body).unwrap();
+            match (direct, s.decode_request(&c, tree)) {
+                (Ok((a, warn_a)), Ok((b, warn_b))) => {
+                    // Compared as bytes: key order is part of what clients get back.
+                    assert_eq!(
+                        serde_json::to_string(&a).unwrap(),
+                        serde_json::to_string(&b).unwrap(),
+                        "{body}"
+                    );
+                    assert_eq!(warn_a, warn_b, "{body}");
+                }
+                (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{body}"),
+                (a, b) => panic!("{body}: {a:?} against {b:?}"),
+            }
+        }
+    }
+}
