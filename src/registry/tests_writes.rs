@@ -5,11 +5,9 @@ use super::tests::{create, ctx, make_ns, registry, store, timed};
 use super::*;
 use serde_json::{json, Value};
 
-#[tokio::test]
-async fn an_update_that_changes_nothing_writes_nothing() {
-    let (_d, r) = registry().await;
-    timed(make_ns(&r, "default")).await;
-    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
+/// The leases store and a lease `l` created in `default` (which must exist).
+async fn lease_l(r: &Registry) -> (&Arc<GenericStore>, Value) {
+    let leases = store(r, "coordination.k8s.io", "v1", "leases");
     let created = timed(create(
         leases,
         &ctx("default"),
@@ -18,6 +16,14 @@ async fn an_update_that_changes_nothing_writes_nothing() {
     ))
     .await
     .unwrap();
+    (leases, created)
+}
+
+#[tokio::test]
+async fn an_update_that_changes_nothing_writes_nothing() {
+    let (_d, r) = registry().await;
+    timed(make_ns(&r, "default")).await;
+    let (leases, created) = lease_l(&r).await;
     let rv = |v: &Value| v["metadata"]["resourceVersion"].clone();
     let put = |next: Value| async move {
         let t = move |_: Option<&Value>| Ok(next.clone());
@@ -69,15 +75,7 @@ async fn written_objects_are_served_as_decoding_the_stored_bytes_would() {
             );
         }
     };
-    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
-    let created = timed(create(
-        leases,
-        &ctx("default"),
-        json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-        "metadata": {"name": "l", "labels": {"a": "1"}}, "spec": {"holderIdentity": "h"}}),
-    ))
-    .await
-    .unwrap();
+    let (leases, created) = lease_l(&r).await;
     let mut next = created.clone();
     next["spec"]["renewTime"] = json!("2026-11-30T10:00:00.000000Z");
     let t = |_: Option<&Value>| Ok(next.clone());
