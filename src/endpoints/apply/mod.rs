@@ -71,14 +71,19 @@ fn conflict_message(causes: &[(String, String)]) -> String {
     )
 }
 
-/// One managedFields entry, decoded.
+/// One managedFields entry, decoded. Its field set is decoded on first use ([`Self::set_mut`]):
+/// an update asks most entries only whether they own a few paths ([`Self::owns`]), which the
+/// stored FieldsV1 object answers as it is.
 #[derive(Debug, Clone)]
-struct Manager {
+struct Manager<'a> {
     manager: String,
     operation: String,
     api_version: String,
     subresource: String,
     time: Option<String>,
+    /// The entry's FieldsV1 while `set` is not decoded from it yet.
+    fields: Option<&'a Value>,
+    /// The field set; meaningful once `fields` is None.
     set: Set,
 }
 
@@ -116,7 +121,43 @@ impl Identity<'_> {
     }
 }
 
-impl Manager {
+impl<'a> Manager<'a> {
+    /// An entry whose field set is `set`.
+    fn new(identity: Identity<'_>, time: Option<String>, set: Set) -> Manager<'a> {
+        Manager {
+            manager: identity.manager.into(),
+            operation: identity.operation.into(),
+            api_version: identity.api_version.into(),
+            subresource: identity.subresource.into(),
+            time,
+            fields: None,
+            set,
+        }
+    }
+
+    /// Whether the entry owns `path`.
+    fn owns(&self, path: &fieldpath::Path) -> bool {
+        match self.fields {
+            Some(f) => fieldpath::fields_v1_has(f, path),
+            None => self.set.contains(path),
+        }
+    }
+
+    /// The field set, decoded now if it was not yet.
+    fn set_mut(&mut self) -> &mut Set {
+        if let Some(f) = self.fields.take() {
+            self.set = fieldpath::from_fields_v1(f);
+        }
+        &mut self.set
+    }
+
+    /// The entry with its field set decoded, no longer borrowing the list.
+    fn into_decoded(mut self) -> Manager<'static> {
+        let set = std::mem::take(self.set_mut());
+        let time = self.time.take();
+        Manager::new(self.identity(), time, set)
+    }
+
     fn identity(&self) -> Identity<'_> {
         Identity {
             manager: &self.manager,
@@ -159,36 +200,40 @@ fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-fn decode_managers(obj: Option<&Value>) -> Vec<Manager> {
-    decode_entries(obj.and_then(|o| o.get("metadata")?.get("managedFields")))
+/// Managers from an object's `managedFields`, field sets decoded.
+fn decode_managers(obj: Option<&Value>) -> Vec<Manager<'static>> {
+    decoded(decode_entries(
+        obj.and_then(|o| o.get("metadata")?.get("managedFields")),
+    ))
 }
 
-/// Managers from a `managedFields` list.
-fn decode_entries(entries: Option<&Value>) -> Vec<Manager> {
+/// Managers from a `managedFields` list; field sets are decoded on first use.
+fn decode_entries(entries: Option<&Value>) -> Vec<Manager<'_>> {
+    static NONE: Value = Value::Null;
     entries
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
-        .map(|e| {
-            let id = Identity::of_entry(e);
-            Manager {
-                manager: id.manager.into(),
-                operation: id.operation.into(),
-                api_version: id.api_version.into(),
-                subresource: id.subresource.into(),
-                time: e.get("time").and_then(Value::as_str).map(str::to_string),
-                set: e
-                    .get("fieldsV1")
-                    .map(fieldpath::from_fields_v1)
-                    .unwrap_or_default(),
-            }
+        .map(|e| Manager {
+            fields: Some(e.get("fieldsV1").unwrap_or(&NONE)),
+            ..Manager::new(
+                Identity::of_entry(e),
+                e.get("time").and_then(Value::as_str).map(str::to_string),
+                Set::new(),
+            )
         })
         .collect()
 }
 
+/// The managers with every field set decoded (they no longer borrow the list).
+fn decoded(managers: Vec<Manager<'_>>) -> Vec<Manager<'static>> {
+    managers.into_iter().map(Manager::into_decoded).collect()
+}
+
 /// Writes the managers into `obj.metadata.managedFields`, sorted as kube sorts them
 /// (operation, time, manager, apiVersion, subresource); empty owners are dropped.
-fn encode_managers(obj: &mut Value, mut managers: Vec<Manager>) {
+fn encode_managers(obj: &mut Value, managers: Vec<Manager<'_>>) {
+    let mut managers = decoded(managers);
     managers.retain(|m| !m.set.is_empty());
     managers.sort_by(|p, q| {
         (
@@ -269,14 +314,13 @@ pub fn server_side_apply(
     if current.is_some() && managers.is_empty() {
         let mut set = types.object_set(live);
         typed::strip(&mut set, gvk, "");
-        managers.push(Manager {
-            manager: BEFORE_FIRST_APPLY.into(),
-            operation: "Update".into(),
-            api_version: api_version.clone(),
-            subresource: String::new(),
-            time: Some(now()),
-            set,
-        });
+        let before = Identity {
+            manager: BEFORE_FIRST_APPLY,
+            operation: "Update",
+            api_version: &api_version,
+            subresource: "",
+        };
+        managers.push(Manager::new(before, Some(now()), set));
     }
     let mut config_set = types.apply_set(applied)?;
     typed::strip(&mut config_set, gvk, "");
@@ -332,14 +376,7 @@ pub fn server_side_apply(
     let entry = match mine {
         Some(i) => &mut managers[i],
         None => {
-            managers.push(Manager {
-                manager: manager.into(),
-                operation: "Apply".into(),
-                api_version: api_version.clone(),
-                subresource: String::new(),
-                time: None,
-                set: Set::new(),
-            });
+            managers.push(Manager::new(applier, None, Set::new()));
             let last = managers.len() - 1;
             &mut managers[last]
         }
@@ -377,6 +414,16 @@ pub fn update_managed_fields(
         (Some(a), Some(b)) => crate::api::json::same(a, b),
         (a, b) => a.is_none() && b.is_none(),
     };
+    // An empty list sent clears managedFields; a different list sent replaces the stored one.
+    let managers = match (sent, stored) {
+        (Some(Value::Array(a)), _) if a.is_empty() => None,
+        (Some(s @ Value::Array(_)), _) if !sent_stored => Some(decoded(decode_entries(Some(s)))),
+        (_, o) => Some(decode_entries(o)),
+    };
+    let Some(mut managers) = managers else {
+        encode_managers(new, Vec::new());
+        return;
+    };
     let empty = json!({});
     let (mut changed, removed) = compare(&types, old.unwrap_or(&empty), new);
     typed::strip(&mut changed, &gvk, subresource);
@@ -386,49 +433,35 @@ pub fn update_managed_fields(
         api_version: &api_version,
         subresource,
     };
-    if sent_stored && unchanged_ownership(stored, (&changed, &removed), &writer) {
-        // The list is already its own encoding.
-        return;
-    }
-    // An empty list sent clears managedFields; a different list sent replaces the stored one.
-    let managers = match (sent, stored) {
-        (Some(Value::Array(a)), _) if a.is_empty() => None,
-        (Some(s @ Value::Array(_)), _) if !sent_stored => Some(decode_entries(Some(s))),
-        (_, o) => Some(decode_entries(o)),
-    };
-    let Some(mut managers) = managers else {
-        encode_managers(new, Vec::new());
-        return;
-    };
+    // Removed fields are released; changed ones are taken from other writers. An entry that
+    // owns none of them is left as it is (its set is never decoded).
     let mut touched = false;
     for m in &mut managers {
-        let owned = m.set.len();
-        m.set.retain(|p| !removed.contains(p));
-        if !m.identity().same_writer(&writer) {
-            m.set.retain(|p| !changed.contains(p));
+        let other = !m.identity().same_writer(&writer);
+        let loses = |p: &fieldpath::Path| removed.contains(p) || (other && changed.contains(p));
+        if removed
+            .iter()
+            .chain(changed.iter().filter(|_| other))
+            .any(|p| m.owns(p))
+        {
+            m.set_mut().retain(|p| !loses(p));
+            touched = true;
         }
-        touched |= m.set.len() != owned;
     }
-    let idx = managers.iter().position(|m| m.identity().same(&writer));
-    let idx = match idx {
+    let idx = match managers.iter().position(|m| m.identity().same(&writer)) {
         Some(i) => i,
         None => {
             touched = true;
-            managers.push(Manager {
-                manager: manager.into(),
-                operation: operation.into(),
-                api_version: api_version.clone(),
-                subresource: subresource.into(),
-                time: None,
-                set: Set::new(),
-            });
+            managers.push(Manager::new(writer, None, Set::new()));
             managers.len() - 1
         }
     };
     let m = &mut managers[idx];
-    let owned = m.set.len();
-    m.set.extend(changed);
-    if m.set.len() != owned || m.time.is_none() {
+    let gains = !changed.iter().all(|p| m.owns(p));
+    if gains {
+        m.set_mut().extend(changed);
+    }
+    if gains || m.time.is_none() {
         m.time = Some(now());
         touched = true;
     }
@@ -438,42 +471,6 @@ pub fn update_managed_fields(
         return;
     }
     encode_managers(new, managers);
-}
-
-/// Whether an update leaves every entry of the stored list as it is, decided on the list
-/// itself: nothing was removed, the writer's entry (the first with its identity) already owns
-/// all it changed and has a time, and no entry of another manager or operation owns any of it
-/// (a lease renewal by its holder). The loop in [`update_managed_fields`] would then change
-/// no entry and keep the list.
-fn unchanged_ownership(
-    stored: Option<&Value>,
-    (changed, removed): (&Set, &Set),
-    writer: &Identity<'_>,
-) -> bool {
-    let Some(Value::Array(entries)) = stored else {
-        return false;
-    };
-    if entries.is_empty() || !removed.is_empty() {
-        return false;
-    }
-    let owns = |e: &Value, p: &fieldpath::Path| {
-        e.get("fieldsV1")
-            .is_some_and(|f| fieldpath::fields_v1_has(f, p))
-    };
-    let mut mine = None;
-    for e in entries {
-        let id = Identity::of_entry(e);
-        if !id.same_writer(writer) {
-            if changed.iter().any(|p| owns(e, p)) {
-                return false;
-            }
-        } else if mine.is_none() && id.same(writer) {
-            mine = Some(e);
-        }
-    }
-    mine.is_some_and(|e| {
-        e.get("time").and_then(Value::as_str).is_some() && changed.iter().all(|p| owns(e, p))
-    })
 }
 
 #[cfg(test)]
