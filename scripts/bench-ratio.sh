@@ -66,7 +66,8 @@ kapi() {
     local row=UPDATE
     [[ $1 == get ]] && row=GET
     KAPI_BENCH_OPS=$1 KAPI_BENCH_CONC=64 KAPI_BENCH_SECS=$SECS KAPI_BENCH_RUNS=1 KAPI_BENCH_RESTARTS=1 \
-        cargo bench -q --bench api 2> /dev/null | awk -F' *\\| *' -v r="$row" '$2 == r && $3 == 64 {print $4}'
+        cargo bench -q --bench api > "$SCRATCH/kapi.txt" 2>&1 || true
+    awk -F' *\\| *' -v r="$row" '$2 == r && $3 == 64 {print $4}' "$SCRATCH/kapi.txt"
 }
 
 echo "# $(date -u +%FT%TZ) rounds=$ROUNDS secs=$SECS load average $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -76,7 +77,12 @@ results="$SCRATCH/results"
 for op in $OPS; do
     for round in $(seq "$ROUNDS"); do
         if ((round % 2)); then c=$(ceiling "$op"); k=$(kapi "$op"); else k=$(kapi "$op"); c=$(ceiling "$op"); fi
-        [[ -n $c && -n $k ]] || { echo "bench-ratio: round $round of $op produced no figure (ceiling '$c', kapi '$k')" >&2; exit 1; }
+        if [[ -z $c || -z $k ]]; then
+            # The output of the run that gave no figure names the cause.
+            echo "bench-ratio: round $round of $op produced no figure (ceiling '$c', kapi '$k'); last output:" >&2
+            tail -n 5 "$SCRATCH/$([[ -z $c ]] && echo h2load || echo kapi).txt" >&2
+            exit 1
+        fi
         echo "$op $c $k" >> "$results"
         awk -v o="$op" -v r="$round" -v c="$c" -v k="$k" 'BEGIN {printf "| %s | %d | %.0f | %.0f | %.1f%% |\n", o, r, c, k, 100 * k / c}'
     done

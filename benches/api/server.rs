@@ -42,7 +42,8 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
-            .spawn()?;
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", kapi_binary().display()))?;
         let stderr = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let (tx, rx) = mpsc::channel::<PathBuf>();
         let pipe = child.stderr.take().ok_or("no stderr pipe")?;
