@@ -151,11 +151,26 @@ impl<'a> Manager<'a> {
         &mut self.set
     }
 
+    /// Whether the entry owns no field (kube drops such entries).
+    fn owns_nothing(&self) -> bool {
+        match self.fields {
+            Some(f) => f.as_object().is_none_or(Map::is_empty),
+            None => self.set.is_empty(),
+        }
+    }
+
     /// The entry with its field set decoded, no longer borrowing the list.
     fn into_decoded(mut self) -> Manager<'static> {
-        let set = std::mem::take(self.set_mut());
-        let time = self.time.take();
-        Manager::new(self.identity(), time, set)
+        self.set_mut();
+        Manager {
+            manager: self.manager,
+            operation: self.operation,
+            api_version: self.api_version,
+            subresource: self.subresource,
+            time: self.time,
+            fields: None,
+            set: self.set,
+        }
     }
 
     fn identity(&self) -> Identity<'_> {
@@ -188,7 +203,12 @@ impl<'a> Manager<'a> {
             e.insert("time".into(), t.clone().into());
         }
         e.insert("fieldsType".into(), "FieldsV1".into());
-        e.insert("fieldsV1".into(), fieldpath::to_fields_v1(&self.set));
+        // An entry whose set was never decoded keeps the FieldsV1 it was stored with.
+        let fields = match self.fields {
+            Some(f) => f.clone(),
+            None => fieldpath::to_fields_v1(&self.set),
+        };
+        e.insert("fieldsV1".into(), fields);
         if !self.subresource.is_empty() {
             e.insert("subresource".into(), self.subresource.clone().into());
         }
@@ -200,7 +220,7 @@ fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// Managers from an object's `managedFields`, field sets decoded.
+/// Managers from an object's `managedFields`, field sets decoded (so `set` may be read as is).
 fn decode_managers(obj: Option<&Value>) -> Vec<Manager<'static>> {
     decoded(decode_entries(
         obj.and_then(|o| o.get("metadata")?.get("managedFields")),
@@ -232,9 +252,8 @@ fn decoded(managers: Vec<Manager<'_>>) -> Vec<Manager<'static>> {
 
 /// Writes the managers into `obj.metadata.managedFields`, sorted as kube sorts them
 /// (operation, time, manager, apiVersion, subresource); empty owners are dropped.
-fn encode_managers(obj: &mut Value, managers: Vec<Manager<'_>>) {
-    let mut managers = decoded(managers);
-    managers.retain(|m| !m.set.is_empty());
+fn encode_managers(obj: &mut Value, mut managers: Vec<Manager<'_>>) {
+    managers.retain(|m| !m.owns_nothing());
     managers.sort_by(|p, q| {
         (
             &p.operation,

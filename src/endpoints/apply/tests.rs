@@ -466,6 +466,39 @@ fn an_update_that_moves_no_ownership_keeps_the_list_it_was_sent() {
     );
 }
 
+/// When an update rewrites the list, an entry it neither takes from nor gives to keeps its
+/// ownership, its time and its FieldsV1 exactly as stored.
+#[test]
+fn entries_an_update_does_not_touch_keep_their_fields_as_stored() {
+    let mut first = cm(json!({"a": "1"}));
+    update_managed_fields(None, &mut first, "m", "Update", "");
+    let stored_m = first["metadata"]["managedFields"][0].clone();
+    let mut second = first.clone();
+    second["data"]["b"] = json!("2");
+    update_managed_fields(Some(&first), &mut second, "other", "Update", "");
+    let list = second["metadata"]["managedFields"].as_array().unwrap();
+    assert_eq!(list.len(), 2, "{list:?}");
+    assert_eq!(
+        list[0], stored_m,
+        "the untouched entry is kept byte for byte"
+    );
+    assert_eq!(
+        entries(&second),
+        vec![
+            (
+                "m".to_string(),
+                "Update".to_string(),
+                json!({"f:data": {".": {}, "f:a": {}}})
+            ),
+            (
+                "other".to_string(),
+                "Update".to_string(),
+                json!({"f:data": {"f:b": {}}})
+            ),
+        ]
+    );
+}
+
 #[test]
 fn fields_v1_membership_is_read_off_the_object_as_the_decoded_set_has_it() {
     let cases = [
