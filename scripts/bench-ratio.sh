@@ -56,7 +56,7 @@ ceiling() {
     SERVER_PID=$!
     for _ in $(seq 100); do grep -q listening "$SCRATCH/server.log" && break; sleep 0.05; done
     h2load -t1 -c8 -m8 -D "$SECS" --warm-up-time=1 "${body[@]}" "https://$ADDR/obj" > "$SCRATCH/h2load.txt" 2>&1 || true
-    kill "$SERVER_PID"; wait "$SERVER_PID" 2> /dev/null || true; SERVER_PID=
+    kill "$SERVER_PID" 2> /dev/null; wait "$SERVER_PID" 2> /dev/null || true; SERVER_PID=
     rm -f "$SCRATCH/wal.log"
     grep -oE 'finished in [0-9.]+m?s, [0-9.]+ req/s' "$SCRATCH/h2load.txt" | awk '{print $4}'
 }
@@ -70,6 +70,9 @@ kapi() {
     awk -F' *\\| *' -v r="$row" '$2 == r && $3 == 64 {print $4}' "$SCRATCH/kapi.txt"
 }
 
+# positive X: whether X is a rate above zero
+positive() { awk -v x="$1" 'BEGIN { exit !(x + 0 > 0) }'; }
+
 echo "# $(date -u +%FT%TZ) rounds=$ROUNDS secs=$SECS load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| op | round | ceiling ops/s | kapi ops/s | ratio |"
 echo "|---|---|---|---|---|"
@@ -77,10 +80,15 @@ results="$SCRATCH/results"
 for op in $OPS; do
     for round in $(seq "$ROUNDS"); do
         if ((round % 2)); then c=$(ceiling "$op"); k=$(kapi "$op"); else k=$(kapi "$op"); c=$(ceiling "$op"); fi
-        if [[ -z $c || -z $k ]]; then
+        # A figure is a positive rate: h2load reports 0 req/s when the server died at start.
+        if ! positive "$c" || ! positive "$k"; then
             # The output of the run that gave no figure names the cause.
             echo "bench-ratio: round $round of $op produced no figure (ceiling '$c', kapi '$k'); last output:" >&2
-            tail -n 5 "$SCRATCH/$([[ -z $c ]] && echo h2load || echo kapi).txt" >&2
+            if ! positive "$c"; then
+                tail -n 5 "$SCRATCH/server.log" "$SCRATCH/h2load.txt" >&2
+            else
+                tail -n 5 "$SCRATCH/kapi.txt" >&2
+            fi
             exit 1
         fi
         echo "$op $c $k" >> "$results"
