@@ -30,7 +30,12 @@ pub fn init(verbosity: u8, format: LogFormat, quiet_default: bool) {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .with_ansi(false);
+        .with_ansi(false)
+        // A log line that cannot be written (stderr is a closed pipe: the reader of `kapi
+        // serve 2>&1 | tee log` went away) is dropped. By default tracing-subscriber reports
+        // it with `eprintln!`, which panics on that very stderr, in whichever task logged:
+        // the signal watcher's panic left SIGTERM without effect.
+        .log_internal_errors(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().try_init(),

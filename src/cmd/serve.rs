@@ -10,6 +10,7 @@ use crate::storage::{self, KeyValue, Storage, Update};
 use anyhow::Context;
 use bytes::Bytes;
 use futures::future::BoxFuture;
+use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -20,7 +21,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let errors = options.validate();
     if !errors.is_empty() {
         for err in &errors[..errors.len() - 1] {
-            eprintln!("kapi: error: {err}");
+            let _ = writeln!(std::io::stderr(), "kapi: error: {err}");
         }
         let last = errors.last().cloned().unwrap_or_default();
         return Err(CodedError::new(ExitCode::Usage, last).into());
@@ -39,7 +40,12 @@ async fn serve(options: ServerOptions) -> anyhow::Result<()> {
     let config = Config::load(options)
         .await
         .context("while loading the server configuration")?;
-    eprintln!("export KUBECONFIG={}", config.kubeconfig_path().display());
+    // Not eprintln!, which panics when stderr is closed; the server runs on without it.
+    let _ = writeln!(
+        std::io::stderr(),
+        "export KUBECONFIG={}",
+        config.kubeconfig_path().display()
+    );
     let controllers = controllers_config(&options_for_controllers, &config)?;
     let mut server = config
         .complete()
@@ -164,7 +170,7 @@ async fn watch_signals(cancel: CancellationToken) {
             tracing::warn!(signal = name, "second signal received, exiting immediately");
             std::process::exit(1);
         }
-        tracing::info!(signal = name, "signal received, shutting down gracefully");
         cancel.cancel();
+        tracing::info!(signal = name, "signal received, shutting down gracefully");
     }
 }

@@ -50,6 +50,25 @@ async fn sigterm_fails_readyz_during_delay_then_exits_zero() {
 }
 
 #[tokio::test]
+async fn sigterm_stops_a_server_whose_stderr_is_a_closed_pipe() {
+    // Every log line after the pipe closed fails to write. tracing-subscriber used to report
+    // that with eprintln!, which panicked in the task that logged, the signal watcher's
+    // included: the server then ignored SIGTERM.
+    let mut server = TestServer::start_with(Options::default().close_stderr()).await;
+    let out = server
+        .kubectl(&["create", "namespace", "after-stderr-closed"])
+        .await;
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    server.signal(libc::SIGTERM);
+    let status = server.wait_exit(Duration::from_secs(20)).await;
+    assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test]
 async fn restart_with_same_data_dir_keeps_admin_kubeconfig_valid() {
     let dir = Arc::new(tempfile::tempdir().unwrap());
     let port = free_port().to_string();

@@ -32,6 +32,8 @@ pub struct Options {
     pub wait_path: String,
     /// Reuse this data dir instead of a fresh temp dir.
     pub data_dir: Option<Arc<tempfile::TempDir>>,
+    /// Stop reading the server's stderr (closing the pipe) once it has named its kubeconfig.
+    pub close_stderr: bool,
 }
 
 impl Default for Options {
@@ -40,6 +42,7 @@ impl Default for Options {
             args: vec![],
             wait_path: "/readyz".into(),
             data_dir: None,
+            close_stderr: false,
         }
     }
 }
@@ -54,6 +57,13 @@ impl Options {
     /// Waits for `path` instead of /readyz.
     pub fn wait_for(mut self, path: &str) -> Self {
         self.wait_path = path.into();
+        self
+    }
+
+    /// Closes the read end of the server's stderr once it has named its kubeconfig, as when
+    /// the reader of `kapi serve 2>&1 | tee log` goes away.
+    pub fn close_stderr(mut self) -> Self {
+        self.close_stderr = true;
         self
     }
 
@@ -122,12 +132,17 @@ impl TestServer {
         let (tx, rx) = std::sync::mpsc::channel::<PathBuf>();
         let pipe = child.stderr.take().expect("piped stderr");
         let lines = stderr.clone();
+        let close = opts.close_stderr;
         std::thread::spawn(move || {
             for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
-                if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
-                    let _ = tx.send(PathBuf::from(path));
-                }
+                let named = line.strip_prefix("export KUBECONFIG=").map(PathBuf::from);
                 lines.lock().unwrap().push(line);
+                if let Some(path) = named {
+                    let _ = tx.send(path);
+                    if close {
+                        break; // drops the pipe's read end
+                    }
+                }
             }
         });
         let kubeconfig = loop {
