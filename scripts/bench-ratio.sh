@@ -43,6 +43,10 @@ cleanup() {
     rm -rf "$SCRATCH"
 }
 trap cleanup EXIT
+# Ctrl-C reaches h2load and the bench too, and both end their run early and exit normally, so
+# bash (which then takes the interrupt as handled) would go on with a partial figure; with a
+# trap it stops once the interrupted run returns, before printing anything from it.
+trap 'echo "bench-ratio: interrupted; the round in progress is not reported" >&2; exit 130' INT TERM
 
 # ceiling OP: prints the limits server's ops/s for one run
 ceiling() {
