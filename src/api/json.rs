@@ -106,6 +106,21 @@ pub fn same_with_last(a: &Value, b: &Value, last: &str) -> bool {
         }
 }
 
+/// Whether the objects `a` and `b` are [`same`] but for their entries under the keys `skip`
+/// (which may differ, or be in one only). False unless both are objects.
+pub fn same_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
+    let (Value::Object(x), Value::Object(y)) = (a, b) else {
+        return false;
+    };
+    let kept = |m: &serde_json::Map<String, Value>| {
+        m.keys().filter(|k| !skip.contains(&k.as_str())).count()
+    };
+    kept(x) == kept(y)
+        && pair_up(x, y)
+            .filter(|(k, _, _)| !skip.contains(&k.as_str()))
+            .all(|(_, yv, xv)| xv.is_some_and(|xv| same(xv, yv)))
+}
+
 /// An array index as RFC 6901 writes it: digits, no leading zero (serde_json's parse_index).
 fn index(token: &str) -> Option<usize> {
     if token.starts_with('+') || (token.len() > 1 && token.starts_with('0')) {
@@ -118,6 +133,41 @@ fn index(token: &str) -> Option<usize> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn same_except_ignores_the_skipped_keys_only() {
+        let a = json!({"name": "x", "rv": "1", "spec": {"t": 1}});
+        assert!(same_except(
+            &a,
+            &json!({"spec": {"t": 1}, "name": "x", "rv": "2"}),
+            &["rv"]
+        ));
+        assert!(same_except(
+            &a,
+            &json!({"name": "x", "spec": {"t": 1}}),
+            &["rv"]
+        ));
+        assert!(!same_except(
+            &a,
+            &json!({"name": "y", "rv": "1", "spec": {"t": 1}}),
+            &["rv"]
+        ));
+        assert!(!same_except(
+            &a,
+            &json!({"name": "x", "spec": {"t": 2}}),
+            &["rv"]
+        ));
+        assert!(!same_except(
+            &a,
+            &json!({"name": "x", "spec": {"t": 1}, "extra": 0}),
+            &["rv"]
+        ));
+        assert!(!same_except(&a, &json!({"name": "x", "rv": "1"}), &["rv"]));
+        assert!(
+            !same_except(&json!([1]), &json!([1]), &[]),
+            "arrays are not objects"
+        );
+    }
 
     #[test]
     fn agrees_with_value_pointer() {

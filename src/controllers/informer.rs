@@ -10,10 +10,16 @@
 //! gets the objects known so far as an initial list (`Init`, `InitApply`…, `InitDone`), then
 //! live events, exactly as a watcher of its own would after a relist.
 //!
-//! May use: nothing internal (a client of the API).
+//! Its subscribers act on no renewal of an object (a lease's new `spec.renewTime`), and the
+//! renewals of every lease are most of a cluster's writes, so the watch asks the server to
+//! leave them out ([`OMIT_RENEWALS_HEADER`], which only the loopback client honours): the
+//! objects it keeps may then lag their renewals, with every other field current.
+//!
+//! May use: api (the header's name); otherwise a client of the API.
 
 use super::meta_only::MetaOnly;
 use super::util::object_key as key;
+use crate::api::OMIT_RENEWALS_HEADER;
 use futures::{Stream, StreamExt};
 use kube::api::ApiResource;
 use kube::runtime::{watcher, WatchStreamExt};
@@ -131,12 +137,26 @@ impl SharedWatch {
             let stop = CancellationToken::new();
             s.stop = Some(stop.clone());
             (s.items, s.listing, s.ready) = (BTreeMap::new(), None, false);
-            let api: Api<MetaOnly> = Api::all_with(client.clone(), &self.resource);
+            let api: Api<MetaOnly> = Api::all_with(omitting_renewals(client), &self.resource);
             let plural = self.resource.plural.clone();
             tokio::spawn(run(api, plural, self.state.clone(), stop));
         }
         Subscription::attach(&s, self.state.clone())
     }
+}
+
+/// `client`, its requests marked with [`OMIT_RENEWALS_HEADER`].
+fn omitting_renewals(client: &Client) -> Client {
+    let (base, namespace) = (client.clone(), client.default_namespace().to_string());
+    let service = tower::service_fn(move |mut req: http::Request<kube::client::Body>| {
+        let base = base.clone();
+        async move {
+            req.headers_mut()
+                .insert(OMIT_RENEWALS_HEADER, http::HeaderValue::from_static("true"));
+            base.send(req).await
+        }
+    });
+    Client::new(service, namespace)
 }
 
 /// The watch task: applies each event to the shared state and hands it to the subscribers,

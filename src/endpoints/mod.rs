@@ -76,6 +76,7 @@ impl ApiServer {
             query: query::Query::parse(req.uri().query()),
             ctx: &ctx,
             out: negotiate::output(req.headers()),
+            omit_renewals: req.extensions().get::<crate::api::OmitRenewals>().is_some(),
         };
         // Boxed: the handlers' state machines are large, and hyper moves the request future.
         Box::pin(handlers::dispatch(resource, r)).await

@@ -77,6 +77,8 @@ impl Query {
                 .map(String::from),
             send_initial_events: self.bool("sendInitialEvents")?,
             allow_bookmarks: self.bool("allowWatchBookmarks")?.unwrap_or(false),
+            // Never from the query (the watch handler sets it for the loopback client).
+            omit_renewals: false,
         })
     }
 

@@ -14,7 +14,7 @@ use crate::storage::{self, ListRevision, Revision};
 use base64::Engine;
 use futures::stream::{BoxStream, StreamExt};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
@@ -40,6 +40,10 @@ pub struct ListOptions {
     pub send_initial_events: Option<bool>,
     /// allowWatchBookmarks (watch only).
     pub allow_bookmarks: bool,
+    /// Not from the query: the watch skips MODIFIED events that only renew the object
+    /// ([`crate::registry::Strategy::is_renewal`]); set for the loopback client's watches that
+    /// ask for it ([`crate::api::OmitRenewals`]).
+    pub omit_renewals: bool,
 }
 
 /// One page of a list.
@@ -400,12 +404,21 @@ impl GenericStore {
         let (label, field, bookmarks) =
             (opts.label.clone(), opts.field.clone(), opts.allow_bookmarks);
         let seen = progress.clone();
+        let mut renewals = opts.omit_renewals.then(Renewals::default);
         let live = live
             .filter_map(move |ev| {
+                // Skipped renewals still count as progress: bookmarks carry their revisions.
                 if let Ok(e) = &ev {
                     seen.advance(e.revision());
                 }
-                let out = store.convert_event(ev, &label, &field, bookmarks);
+                let out = match (&mut renewals, &ev) {
+                    (Some(r), Ok(e)) => {
+                        let key = e.key().to_string();
+                        let out = store.convert_event(ev, &label, &field, bookmarks);
+                        out.and_then(|ev| r.pass(&*store.strategy, key, ev))
+                    }
+                    _ => store.convert_event(ev, &label, &field, bookmarks),
+                };
                 futures::future::ready(out)
             })
             .scan(false, |ended, ev| {
@@ -473,6 +486,40 @@ impl GenericStore {
             }),
             Err(e) => Some(WatchEvent::Error(self.storage_error("", e))),
         }
+    }
+}
+
+/// A watch's filter of renewals ([`ListOptions::omit_renewals`]): the last object of each key
+/// it saw, to compare the next one with.
+#[derive(Default)]
+struct Renewals {
+    last: HashMap<String, Arc<Decoded>>,
+}
+
+impl Renewals {
+    /// `ev` (about `key`), unless it is a MODIFIED event that only renews the object before it.
+    fn pass(
+        &mut self,
+        strategy: &dyn super::Strategy,
+        key: String,
+        ev: WatchEvent,
+    ) -> Option<WatchEvent> {
+        match &ev {
+            WatchEvent::Added(o) => {
+                self.last.insert(key, o.clone());
+            }
+            WatchEvent::Modified(o) => {
+                let before = self.last.insert(key, o.clone());
+                if before.is_some_and(|b| strategy.is_renewal(&b.obj, &o.obj)) {
+                    return None;
+                }
+            }
+            WatchEvent::Deleted(_) => {
+                self.last.remove(&key);
+            }
+            WatchEvent::Bookmark { .. } | WatchEvent::Error(_) => {}
+        }
+        Some(ev)
     }
 }
 

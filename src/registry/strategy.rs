@@ -189,6 +189,12 @@ pub trait Strategy: Send + Sync + 'static {
         obj
     }
 
+    /// Whether `new` only renews `old` (a heartbeat, which the in-process controllers have no
+    /// use for): watches that ask for it skip such MODIFIED events. None by default.
+    fn is_renewal(&self, _old: &Value, _new: &Value) -> bool {
+        false
+    }
+
     /// Converts a stored object to the served form.
     fn to_served(&self, obj: Value) -> Value {
         obj

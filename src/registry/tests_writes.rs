@@ -180,3 +180,52 @@ async fn json_bodies_decode_straight_into_the_type_as_through_the_tree() {
         }
     }
 }
+
+/// Updates lease `l` in `default` with `change` applied to what is stored.
+async fn change_l(leases: &GenericStore, change: impl Fn(&mut Value)) -> Value {
+    let mut obj = timed(leases.get(&ctx("default"), "l")).await.unwrap();
+    change(&mut obj);
+    let t = move |_: Option<&Value>| Ok(obj.clone());
+    let done = timed(leases.update(&ctx("default"), "l", "", false, &t)).await;
+    done.unwrap().object.obj["metadata"]["resourceVersion"].clone()
+}
+
+/// The resourceVersion of the next event of `w`, which must be MODIFIED.
+async fn modified_rv(w: &mut futures::stream::BoxStream<'static, WatchEvent>) -> Value {
+    match timed(futures::StreamExt::next(w)).await {
+        Some(WatchEvent::Modified(o)) => o.obj["metadata"]["resourceVersion"].clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_watch_that_omits_renewals_skips_only_the_renewals() {
+    let (_d, r) = registry().await;
+    timed(make_ns(&r, "default")).await;
+    let (leases, created) = lease_l(&r).await;
+    let from = |omit_renewals| ListOptions {
+        resource_version: created["metadata"]["resourceVersion"]
+            .as_str()
+            .map(String::from),
+        omit_renewals,
+        ..Default::default()
+    };
+    let mut every = timed(leases.watch(&ctx("default"), &from(false)))
+        .await
+        .unwrap();
+    let mut quiet = timed(leases.watch(&ctx("default"), &from(true)))
+        .await
+        .unwrap();
+    let held = change_l(leases, |o| o["spec"]["holderIdentity"] = json!("h2")).await;
+    let renewed = change_l(leases, |o| {
+        o["spec"]["renewTime"] = json!("2026-12-01T10:00:00.000000Z");
+    })
+    .await;
+    let labelled = change_l(leases, |o| o["metadata"]["labels"]["a"] = json!("2")).await;
+    for rv in [&held, &renewed, &labelled] {
+        assert_eq!(&modified_rv(&mut every).await, rv);
+    }
+    // The holder's change and the label's come; the renewal between them does not.
+    assert_eq!(modified_rv(&mut quiet).await, held);
+    assert_eq!(modified_rv(&mut quiet).await, labelled);
+}

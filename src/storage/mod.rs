@@ -166,6 +166,15 @@ impl WatchEvent {
             WatchEvent::Deleted { revision, .. } | WatchEvent::Progress(revision) => *revision,
         }
     }
+
+    /// The key the event is about (empty for progress notifications).
+    pub fn key(&self) -> &str {
+        match self {
+            WatchEvent::Created(kv) | WatchEvent::Updated { kv, .. } => &kv.key,
+            WatchEvent::Deleted { prev, .. } => &prev.key,
+            WatchEvent::Progress(_) => "",
+        }
+    }
 }
 
 /// A stream of watch events in revision order, without gaps or duplicates. It ends with

@@ -38,15 +38,6 @@ pub(crate) struct Subscription {
     overflow: Arc<AtomicBool>,
 }
 
-/// The key an event is about (empty for progress notifications).
-pub(crate) fn event_key(ev: &WatchEvent) -> &str {
-    match ev {
-        WatchEvent::Created(kv) | WatchEvent::Updated { kv, .. } => &kv.key,
-        WatchEvent::Deleted { prev, .. } => &prev.key,
-        WatchEvent::Progress(_) => "",
-    }
-}
-
 impl Hub {
     /// A hub whose last published revision is `revision`.
     pub fn new(revision: Revision, capacity: usize) -> Hub {
@@ -96,7 +87,7 @@ impl Hub {
         let mut inner = self.lock();
         inner.slots.retain_mut(|slot| {
             for ev in events {
-                if !event_key(ev).starts_with(slot.prefix.as_str()) {
+                if !ev.key().starts_with(slot.prefix.as_str()) {
                     continue;
                 }
                 if !send(slot, ev.clone()) {

@@ -90,6 +90,60 @@ async fn kubectl_get_watch_sees_added_modified_deleted() {
 }
 
 #[tokio::test]
+async fn a_client_sending_the_loopback_header_still_gets_every_renewal() {
+    // Only the in-process controllers' watches leave lease renewals out: the header that asks
+    // for it takes effect through the loopback client alone.
+    let server = TestServer::start().await;
+    wait_default(&server).await;
+    let c = server.admin_http();
+    let base = server.url("/apis/coordination.k8s.io/v1/namespaces/default/leases");
+    let (code, mut lease, _) = call(
+        &c,
+        reqwest::Method::POST,
+        &base,
+        js(json!({"metadata": {"name": "hb"}, "spec": {"holderIdentity": "h"}})),
+    )
+    .await;
+    assert_eq!(code, 201);
+    let url = format!(
+        "{base}?watch=true&timeoutSeconds=20&resourceVersion={}",
+        lease["metadata"]["resourceVersion"].as_str().unwrap()
+    );
+    let watch = c
+        .get(&url)
+        .header("kapi-loopback-omit-renewals", "true")
+        .send();
+    let resp = within(Duration::from_secs(10), "watch", watch)
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut rvs = Vec::new();
+    for renew in ["2026-12-01T10:00:00.000000Z", "2026-12-01T10:00:10.000000Z"] {
+        lease["spec"]["renewTime"] = json!(renew);
+        let (code, updated, _) = call(
+            &c,
+            reqwest::Method::PUT,
+            &format!("{base}/hb"),
+            js(lease.clone()),
+        )
+        .await;
+        assert_eq!(code, 200, "{updated}");
+        rvs.push(updated["metadata"]["resourceVersion"].clone());
+        lease = updated;
+    }
+    let events = read_lines(resp, |e| {
+        e["object"]["metadata"]["resourceVersion"] == rvs[1]
+    })
+    .await;
+    let seen: Vec<(&Value, &Value)> = events
+        .iter()
+        .map(|e| (&e["type"], &e["object"]["metadata"]["resourceVersion"]))
+        .collect();
+    let modified = json!("MODIFIED");
+    assert_eq!(seen, vec![(&modified, &rvs[0]), (&modified, &rvs[1])]);
+}
+
+#[tokio::test]
 async fn watch_list_ends_initial_events_with_annotated_bookmark() {
     let server = TestServer::start().await;
     wait_default(&server).await;

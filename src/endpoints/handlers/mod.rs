@@ -30,6 +30,8 @@ pub(crate) struct Req<'a> {
     pub(crate) ctx: &'a RequestContext,
     /// The negotiated output.
     pub(crate) out: Output,
+    /// The loopback client's watch omits renewals ([`crate::api::OmitRenewals`]).
+    pub(crate) omit_renewals: bool,
 }
 
 impl Req<'_> {

@@ -47,6 +47,7 @@ pub(crate) async fn watch(
                 value: req.name().to_string(),
             });
     }
+    opts.omit_renewals = req.omit_renewals;
     let timeout = match req.query.int("timeoutSeconds") {
         Ok(Some(t)) if t > 0 => Duration::from_secs(t as u64),
         Ok(_) => {

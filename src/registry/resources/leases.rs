@@ -2,6 +2,7 @@
 //! (leaseDurationSeconds > 0, leaseTransitions >= 0, strategy/preferredHolder) and the
 //! Name/Holder/Age table. May use: registry (strategy), api.
 
+use crate::api::json::{same, same_except};
 use crate::api::At;
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
@@ -85,6 +86,25 @@ impl Strategy for Leases {
         }
         errs
     }
+    /// A renewal by the holder (client-go's leader election, node heartbeats): a new
+    /// `spec.renewTime` and what every write changes (resourceVersion, managedFields); the
+    /// holder, durations, transitions and all other metadata as they were.
+    fn is_renewal(&self, old: &Value, new: &Value) -> bool {
+        let (Value::Object(o), Value::Object(n)) = (old, new) else {
+            return false;
+        };
+        o.len() == n.len()
+            && n.iter().all(|(k, nv)| {
+                let Some(ov) = o.get(k) else {
+                    return false;
+                };
+                match k.as_str() {
+                    "metadata" => same_except(ov, nv, &["resourceVersion", "managedFields"]),
+                    "spec" => same_except(ov, nv, &["renewTime"]),
+                    _ => same(ov, nv),
+                }
+            })
+    }
     fn columns(&self) -> Vec<Column> {
         vec![
             NAME_COLUMN,
@@ -98,5 +118,54 @@ impl Strategy for Leases {
             str_at(obj, "/spec/holderIdentity").into(),
             age_of(obj),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_renewal_changes_the_renew_time_and_nothing_the_holder_set() {
+        let old = json!({"kind": "Lease",
+            "metadata": {"name": "l", "resourceVersion": "5", "labels": {"a": "1"},
+                "managedFields": [{"manager": "m", "time": "2026-12-01T10:00:00Z"}]},
+            "spec": {"holderIdentity": "h", "leaseDurationSeconds": 15,
+                "renewTime": "2026-12-01T10:00:00.000000Z"}});
+        let with = |path: &[&str], v: Value| {
+            let mut o = old.clone();
+            let (last, parents) = path.split_last().unwrap();
+            let at = parents.iter().fold(&mut o, |o, p| &mut o[*p]);
+            match v {
+                Value::Null => {
+                    at.as_object_mut().unwrap().remove(*last);
+                }
+                v => at[*last] = v,
+            }
+            o
+        };
+        let renewal = |new: &Value| Leases.is_renewal(&old, new);
+        let t = json!("2026-12-01T10:00:10.000000Z");
+        assert!(renewal(&with(&["spec", "renewTime"], t.clone())));
+        let renewed = with(&["spec", "renewTime"], t);
+        let mut written = renewed.clone();
+        written["metadata"]["resourceVersion"] = json!("6");
+        written["metadata"]["managedFields"][0]["time"] = json!("2026-12-01T10:00:10Z");
+        assert!(
+            renewal(&written),
+            "resourceVersion and managedFields change with every write"
+        );
+        assert!(renewal(&with(&["spec", "renewTime"], Value::Null)));
+        for changed in [
+            with(&["spec", "holderIdentity"], json!("h2")),
+            with(&["spec", "leaseDurationSeconds"], Value::Null),
+            with(&["spec", "leaseTransitions"], json!(1)),
+            with(&["metadata", "labels", "a"], json!("2")),
+            with(&["metadata", "finalizers"], json!(["f"])),
+            with(&["kind"], Value::Null),
+        ] {
+            assert!(!renewal(&changed), "{changed}");
+        }
     }
 }

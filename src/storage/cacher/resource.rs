@@ -4,7 +4,7 @@
 //! Events are applied and published under the same lock that watchers subscribe under, so a
 //! watcher's replay from the ring and its live queue neither overlap nor leave a gap.
 
-use crate::storage::watch::{self, event_key, Hub};
+use crate::storage::watch::{self, Hub};
 use crate::storage::{
     Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage, WatchEvent,
     WatchStream,
@@ -152,7 +152,7 @@ impl ResourceCache {
         let replay: Vec<WatchEvent> = st
             .ring
             .iter()
-            .filter(|e| e.revision() > after && event_key(e).starts_with(prefix))
+            .filter(|e| e.revision() > after && e.key().starts_with(prefix))
             .cloned()
             .collect();
         Some(watch::stream(replay, sub, after))

@@ -6,7 +6,6 @@
 
 use super::codec::{Change, Index};
 use super::tables::{self, HISTORY, LATEST, META};
-use crate::storage::watch::event_key;
 use crate::storage::{Error, KeyValue, ListResult, Result, Revision, WatchEvent};
 use bytes::Bytes;
 use redb::{ReadTransaction, ReadableTable};
@@ -161,7 +160,7 @@ pub(crate) fn list(
     let mut overlay: BTreeMap<String, Option<KeyValue>> = BTreeMap::new();
     if rev < current {
         for ev in history(txn, prefix, rev, current)? {
-            let key = event_key(&ev).to_string();
+            let key = ev.key().to_string();
             overlay.entry(key).or_insert(match ev {
                 WatchEvent::Created(_) | WatchEvent::Progress(_) => None,
                 WatchEvent::Updated { prev, .. } | WatchEvent::Deleted { prev, .. } => Some(prev),
