@@ -15,6 +15,21 @@ use crate::exit::{CodedError, ExitCode};
 use crate::inspect::{self, candidates, health, hooks, leases, Cluster, ClusterConfig};
 use crate::output::{self, Format, Options};
 
+/// `eprintln!` that does not panic when stderr is closed (`kapi candidates 2>&-`): the note is
+/// lost, the exit code stays the command's own.
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        let _ = writeln!(io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` likewise.
+macro_rules! note_part {
+    ($($arg:tt)*) => {{
+        let _ = write!(io::stderr(), $($arg)*);
+    }};
+}
+
 type CmdResult = anyhow::Result<ExitCode>;
 
 /// Runs an inspect command on a fresh single-threaded runtime.
@@ -44,7 +59,7 @@ pub(crate) async fn leases(args: LeasesArgs) -> CmdResult {
     };
     let view = leases::collect(&cluster, &query).await.map_err(coded)?;
     if view.leases.is_empty() && is_table(&args.out) {
-        eprintln!("No leases found in {}.", leases::NAMESPACE);
+        note!("No leases found in {}.", leases::NAMESPACE);
     }
     if let Some(code) = emit(&view, &args.out)? {
         return Ok(code);
@@ -58,7 +73,7 @@ pub(crate) async fn leases(args: LeasesArgs) -> CmdResult {
             .iter()
             .filter(|l| l.state == leases::LeaseState::Expired)
             .count();
-        eprintln!("kapi: {expired} expired lease(s)");
+        note!("kapi: {expired} expired lease(s)");
         return Ok(ExitCode::Problem);
     }
     Ok(ExitCode::Ok)
@@ -91,7 +106,7 @@ async fn watch_leases(
             None => return Ok(ExitCode::Ok),
             Some(leases::Change::Updated(row) | leases::Change::Deleted(row)) => row,
             Some(leases::Change::Retrying(e)) => {
-                eprintln!("kapi: warning: watch of leases failed: {e}; retrying");
+                note!("kapi: warning: watch of leases failed: {e}; retrying");
                 continue;
             }
         };
@@ -140,7 +155,7 @@ pub(crate) async fn candidates(args: CandidatesArgs) -> CmdResult {
     };
     let view = candidates::collect(&cluster, &query).await.map_err(coded)?;
     if view.candidates.is_empty() && is_table(&args.out) {
-        eprintln!("No lease candidates found.");
+        note!("No lease candidates found.");
     }
     Ok(emit(&view, &args.out)?.unwrap_or(ExitCode::Ok))
 }
@@ -154,13 +169,13 @@ pub(crate) async fn hooks(args: HooksArgs) -> CmdResult {
     };
     let (view, note) = hooks::collect(&cluster, &query).await.map_err(coded)?;
     if let Some(note) = note {
-        eprintln!("kapi: {note}");
+        note!("kapi: {note}");
     }
     if let Some(code) = emit(&view, &args.out)? {
         return Ok(code);
     }
     for u in &view.unreachable {
-        eprintln!("kapi: {} unreachable: {}", u.apiserver, u.error);
+        note!("kapi: {} unreachable: {}", u.apiserver, u.error);
     }
     if view.apiservers.is_empty() && !view.unreachable.is_empty() {
         return Ok(ExitCode::NoAnswer);
@@ -176,7 +191,7 @@ pub(crate) async fn hooks(args: HooksArgs) -> CmdResult {
         })
         .sum();
     if not_ok > 0 {
-        eprintln!("kapi: {not_ok} post-start hook(s) not ok");
+        note!("kapi: {not_ok} post-start hook(s) not ok");
     }
     Ok(if view.all_ok() {
         ExitCode::Ok
@@ -213,13 +228,13 @@ pub(crate) async fn health(args: HealthArgs) -> CmdResult {
         return Ok(health_code(&view));
     }
     if let Some(note) = note {
-        eprintln!("kapi: {note}");
+        note!("kapi: {note}");
     }
     if let Some(code) = emit(&view, &args.out)? {
         return Ok(code);
     }
     for line in verdict(&view) {
-        eprintln!("{line}");
+        note!("{line}");
     }
     Ok(health_code(&view))
 }
@@ -296,7 +311,7 @@ async fn wait_healthy(
         let healthy = matches!(&attempt, Ok(Ok((v, _))) if v.healthy);
         if Instant::now() >= deadline || healthy {
             if spin {
-                eprint!("\r\x1b[2K");
+                note_part!("\r\x1b[2K");
             }
             return match (attempt, last_answer, last_error) {
                 (Ok(Ok(answer)), _, _) | (_, Some(answer), _) => Ok(answer),
@@ -321,7 +336,7 @@ async fn wait_healthy(
                 Err(e) => e.to_string(),
             };
             let waited = started.elapsed().as_secs();
-            eprint!(
+            note_part!(
                 "\r\x1b[2K{} waiting {waited}s: {status}",
                 frames[tick % frames.len()]
             );

@@ -462,3 +462,31 @@ async fn usage_errors_give_exit_2_and_closed_stdout_exits_quietly() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+#[tokio::test]
+async fn closed_stderr_keeps_the_exit_code() {
+    // `kapi candidates` notes "No lease candidates found." on stderr; with stderr a pipe
+    // nobody reads, eprintln! used to panic (exit 101) instead of exiting 0.
+    let server = TestServer::start().await;
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    // spawn, not output(): tokio's output() makes stderr a pipe of its own.
+    let child = tokio::process::Command::new(env!("CARGO_BIN_EXE_kapi"))
+        .args(["candidates"])
+        .env("KUBECONFIG", server.kubeconfig())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(writer)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let out = within(
+        Duration::from_secs(30),
+        "kapi candidates",
+        child.wait_with_output(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("NAMESPACE "));
+}
