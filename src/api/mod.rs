@@ -32,15 +32,10 @@ pub fn empty_body() -> Body {
     full_body(Bytes::new())
 }
 
-/// The request header with which the in-process controllers' watches ask to be spared lease
-/// renewals ([`OmitRenewals`]). Only the loopback client's requests carry its effect: the
-/// loopback turns it into the extension, and a request from outside that sends it gets every
-/// event as usual.
-pub const OMIT_RENEWALS_HEADER: &str = "kapi-loopback-omit-renewals";
-
-/// Request extension, set by the loopback client only: a watch that omits MODIFIED events
-/// which only renew the object (for leases, a new `spec.renewTime`; see
-/// `Strategy::is_renewal`). The in-process garbage collector and coordinated-leader-election
+/// Request extension: a watch that omits MODIFIED events which only renew the object (for
+/// leases, a new `spec.renewTime`; see `Strategy::is_renewal`). Only an in-process request
+/// can carry it (the in-process controllers' shared lease watch sets it; nothing from the
+/// network becomes an extension). The garbage collector and the coordinated-leader-election
 /// controller follow every lease but act on none of its renewals, and delivering each one
 /// (encoded, then decoded by them) cost about a tenth of a lease update's CPU.
 #[derive(Debug, Clone, Copy)]

@@ -12,14 +12,15 @@
 //!
 //! Its subscribers act on no renewal of an object (a lease's new `spec.renewTime`), and the
 //! renewals of every lease are most of a cluster's writes, so the watch asks the server to
-//! leave them out ([`OMIT_RENEWALS_HEADER`], which only the loopback client honours): the
-//! objects it keeps may then lag their renewals, with every other field current.
+//! leave them out (the [`OmitRenewals`] extension on its requests, which reach the handler
+//! chain in process): the objects it keeps may then lag their renewals, with every other
+//! field current.
 //!
-//! May use: api (the header's name); otherwise a client of the API.
+//! May use: api (that extension); otherwise a client of the API.
 
 use super::meta_only::MetaOnly;
 use super::util::object_key as key;
-use crate::api::OMIT_RENEWALS_HEADER;
+use crate::api::OmitRenewals;
 use futures::{Stream, StreamExt};
 use kube::api::ApiResource;
 use kube::runtime::{watcher, WatchStreamExt};
@@ -145,14 +146,13 @@ impl SharedWatch {
     }
 }
 
-/// `client`, its requests marked with [`OMIT_RENEWALS_HEADER`].
+/// `client`, its requests carrying the [`OmitRenewals`] extension.
 fn omitting_renewals(client: &Client) -> Client {
     let (base, namespace) = (client.clone(), client.default_namespace().to_string());
     let service = tower::service_fn(move |mut req: http::Request<kube::client::Body>| {
         let base = base.clone();
         async move {
-            req.headers_mut()
-                .insert(OMIT_RENEWALS_HEADER, http::HeaderValue::from_static("true"));
+            req.extensions_mut().insert(OmitRenewals);
             base.send(req).await
         }
     });

@@ -6,12 +6,12 @@
 //! (authentication with the loopback token, authorization, max-in-flight, timeouts, body
 //! limit), the same handlers answer and watches stream the same bytes, but nothing is
 //! encrypted, framed as HTTP/1 or copied through the kernel twice. The controllers' watches
-//! of every lease otherwise cost each lease update about a tenth of its CPU. A request with
-//! the [`OMIT_RENEWALS_HEADER`] gets the [`OmitRenewals`] extension instead of the header.
+//! of every lease otherwise cost each lease update about a tenth of its CPU. Request
+//! extensions pass through unchanged (see [`crate::api::OmitRenewals`]).
 //! May use: the chain, api.
 
 use super::chain::{self, Chain};
-use crate::api::{OmitRenewals, Status, OMIT_RENEWALS_HEADER};
+use crate::api::Status;
 use std::sync::{Arc, OnceLock};
 
 /// Where the handler chain is published once it is built ([`super::GenericServer::prepare_run`]);
@@ -26,7 +26,6 @@ pub(super) fn client(slot: ChainSlot, token: &str) -> Result<kube::Client, http:
         let (slot, auth) = (slot.clone(), auth.clone());
         async move {
             let (mut parts, body) = req.into_parts();
-            mark_omit_renewals(&mut parts);
             parts.headers.insert(http::header::AUTHORIZATION, auth);
             parts.headers.insert(
                 http::header::USER_AGENT,
@@ -48,31 +47,4 @@ pub(super) fn client(slot: ChainSlot, token: &str) -> Result<kube::Client, http:
         }
     });
     Ok(kube::client::ClientBuilder::new(service, "default").build())
-}
-
-/// Turns the [`OMIT_RENEWALS_HEADER`] of a loopback request into the [`OmitRenewals`]
-/// extension the watch handler reads (a header alone, from outside, does nothing).
-fn mark_omit_renewals(parts: &mut http::request::Parts) {
-    if parts.headers.remove(OMIT_RENEWALS_HEADER).is_some() {
-        parts.extensions.insert(OmitRenewals);
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_omit_renewals_header_becomes_the_extension() {
-        let parts = |req: http::request::Builder| {
-            let mut parts = req.body(()).unwrap().into_parts().0;
-            mark_omit_renewals(&mut parts);
-            parts
-        };
-        let marked = parts(http::Request::get("/").header(OMIT_RENEWALS_HEADER, "true"));
-        assert!(marked.extensions.get::<OmitRenewals>().is_some());
-        assert!(marked.headers.get(OMIT_RENEWALS_HEADER).is_none());
-        let plain = parts(http::Request::get("/").header("accept", "application/json"));
-        assert!(plain.extensions.get::<OmitRenewals>().is_none());
-    }
 }

@@ -90,11 +90,30 @@ async fn kubectl_get_watch_sees_added_modified_deleted() {
 }
 
 #[tokio::test]
-async fn a_client_sending_the_loopback_header_still_gets_every_renewal() {
-    // Only the in-process controllers' watches leave lease renewals out: the header that asks
-    // for it takes effect through the loopback client alone.
-    let server = TestServer::start().await;
+async fn only_the_controllers_lease_watch_leaves_out_renewals() {
+    // The in-process controllers' shared lease watch asks to be spared renewals (a request
+    // extension, which nothing from the network can carry); a client's watch gets them all.
+    let server = TestServer::start_with(Options::default().args(["-v"])).await;
     wait_default(&server).await;
+    let asked = within(
+        Duration::from_secs(20),
+        "the controllers' lease watch",
+        async {
+            loop {
+                let log = server.stderr();
+                if let Some(line) = log
+                    .lines()
+                    .find(|l| l.contains("watch leaves out renewals"))
+                {
+                    break line.to_string();
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        },
+    )
+    .await;
+    assert!(asked.contains("resource=leases"), "{asked}");
+    assert!(asked.contains("user=system:apiserver"), "{asked}");
     let c = server.admin_http();
     let base = server.url("/apis/coordination.k8s.io/v1/namespaces/default/leases");
     let (code, mut lease, _) = call(
@@ -109,10 +128,7 @@ async fn a_client_sending_the_loopback_header_still_gets_every_renewal() {
         "{base}?watch=true&timeoutSeconds=20&resourceVersion={}",
         lease["metadata"]["resourceVersion"].as_str().unwrap()
     );
-    let watch = c
-        .get(&url)
-        .header("kapi-loopback-omit-renewals", "true")
-        .send();
+    let watch = c.get(&url).send();
     let resp = within(Duration::from_secs(10), "watch", watch)
         .await
         .unwrap();

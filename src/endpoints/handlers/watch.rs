@@ -48,6 +48,9 @@ pub(crate) async fn watch(
             });
     }
     opts.omit_renewals = req.omit_renewals;
+    if opts.omit_renewals {
+        tracing::debug!(resource = %req.ctx.info.resource, "watch leaves out renewals");
+    }
     let timeout = match req.query.int("timeoutSeconds") {
         Ok(Some(t)) if t > 0 => Duration::from_secs(t as u64),
         Ok(_) => {
