@@ -411,13 +411,14 @@ impl GenericStore {
                 if let Ok(e) = &ev {
                     seen.advance(e.revision());
                 }
-                let out = match (&mut renewals, &ev) {
-                    (Some(r), Ok(e)) => {
-                        let key = e.key().to_string();
-                        let out = store.convert_event(ev, &label, &field, bookmarks);
-                        out.and_then(|ev| r.pass(&*store.strategy, key, ev))
-                    }
-                    _ => store.convert_event(ev, &label, &field, bookmarks),
+                // The key is taken before the conversion consumes the event.
+                let key = (renewals.as_ref())
+                    .and(ev.as_ref().ok())
+                    .map(|e| e.key().to_string());
+                let out = store.convert_event(ev, &label, &field, bookmarks);
+                let out = match (&mut renewals, key) {
+                    (Some(r), Some(key)) => out.and_then(|ev| r.pass(&*store.strategy, key, ev)),
+                    _ => out,
                 };
                 futures::future::ready(out)
             })

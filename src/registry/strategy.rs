@@ -190,7 +190,7 @@ pub trait Strategy: Send + Sync + 'static {
     }
 
     /// Whether `new` only renews `old` (a heartbeat, which the in-process controllers have no
-    /// use for): watches that ask for it skip such MODIFIED events. None by default.
+    /// use for): watches that ask for it skip such MODIFIED events. By default no write is one.
     fn is_renewal(&self, _old: &Value, _new: &Value) -> bool {
         false
     }

@@ -2,7 +2,7 @@
 //! (leaseDurationSeconds > 0, leaseTransitions >= 0, strategy/preferredHolder) and the
 //! Name/Holder/Age table. May use: registry (strategy), api.
 
-use crate::api::json::{same, same_except};
+use crate::api::json::same_except;
 use crate::api::At;
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
@@ -90,20 +90,15 @@ impl Strategy for Leases {
     /// `spec.renewTime` and what every write changes (resourceVersion, managedFields); the
     /// holder, durations, transitions and all other metadata as they were.
     fn is_renewal(&self, old: &Value, new: &Value) -> bool {
-        let (Value::Object(o), Value::Object(n)) = (old, new) else {
-            return false;
+        // Both without the part, or both with it and equal but for `skip`.
+        let part = |key: &str, skip: &[&str]| match (old.get(key), new.get(key)) {
+            (None, None) => true,
+            (Some(o), Some(n)) => same_except(o, n, skip),
+            _ => false,
         };
-        o.len() == n.len()
-            && n.iter().all(|(k, nv)| {
-                let Some(ov) = o.get(k) else {
-                    return false;
-                };
-                match k.as_str() {
-                    "metadata" => same_except(ov, nv, &["resourceVersion", "managedFields"]),
-                    "spec" => same_except(ov, nv, &["renewTime"]),
-                    _ => same(ov, nv),
-                }
-            })
+        same_except(old, new, &["metadata", "spec"])
+            && part("metadata", &["resourceVersion", "managedFields"])
+            && part("spec", &["renewTime"])
     }
     fn columns(&self) -> Vec<Column> {
         vec![
