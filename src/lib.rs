@@ -5,6 +5,25 @@
 //! Client side: [`inspect`] collects views from any cluster, [`output`] renders them.
 //! [`cli`] holds the clap definitions and [`cmd`] wires the layers together.
 
+/// `eprintln!` that does not panic when stderr is closed (`2>&-`, or a pipe whose reader went
+/// away): the line is lost, the command goes on and keeps its own exit code.
+#[macro_export]
+macro_rules! note {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// `eprint!` likewise (no newline).
+#[macro_export]
+macro_rules! note_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod api;
 pub mod cli;
 pub mod cmd;

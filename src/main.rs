@@ -1,7 +1,6 @@
 //! Thin entry point: parse the command line, set up logging, dispatch, own the exit code.
 
 use clap::Parser;
-use std::io::Write;
 
 /// jemalloc: the server allocates and frees many small JSON trees per request on every core,
 /// and frees on one thread much of what another allocated (tokio moves tasks between workers;
@@ -19,8 +18,7 @@ fn main() {
     let code = match kapi::cmd::dispatch(cli) {
         Ok(code) => code,
         Err(err) => {
-            // Not eprintln!, which would panic when stderr is closed.
-            let _ = writeln!(std::io::stderr(), "kapi: error: {err:#}");
+            kapi::note!("kapi: error: {err:#}");
             kapi::exit::classify(&err)
         }
     };

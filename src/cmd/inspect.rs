@@ -15,21 +15,6 @@ use crate::exit::{CodedError, ExitCode};
 use crate::inspect::{self, candidates, health, hooks, leases, Cluster, ClusterConfig};
 use crate::output::{self, Format, Options};
 
-/// `eprintln!` that does not panic when stderr is closed (`kapi candidates 2>&-`): the note is
-/// lost, the exit code stays the command's own.
-macro_rules! note {
-    ($($arg:tt)*) => {{
-        let _ = writeln!(io::stderr(), $($arg)*);
-    }};
-}
-
-/// `eprint!` likewise.
-macro_rules! note_part {
-    ($($arg:tt)*) => {{
-        let _ = write!(io::stderr(), $($arg)*);
-    }};
-}
-
 type CmdResult = anyhow::Result<ExitCode>;
 
 /// Runs an inspect command on a fresh single-threaded runtime.

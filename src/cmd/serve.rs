@@ -10,7 +10,6 @@ use crate::storage::{self, KeyValue, Storage, Update};
 use anyhow::Context;
 use bytes::Bytes;
 use futures::future::BoxFuture;
-use std::io::Write;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -21,7 +20,7 @@ pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let errors = options.validate();
     if !errors.is_empty() {
         for err in &errors[..errors.len() - 1] {
-            let _ = writeln!(std::io::stderr(), "kapi: error: {err}");
+            note!("kapi: error: {err}");
         }
         let last = errors.last().cloned().unwrap_or_default();
         return Err(CodedError::new(ExitCode::Usage, last).into());
@@ -40,12 +39,7 @@ async fn serve(options: ServerOptions) -> anyhow::Result<()> {
     let config = Config::load(options)
         .await
         .context("while loading the server configuration")?;
-    // Not eprintln!, which panics when stderr is closed; the server runs on without it.
-    let _ = writeln!(
-        std::io::stderr(),
-        "export KUBECONFIG={}",
-        config.kubeconfig_path().display()
-    );
+    note!("export KUBECONFIG={}", config.kubeconfig_path().display());
     let controllers = controllers_config(&options_for_controllers, &config)?;
     let mut server = config
         .complete()
