@@ -161,7 +161,7 @@ impl<'a> Manager<'a> {
 
     /// The entry with its field set decoded, no longer borrowing the list.
     fn into_decoded(mut self) -> Manager<'static> {
-        self.set_mut();
+        self.set_mut(); // decodes `fields` into `set`
         Manager {
             manager: self.manager,
             operation: self.operation,
