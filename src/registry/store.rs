@@ -305,7 +305,7 @@ impl GenericStore {
     }
 
     /// The update pipeline on a current state: run the transform, check preconditions,
-    /// carry system fields over, prepare and validate. `Ok(None)` = nothing changes.
+    /// carry system fields over, prepare and validate; and what the result changes.
     fn compute_update(
         &self,
         ctx: &Context,
@@ -313,14 +313,14 @@ impl GenericStore {
         subresource: &str,
         current: Option<&KeyValue>,
         transform: Transform<'_>,
-    ) -> Result<(Value, bool)> {
+    ) -> Result<(Value, Changes)> {
         let Some(kv) = current else {
             let mut obj = transform(None)?;
             if !obj.is_object() {
                 return Err(Error::BadRequest("the object must be a JSON object".into()));
             }
             self.prepare_create(ctx, &mut obj)?;
-            return Ok((obj, true));
+            return Ok((obj, Changes::More));
         };
         let old = self.decode_shared(kv)?;
         let old = &old.obj;
@@ -391,8 +391,14 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }
-        let unchanged = crate::api::json::same_with_last(&new, old, "metadata");
-        Ok((new, !unchanged))
+        let changes = if crate::api::json::same_with_last(&new, old, "metadata") {
+            Changes::Nothing
+        } else if self.strategy.is_renewal(old, &new) {
+            Changes::Renewal
+        } else {
+            Changes::More
+        };
+        Ok((new, changes))
     }
 
     /// Updates (PUT, PATCH, subresources) by running `transform` on the current state,
@@ -436,18 +442,19 @@ impl GenericStore {
             storage::Error::Aborted(msg)
         };
         let update = |current: Option<&KeyValue>| -> storage::Result<Update> {
-            let (obj, changed) = self
+            let (obj, changes) = self
                 .compute_update(ctx, name, subresource, current, transform)
                 .map_err(stash)?;
             if let Ok(mut c) = created.lock() {
                 *c = current.is_none();
             }
-            if !changed {
-                return Ok(Update::Unchanged);
-            }
-            Ok(Update::Set(
-                self.encode_for_write(&key, obj).map_err(stash)?,
-            ))
+            let encode = |obj| self.encode_for_write(&key, obj).map_err(stash);
+            Ok(match changes {
+                Changes::Nothing => Update::Unchanged,
+                // Marked, so that the watches that leave renewals out are not even sent it.
+                Changes::Renewal => Update::Heartbeat(encode(obj)?),
+                Changes::More => Update::Set(encode(obj)?),
+            })
         };
         let kv = match self
             .storage
@@ -493,6 +500,17 @@ impl GenericStore {
                 .is_none_or(Vec::is_empty)
             && self.strategy.may_delete(obj)
     }
+}
+
+/// What an update changes in the object it starts from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Changes {
+    /// Nothing: the write is skipped.
+    Nothing,
+    /// Only a renewal ([`super::Strategy::is_renewal`]).
+    Renewal,
+    /// More than that (or a create).
+    More,
 }
 
 /// `metadata` as a mutable map, created when absent. Objects reaching here were checked to

@@ -7,6 +7,14 @@ use serde_json::{json, Value};
 use std::time::Duration;
 
 pub(super) async fn registry() -> (tempfile::TempDir, Registry) {
+    let (dir, r, _) = registry_on(false).await;
+    (dir, r)
+}
+
+/// A registry, with the watch cache or without, and the storage it is on.
+pub(super) async fn registry_on(
+    watch_cache: bool,
+) -> (tempfile::TempDir, Registry, Arc<dyn storage::Storage>) {
     let dir = tempfile::tempdir().unwrap();
     let storage = storage::open(Config {
         backend: BackendConfig::Embedded {
@@ -14,12 +22,12 @@ pub(super) async fn registry() -> (tempfile::TempDir, Registry) {
         },
         prefix: "/registry".into(),
         compaction_interval: Duration::ZERO,
-        watch_cache: false,
+        watch_cache,
         healthcheck_timeout: Duration::from_secs(2),
     })
     .await
     .unwrap();
-    (dir, Registry::new(storage))
+    (dir, Registry::new(storage.clone()), storage)
 }
 
 pub(super) fn store<'a>(

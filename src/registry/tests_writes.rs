@@ -1,7 +1,7 @@
 //! Registry tests of what a write stores and serves: the stored bytes decode to the object
 //! served, a JSON body's direct decode matches the tree's, an unchanged update writes nothing.
 
-use super::tests::{create, ctx, make_ns, registry, store, timed};
+use super::tests::{create, ctx, make_ns, registry, registry_on, store, timed};
 use super::*;
 use serde_json::{json, Value};
 
@@ -198,9 +198,17 @@ async fn modified_rv(w: &mut futures::stream::BoxStream<'static, WatchEvent>) ->
     }
 }
 
+/// With the watch cache the store leaves the marked renewals out; without it the watch's own
+/// filter does.
 #[tokio::test]
 async fn a_watch_that_omits_renewals_skips_only_the_renewals() {
-    let (_d, r) = registry().await;
+    for watch_cache in [false, true] {
+        a_watch_omits_renewals(watch_cache).await;
+    }
+}
+
+async fn a_watch_omits_renewals(watch_cache: bool) {
+    let (_d, r, _) = registry_on(watch_cache).await;
     timed(make_ns(&r, "default")).await;
     let (leases, created) = lease_l(&r).await;
     let from = |omit_renewals| ListOptions {
@@ -228,4 +236,34 @@ async fn a_watch_that_omits_renewals_skips_only_the_renewals() {
     // The holder's change and the label's come; the renewal between them does not.
     assert_eq!(modified_rv(&mut quiet).await, held);
     assert_eq!(modified_rv(&mut quiet).await, labelled);
+}
+
+/// A lease update that only renews it is written as a heartbeat, which the watch cache leaves
+/// out of the watches that ask; any other update is a plain write.
+#[tokio::test]
+async fn only_renewals_are_written_as_heartbeats() {
+    let (_d, r, cached) = registry_on(true).await;
+    timed(make_ns(&r, "default")).await;
+    let (leases, _) = lease_l(&r).await;
+    let mut w = timed(cached.watch("/registry/leases/", None))
+        .await
+        .unwrap();
+    let held = change_l(leases, |o| o["spec"]["holderIdentity"] = json!("h2")).await;
+    let renewed = change_l(leases, |o| {
+        o["spec"]["renewTime"] = json!("2026-12-01T10:00:00.000000Z");
+    })
+    .await;
+    for (rv, marked) in [(held, false), (renewed, true)] {
+        loop {
+            match timed(futures::StreamExt::next(&mut w)).await {
+                Some(Ok(crate::storage::WatchEvent::Progress(_))) => continue,
+                Some(Ok(crate::storage::WatchEvent::Updated { kv, heartbeat, .. })) => {
+                    let got = (kv.mod_revision.to_string(), heartbeat);
+                    assert_eq!(got, (rv.as_str().unwrap().to_string(), marked));
+                    break;
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 }

@@ -387,9 +387,10 @@ impl Storage for EtcdStore {
             cur = self.get_kv(key).await?;
         }
         loop {
+            // etcd's events cannot carry a heartbeat mark: the write is a plain put.
             let (value, ttl) =
                 match update_round(key, cur.as_ref(), guessed, ignore_not_found, update) {
-                    Round::Write(value, ttl) => (value, ttl),
+                    Round::Write(w) => (w.value, w.ttl),
                     Round::Done(result) => return result,
                     Round::Reread => {
                         cur = self.get_kv(key).await?;
@@ -564,7 +565,11 @@ fn convert_event(ev: &etcd_client::Event) -> Result<WatchEvent> {
     let prev = ev.prev_kv().map(convert).transpose()?;
     Ok(match ev.event_type() {
         EventType::Put => match prev {
-            Some(prev) if kv.create_revision != kv.mod_revision => WatchEvent::Updated { kv, prev },
+            Some(prev) if kv.create_revision != kv.mod_revision => WatchEvent::Updated {
+                kv,
+                prev,
+                heartbeat: false,
+            },
             _ => WatchEvent::Created(kv),
         },
         EventType::Delete => {

@@ -83,15 +83,39 @@ pub enum Update {
     Set(Bytes),
     /// Write this value with a time-to-live.
     SetWithTtl(Bytes, Duration),
+    /// Write this value, a change that only refreshes a heartbeat (a lease renewal): its
+    /// event is marked ([`WatchEvent::Updated`]'s `heartbeat`), and watches that leave
+    /// heartbeats out ([`Storage::watch_without_heartbeats`]) may not be sent it.
+    Heartbeat(Bytes),
     /// Leave the key as it is (the result is the current value).
     Unchanged,
+}
+
+/// The write a round of `guaranteed_update` decided on.
+#[derive(Debug)]
+pub(crate) struct Write {
+    pub value: Bytes,
+    pub ttl: Option<Duration>,
+    /// [`Update::Heartbeat`]: the backend marks the event if it can (the embedded store does;
+    /// etcd's events carry no such mark).
+    pub heartbeat: bool,
+}
+
+impl Write {
+    fn new(value: Bytes, ttl: Option<Duration>) -> Write {
+        Write {
+            value,
+            ttl,
+            heartbeat: false,
+        }
+    }
 }
 
 /// What a backend's `guaranteed_update` does after one round (see [`update_round`]).
 #[derive(Debug)]
 pub(crate) enum Round {
-    /// Compare-and-write this value (with this time-to-live) against the state the round saw.
-    Write(Bytes, Option<Duration>),
+    /// Compare-and-write against the state the round saw.
+    Write(Write),
     /// The update is finished: nothing to change (the current value), or the function's error.
     Done(Result<KeyValue>),
     /// The round ran on a remembered guess and did not write: read the key and run again.
@@ -119,8 +143,12 @@ pub(crate) fn update_round(
         _ => update(cur),
     };
     match outcome {
-        Ok(Update::Set(v)) => Round::Write(v, None),
-        Ok(Update::SetWithTtl(v, t)) => Round::Write(v, Some(t)),
+        Ok(Update::Set(value)) => Round::Write(Write::new(value, None)),
+        Ok(Update::SetWithTtl(value, ttl)) => Round::Write(Write::new(value, Some(ttl))),
+        Ok(Update::Heartbeat(value)) => Round::Write(Write {
+            heartbeat: true,
+            ..Write::new(value, None)
+        }),
         _ if guessed => Round::Reread,
         Ok(Update::Unchanged) => Round::Done(cur.cloned().ok_or_else(not_found)),
         Err(e) => Round::Done(Err(e)),
@@ -146,6 +174,9 @@ pub enum WatchEvent {
         kv: KeyValue,
         /// The value before.
         prev: KeyValue,
+        /// Written as an [`Update::Heartbeat`] (known only to the process that wrote it, and
+        /// only to the embedded store: false in etcd's events and in replays from history).
+        heartbeat: bool,
     },
     /// A key was deleted (or its TTL expired); `prev` is its last value.
     Deleted {
@@ -165,6 +196,17 @@ impl WatchEvent {
             WatchEvent::Created(kv) | WatchEvent::Updated { kv, .. } => kv.mod_revision,
             WatchEvent::Deleted { revision, .. } | WatchEvent::Progress(revision) => *revision,
         }
+    }
+
+    /// Whether the event is an update marked as a heartbeat.
+    pub fn is_heartbeat(&self) -> bool {
+        matches!(
+            self,
+            WatchEvent::Updated {
+                heartbeat: true,
+                ..
+            }
+        )
     }
 
     /// The key the event is about (empty for progress notifications).
@@ -208,6 +250,17 @@ pub trait Storage: Send + Sync + 'static {
     /// Watches `prefix` for events with a revision greater than `after`; `None` = from now.
     /// `Err(Compacted)` (immediately or as the stream's last item) when `after` is too old.
     async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream>;
+
+    /// [`Self::watch`], where the store may leave out the updates marked as heartbeats
+    /// ([`Update::Heartbeat`]); the revisions left out still reach the watcher in progress
+    /// notifications. The watch cache leaves them out; a backend sends every event.
+    async fn watch_without_heartbeats(
+        &self,
+        prefix: &str,
+        after: Option<Revision>,
+    ) -> Result<WatchStream> {
+        self.watch(prefix, after).await
+    }
 
     /// The store's current revision.
     async fn current_revision(&self) -> Result<Revision>;
@@ -330,7 +383,9 @@ mod round_tests {
         let set = |_: Option<&KeyValue>| Ok(Update::Set(Bytes::from_static(b"v2")));
         for guessed in [false, true] {
             match update_round("/k", Some(&kv("v1")), guessed, false, &set) {
-                Round::Write(v, None) => assert_eq!(v, "v2"),
+                Round::Write(w) => {
+                    assert_eq!((w.value, w.ttl, w.heartbeat), ("v2".into(), None, false))
+                }
                 other => panic!("guessed={guessed}: {other:?}"),
             }
         }

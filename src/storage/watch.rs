@@ -3,7 +3,8 @@
 //! `Err(Compacted)` (the client relists) instead of buffering without limit. Replay of older
 //! events is the caller's job: [`Hub::subscribe`] returns the revision up to which events were
 //! already published, so history up to it plus the live queue after it has no gap and no
-//! duplicate.
+//! duplicate. A watcher may leave out the updates marked as heartbeats; the revisions it
+//! skips reach it in the next progress notification.
 
 use super::{Error, Result, Revision, WatchEvent, WatchStream};
 use futures::StreamExt;
@@ -27,6 +28,8 @@ struct Inner {
 
 struct Slot {
     prefix: String,
+    /// Leaves out updates marked as heartbeats.
+    without_heartbeats: bool,
     tx: mpsc::Sender<WatchEvent>,
     overflow: Arc<AtomicBool>,
     last_sent: Revision,
@@ -67,14 +70,15 @@ impl Hub {
     }
 
     /// Registers a watcher of `prefix`; returns the last published revision: every event after
-    /// it arrives through the subscription.
-    pub fn subscribe(&self, prefix: &str) -> (Revision, Subscription) {
+    /// it arrives through the subscription (but heartbeats, when `without_heartbeats`).
+    pub fn subscribe(&self, prefix: &str, without_heartbeats: bool) -> (Revision, Subscription) {
         let (tx, rx) = mpsc::channel(self.capacity);
         let overflow = Arc::new(AtomicBool::new(false));
         let mut inner = self.lock();
         let rev = inner.revision;
         inner.slots.push(Slot {
             prefix: prefix.to_string(),
+            without_heartbeats,
             tx,
             overflow: overflow.clone(),
             last_sent: rev,
@@ -87,7 +91,9 @@ impl Hub {
         let mut inner = self.lock();
         inner.slots.retain_mut(|slot| {
             for ev in events {
-                if !ev.key().starts_with(slot.prefix.as_str()) {
+                if !ev.key().starts_with(slot.prefix.as_str())
+                    || (slot.without_heartbeats && ev.is_heartbeat())
+                {
                     continue;
                 }
                 if !send(slot, ev.clone()) {
@@ -216,7 +222,7 @@ mod tests {
     #[tokio::test]
     async fn filters_by_prefix_and_skips_replayed() {
         let hub = Hub::new(1, 16);
-        let (rev, sub) = hub.subscribe("/a/");
+        let (rev, sub) = hub.subscribe("/a/", false);
         assert_eq!(rev, 1);
         hub.publish(
             &[created("/a/x", 2), created("/b/y", 3), created("/a/z", 4)],
@@ -239,7 +245,7 @@ mod tests {
     #[tokio::test]
     async fn slow_watcher_is_cut_off_with_compacted() {
         let hub = Hub::new(0, 2);
-        let (_, sub) = hub.subscribe("/");
+        let (_, sub) = hub.subscribe("/", false);
         for i in 1..=5 {
             hub.publish(&[created("/k", i)], i);
         }

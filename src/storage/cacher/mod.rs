@@ -112,10 +112,24 @@ impl Storage for Cacher {
 
     async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream> {
         if let Some(rc) = self.cache(prefix).await {
-            if let Some(stream) = rc.watch(prefix, after) {
+            if let Some(stream) = rc.watch(prefix, after, false) {
                 return Ok(stream);
             }
         }
+        self.backend.watch(prefix, after).await
+    }
+
+    async fn watch_without_heartbeats(
+        &self,
+        prefix: &str,
+        after: Option<Revision>,
+    ) -> Result<WatchStream> {
+        if let Some(rc) = self.cache(prefix).await {
+            if let Some(stream) = rc.watch(prefix, after, true) {
+                return Ok(stream);
+            }
+        }
+        // From the backend (a start older than the cache's ring) every event comes.
         self.backend.watch(prefix, after).await
     }
 

@@ -137,14 +137,20 @@ impl ResourceCache {
         }
     }
 
-    /// Watches `prefix` after `after` from the ring; None when `after` is older than the ring
-    /// (the caller asks the backend instead).
-    pub fn watch(&self, prefix: &str, after: Option<Revision>) -> Option<WatchStream> {
+    /// Watches `prefix` after `after` from the ring (leaving out heartbeats when
+    /// `without_heartbeats`); None when `after` is older than the ring (the caller asks the
+    /// backend instead).
+    pub fn watch(
+        &self,
+        prefix: &str,
+        after: Option<Revision>,
+        without_heartbeats: bool,
+    ) -> Option<WatchStream> {
         let st = self.read();
         if !st.ready {
             return None;
         }
-        let (published, sub) = self.hub.subscribe(prefix);
+        let (published, sub) = self.hub.subscribe(prefix, without_heartbeats);
         let after = after.unwrap_or(published);
         if after < st.ring_start {
             return None;
@@ -153,6 +159,7 @@ impl ResourceCache {
             .ring
             .iter()
             .filter(|e| e.revision() > after && e.key().starts_with(prefix))
+            .filter(|e| !(without_heartbeats && e.is_heartbeat()))
             .cloned()
             .collect();
         Some(watch::stream(replay, sub, after))

@@ -252,7 +252,7 @@ pub(crate) async fn watch_order_32_writers(f: &Fixture) {
             acked.contains(&rev),
             "event at revision {rev} was never written"
         );
-        if let WatchEvent::Updated { kv, prev } = &ev {
+        if let WatchEvent::Updated { kv, prev, .. } = &ev {
             assert_eq!(
                 (kv.value.as_ref(), prev.value.as_ref()),
                 (b"b".as_ref(), b"a".as_ref())
@@ -274,7 +274,7 @@ pub(crate) async fn watch_from_old_revision(f: &Fixture) {
         .await
         .unwrap();
     match next_event(&mut w).await.unwrap() {
-        WatchEvent::Updated { kv, prev } => {
+        WatchEvent::Updated { kv, prev, .. } => {
             assert_eq!(kv, bb);
             assert_eq!(prev, a);
         }
@@ -509,4 +509,64 @@ pub(crate) async fn update_after_recreate(f: &Fixture) {
     assert_eq!(updated.value, b("w2"));
     assert_eq!(updated.create_revision, again.create_revision);
     assert_eq!(s.get(k).await.unwrap().value, b("w2"));
+}
+
+/// A heartbeat is a write like any other, and every watch gets it, marked where the backend
+/// marks events; a watch without heartbeats skips it where it can tell (through the watch
+/// cache, over a backend that marks), live and in a replay, and its revision still reaches
+/// that watch in a progress notification.
+pub(crate) async fn heartbeats_are_writes_that_quiet_watches_skip(f: &Fixture) {
+    let s = &f.store;
+    let (p, k) = ("/registry/leases/", "/registry/leases/ns/l");
+    let beat = |v| move |_: Option<&KeyValue>| Ok(Update::Heartbeat(b(v)));
+    let a = s.create(k, b("1"), None).await.unwrap();
+    let mut every = s.watch(p, Some(a.mod_revision)).await.unwrap();
+    let mut live = s
+        .watch_without_heartbeats(p, Some(a.mod_revision))
+        .await
+        .unwrap();
+    let hb = s.guaranteed_update(k, false, &beat("2")).await.unwrap();
+    assert_eq!(s.get(k).await.unwrap(), hb);
+    let c = s.guaranteed_update(k, false, &set("3")).await.unwrap();
+    for (want, marked) in [(&hb, f.marks_heartbeats), (&c, false)] {
+        match next_event(&mut every).await.unwrap() {
+            WatchEvent::Updated { kv, heartbeat, .. } => {
+                assert_eq!((&kv, heartbeat), (want, marked));
+            }
+            other => panic!("expected the update to {want:?}, got {other:?}"),
+        }
+    }
+    let skips = f.cached && f.marks_heartbeats;
+    let replay = s
+        .watch_without_heartbeats(p, Some(a.mod_revision))
+        .await
+        .unwrap();
+    for mut quiet in [live, replay] {
+        let wants = if skips { vec![&c] } else { vec![&hb, &c] };
+        for want in wants {
+            let ev = next_event(&mut quiet).await.unwrap();
+            assert!(
+                matches!(&ev, WatchEvent::Updated { kv, .. } if kv == want),
+                "{ev:?}"
+            );
+        }
+    }
+    // A heartbeat that is the last write: the watch that skips it hears of its revision.
+    live = s
+        .watch_without_heartbeats(p, Some(c.mod_revision))
+        .await
+        .unwrap();
+    let d = s.guaranteed_update(k, false, &beat("4")).await.unwrap();
+    loop {
+        let item = tokio::time::timeout(Duration::from_secs(10), live.next()).await;
+        match item
+            .expect("no event or progress within 10s")
+            .expect("watch ended")
+        {
+            Ok(WatchEvent::Progress(r)) if skips && r >= d.mod_revision => break,
+            Ok(WatchEvent::Progress(_)) => {}
+            Ok(WatchEvent::Updated { kv, .. }) if !skips && kv == d => break,
+            other => panic!("skips={skips}: unexpected {other:?}"),
+        }
+    }
 }

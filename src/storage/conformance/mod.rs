@@ -21,6 +21,8 @@ pub(crate) struct Fixture {
     pub store: Arc<dyn Storage>,
     pub backend: Arc<dyn Storage>,
     pub cached: bool,
+    /// The backend's events carry the heartbeat mark (the embedded store's do, etcd's not).
+    pub marks_heartbeats: bool,
     _guard: Box<dyn Any + Send + Sync>,
 }
 
@@ -39,6 +41,7 @@ pub(crate) async fn embedded() -> Fixture {
         store: store.clone(),
         backend: store,
         cached: false,
+        marks_heartbeats: true,
         _guard: Box::new(dir),
     }
 }
@@ -69,6 +72,7 @@ pub(crate) async fn etcd() -> Fixture {
         store: store.clone(),
         backend: store,
         cached: false,
+        marks_heartbeats: false,
         _guard: Box::new(server),
     }
 }
@@ -116,6 +120,7 @@ macro_rules! conformance {
             case!(watch_prefix_isolation);
             case!(progress_notifications);
             case!(update_after_recreate);
+            case!(heartbeats_are_writes_that_quiet_watches_skip);
         }
     };
 }

@@ -117,6 +117,7 @@ impl EmbeddedStore {
         value: Bytes,
         expect: Expect,
         ttl: Option<Duration>,
+        heartbeat: bool,
     ) -> Result<Outcome> {
         let expires_at_ms = match ttl {
             Some(t) => now_ms().saturating_add(t.as_millis().max(1) as u64),
@@ -127,6 +128,7 @@ impl EmbeddedStore {
             value,
             expect,
             expires_at_ms,
+            heartbeat,
             reply,
         })
         .await
@@ -179,7 +181,7 @@ impl Storage for EmbeddedStore {
     }
 
     async fn create(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue> {
-        match self.put(key, value, Expect::Absent, ttl).await? {
+        match self.put(key, value, Expect::Absent, ttl, false).await? {
             Outcome::Done(kv) => Ok(kv),
             Outcome::Stale => Err(Error::AlreadyExists {
                 key: key.to_string(),
@@ -202,20 +204,22 @@ impl Storage for EmbeddedStore {
             cur = fresh()?;
         }
         for _ in 0..MAX_RETRIES {
-            let (value, ttl) =
-                match update_round(key, cur.as_ref(), guessed, ignore_not_found, update) {
-                    Round::Write(value, ttl) => (value, ttl),
-                    Round::Done(result) => return result,
-                    Round::Reread => {
-                        (cur, guessed) = (fresh()?, false);
-                        continue;
-                    }
-                };
+            let write = match update_round(key, cur.as_ref(), guessed, ignore_not_found, update) {
+                Round::Write(write) => write,
+                Round::Done(result) => return result,
+                Round::Reread => {
+                    (cur, guessed) = (fresh()?, false);
+                    continue;
+                }
+            };
             let expect = match &cur {
                 Some(c) => Expect::ModRevision(c.mod_revision, c.value.clone()),
                 None => Expect::Absent,
             };
-            match self.put(key, value, expect, ttl).await {
+            match self
+                .put(key, write.value, expect, write.ttl, write.heartbeat)
+                .await
+            {
                 Ok(Outcome::Done(kv)) => {
                     self.known.set(key, Some(&kv));
                     return Ok(kv);
@@ -260,7 +264,7 @@ impl Storage for EmbeddedStore {
     }
 
     async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream> {
-        let (published, sub) = self.hub.subscribe(prefix);
+        let (published, sub) = self.hub.subscribe(prefix, false);
         let after = after.unwrap_or(published);
         let replay = read::history(&*self.read()?, prefix, after, published)?;
         Ok(watch::stream(replay, sub, after))

@@ -76,7 +76,11 @@ pub(crate) fn event(
             if change.prev == 0 {
                 WatchEvent::Created(kv)
             } else {
-                WatchEvent::Updated { kv, prev: prev()? }
+                WatchEvent::Updated {
+                    kv,
+                    prev: prev()?,
+                    heartbeat: false,
+                }
             }
         }
         None => WatchEvent::Deleted {

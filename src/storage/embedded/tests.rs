@@ -306,7 +306,7 @@ async fn compaction_keeps_each_keys_newest_value_and_drops_the_rest() {
     assert_eq!((a.value.as_ref(), a.create_revision), (&b"a3"[..], a1));
     let mut w = within(s.watch("/c/", Some(b2 - 1))).await.unwrap();
     match within(w.next()).await.unwrap().unwrap() {
-        WatchEvent::Updated { kv, prev } => {
+        WatchEvent::Updated { kv, prev, .. } => {
             assert_eq!(
                 (kv.value.as_ref(), prev.value.as_ref()),
                 (&b"b2"[..], &b"b1"[..])
@@ -392,7 +392,7 @@ async fn a_format_1_store_is_upgraded_in_place() {
         let mut w = within(s.watch("/u/", Some(8))).await.unwrap();
         set(&s, "/u/b", b"b2").await;
         match within(w.next()).await.unwrap().unwrap() {
-            WatchEvent::Updated { kv, prev } => {
+            WatchEvent::Updated { kv, prev, .. } => {
                 assert_eq!((kv.mod_revision, kv.create_revision), (9, 3));
                 assert_eq!((prev.value.as_ref(), prev.mod_revision), (&b"b"[..], 3));
             }

@@ -52,6 +52,8 @@ pub(crate) enum Op {
         value: Bytes,
         expect: Expect,
         expires_at_ms: u64,
+        /// [`crate::storage::Update::Heartbeat`]: the event is marked.
+        heartbeat: bool,
         reply: oneshot::Sender<Result<Outcome>>,
     },
     Delete {
@@ -63,6 +65,15 @@ pub(crate) enum Op {
         revision: Revision,
         reply: oneshot::Sender<Result<()>>,
     },
+}
+
+/// A put, as the batch carries it to [`Writer::put`].
+struct Put {
+    key: String,
+    value: Bytes,
+    expect: Expect,
+    expires_at_ms: u64,
+    heartbeat: bool,
 }
 
 /// The writer's state.
@@ -237,9 +248,17 @@ impl Writer {
                         value,
                         expect,
                         expires_at_ms,
+                        heartbeat,
                         reply,
                     } => {
-                        let r = self.put(&mut t, events, now, key, value, expect, expires_at_ms)?;
+                        let put = Put {
+                            key,
+                            value,
+                            expect,
+                            expires_at_ms,
+                            heartbeat,
+                        };
+                        let r = self.put(&mut t, events, now, put)?;
                         replies.push(Reply::Write(reply, r));
                     }
                     Op::Delete { key, expect, reply } => {
@@ -318,17 +337,20 @@ impl Writer {
         Ok(prev)
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn put(
         &mut self,
         t: &mut Tables,
         events: &mut Vec<WatchEvent>,
         now: u64,
-        key: String,
-        value: Bytes,
-        expect: Expect,
-        expires_at_ms: u64,
+        put: Put,
     ) -> Result<Result<Outcome>, redb::Error> {
+        let Put {
+            key,
+            value,
+            expect,
+            expires_at_ms,
+            heartbeat,
+        } = put;
         let cur = self.current(t, events, now, &key)?;
         // The previous value of an update is the one the caller read at the revision it expects.
         let prev = match (expect, &cur) {
@@ -377,6 +399,7 @@ impl Writer {
             Some(prev) => WatchEvent::Updated {
                 prev,
                 kv: kv.clone(),
+                heartbeat,
             },
             None => WatchEvent::Created(kv.clone()),
         };
