@@ -499,6 +499,12 @@ fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` does not: run a short smoke pass then.
     let smoke = !std::env::args().any(|a| a == "--bench");
     let settings = Settings::from_env(smoke);
+    // The h2 crate opens tracing spans per stream; with no subscriber at all, tracing hands
+    // each one to the `log` crate (its `log` feature is on in this build), which was ~4% of
+    // the loader's CPU. A subscriber that takes nothing makes them free, as in the server.
+    let _ = tracing::dispatcher::set_global_default(tracing::Dispatch::new(
+        tracing::subscriber::NoSubscriber::default(),
+    ));
     // One loader thread (the default, like `h2load -t1`) is a current-thread runtime: the
     // workers and connections all run on the thread that drives the bench.
     let mut rt = if settings.loader_threads == 1 {

@@ -108,15 +108,9 @@ pub async fn send(
 /// `object` with the value of its first `"renewTime"` string replaced by `now`.
 pub fn with_renew_time(object: &[u8], now: &str) -> Res<Bytes> {
     const FIELD: &[u8] = b"\"renewTime\":\"";
-    let start = object
-        .windows(FIELD.len())
-        .position(|w| w == FIELD)
-        .ok_or("the lease has no spec.renewTime")?
-        + FIELD.len();
-    let len = object[start..]
-        .iter()
-        .position(|&b| b == b'"')
-        .ok_or("unterminated renewTime")?;
+    let start =
+        memchr::memmem::find(object, FIELD).ok_or("the lease has no spec.renewTime")? + FIELD.len();
+    let len = memchr::memchr(b'"', &object[start..]).ok_or("unterminated renewTime")?;
     let mut out = Vec::with_capacity(object.len() + now.len());
     out.extend_from_slice(&object[..start]);
     out.extend_from_slice(now.as_bytes());
