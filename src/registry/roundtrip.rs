@@ -1,16 +1,22 @@
 //! The typed round trip that canonicalizes a request object (JSON → a k8s-openapi struct →
-//! JSON), collecting the unknown fields it drops, and its shortcut for `managedFields`.
+//! JSON), collecting the unknown fields it drops, and its shortcut for `metadata`.
 //!
-//! A client that updates an object sends back the `managedFields` it read (client-go's lease
-//! renewal does, every few seconds per lease), and decoding those entries into structs and
-//! serializing them again was 40% of the round trip. Every object's entries have the one
-//! type, `ManagedFieldsEntry`, so their canonical form depends on their bytes only: a bounded
-//! table remembers it by the bytes sent. A JSON body whose `metadata.managedFields` is in the
-//! table round-trips without them, and the remembered list goes back in at its place. Anything
-//! unusual (a parse or type error anywhere, unknown fields anywhere, a key that appears twice
-//! or may be spelled with an escape, a type without `ObjectMeta`) takes the full round trip, so the result, warnings and error
-//! texts are always the full round trip's. May use: nothing internal.
+//! A client that updates an object sends back the metadata it read: the same bytes each time
+//! but for `resourceVersion` (client-go's lease renewal does, every few seconds per lease,
+//! `managedFields` and all). Decoding that metadata into `ObjectMeta` and serializing it
+//! again was most of the round trip. Its canonical form depends on its bytes only, and
+//! `resourceVersion` (a plain string) is copied through unchanged; so a bounded table
+//! remembers the canonical metadata by the bytes sent with that value emptied (checked, when
+//! the table learns a key, to be metadata's own resourceVersion: the decode of the bytes
+//! sent must match). The rest of the body round-trips with a stand-in metadata, which must
+//! come out as the object's own, and the remembered metadata goes in its place with the
+//! body's resourceVersion. Anything unusual (a body that names `metadata` more than once, a
+//! parse or type error anywhere, unknown fields anywhere, a resourceVersion with an escape)
+//! takes the full round trip, so the result, warnings and error texts are always the full
+//! round trip's. Every served type's `metadata` is an `ObjectMeta`. May use: nothing
+//! internal.
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::value::RawValue;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -22,8 +28,10 @@ use super::strategy::Input;
 /// A canonical object and the unknown fields its decode dropped.
 type Decoded = (Value, Vec<String>);
 
-/// How many distinct `managedFields` lists the table keeps (a few MB at most).
+/// How many distinct metadata objects the table keeps, and the largest it keeps (in bytes
+/// sent): a few MB at most.
 const CAPACITY: usize = 1024;
+const LARGEST: usize = 16 << 10;
 
 /// Round-trips `obj` through the typed struct `T`, collecting unknown fields.
 pub(crate) fn typed_roundtrip<T>(obj: Input<'_>) -> Result<Decoded, String>
@@ -31,7 +39,7 @@ where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
     if let Input::Json(body) = obj {
-        if let Some(done) = without_managed_fields::<T>(body) {
+        if let Some(done) = with_remembered_metadata::<T>(body) {
             return Ok(done);
         }
     }
@@ -57,100 +65,146 @@ where
     Ok((out, unknown))
 }
 
-/// The round trip of `body` with its `metadata.managedFields` taken from the table, or None
-/// when the full round trip must run (see the module doc).
-fn without_managed_fields<T>(body: &[u8]) -> Option<Decoded>
+/// The round trip of `body` with its `metadata` taken from the table, or None when the full
+/// round trip must run (see the module doc).
+fn with_remembered_metadata<T>(body: &[u8]) -> Option<Decoded>
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {
-    let span = managed_fields_span(body)?;
-    let entries = TABLE.canonical(&body[span.clone()])?;
-    let mut rest = Vec::with_capacity(body.len());
-    rest.extend_from_slice(&body[..span.start]);
-    rest.extend_from_slice(b"null");
-    rest.extend_from_slice(&body[span.end..]);
-    let (mut out, unknown) = full::<T>(Input::Json(&rest)).ok()?;
-    if !unknown.is_empty() {
+    use memchr::memmem::Finder;
+    static METADATA: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"metadata\":"));
+    static RV: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"resourceVersion\":"));
+    // The one `"metadata":` in the body; the decode below shows it is the top-level key.
+    let mut keys = METADATA.find_iter(body);
+    let at = keys.next()? + METADATA.needle().len();
+    if keys.next().is_some() {
         return None;
     }
-    let meta = out.get_mut("metadata")?.as_object_mut()?;
-    if meta.contains_key("managedFields") {
+    let meta = span(body, at)?;
+    let sent = &body[meta.clone()];
+    if sent.len() > LARGEST || !sent.starts_with(b"{") {
         return None;
     }
-    // ObjectMeta serializes its fields in alphabetical order.
-    let at = meta
-        .keys()
-        .position(|k| k.as_str() > "managedFields")
-        .unwrap_or(meta.len());
-    meta.shift_insert(at, "managedFields".into(), Value::clone(&entries));
+    // The table's key: the metadata sent with the value of its first `"resourceVersion":`
+    // emptied (the table checks that it is metadata's own when it learns the key).
+    let (key, rv) = match RV.find(sent) {
+        None => (sent.to_vec(), None),
+        Some(i) => {
+            let after = i + RV.needle().len();
+            let gap = sent[after..]
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+            if sent.get(after + gap) != Some(&b'"') {
+                return None;
+            }
+            let start = after + gap + 1;
+            let len = memchr::memchr(b'"', &sent[start..])?;
+            let value = &sent[start..start + len];
+            // Not a plain string with an escape (a raw control character never gets here:
+            // `span` parsed the metadata as JSON).
+            if value.contains(&b'\\') {
+                return None;
+            }
+            let rv = std::str::from_utf8(value).ok()?;
+            (splice(sent, start..start + len, b""), Some(rv))
+        }
+    };
+    let canonical = TABLE.canonical(&key, sent, rv)?;
+    // The rest with a stand-in metadata, which must come out as the object's own.
+    const STAND_IN: &[u8] = br#"{"name":"-"}"#;
+    let (mut out, unknown) = full::<T>(Input::Json(&splice(body, meta, STAND_IN))).ok()?;
+    let slot = out.get_mut("metadata")?;
+    if !unknown.is_empty() || *slot != serde_json::json!({"name": "-"}) {
+        return None;
+    }
+    *slot = Value::Object(with_rv(&canonical, rv));
     Some((out, unknown))
 }
 
-/// Where the value of `metadata.managedFields` lies in `body`, found without parsing the
-/// whole body: the body names `managedFields` and `metadata` once each and has no `\u`
-/// escape (which could spell either key another way), and a JSON value follows the key.
-/// [`without_managed_fields`] then checks the rest of what it needs from the typed decode of
-/// the body without that value: no unknown fields (so the key was not at some other level),
-/// and no other `managedFields` in the result.
-fn managed_fields_span(body: &[u8]) -> Option<Range<usize>> {
-    use memchr::memmem::Finder;
-    static KEY: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"managedFields\":"));
-    static METADATA: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"metadata\":"));
-    static ESCAPE: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\\u"));
-    let mut keys = KEY.find_iter(body);
-    let at = keys.next()? + KEY.needle().len();
-    if keys.next().is_some() || METADATA.find_iter(body).count() != 1 || ESCAPE.find(body).is_some()
-    {
-        return None;
-    }
-    let mut values = serde_json::Deserializer::from_slice(&body[at..]).into_iter::<&RawValue>();
-    let raw = values.next()?.ok()?.get();
-    if raw == "null" {
-        return None;
-    }
-    let start = (raw.as_ptr() as usize).checked_sub(body.as_ptr() as usize)?;
+/// Where the JSON value that starts at `at` in `json` lies.
+fn span(json: &[u8], at: usize) -> Option<Range<usize>> {
+    let rest = json.get(at..)?;
+    let raw = serde_json::Deserializer::from_slice(rest)
+        .into_iter::<&RawValue>()
+        .next()?
+        .ok()?
+        .get();
+    let start = (raw.as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
     let end = start + raw.len();
-    (end <= body.len()).then_some(start..end)
+    (end <= json.len()).then_some(start..end)
 }
 
-/// Canonical `managedFields` lists by the bytes that were sent.
+/// `canonical` with its resourceVersion set to `rv` (when the key had it emptied).
+fn with_rv(canonical: &Meta, rv: Option<&str>) -> Meta {
+    let mut m = canonical.clone();
+    if let (Some(rv), Some(slot)) = (rv, m.get_mut("resourceVersion")) {
+        *slot = Value::from(rv);
+    }
+    m
+}
+
+/// `bytes` with the range `at` replaced by `with`.
+fn splice(bytes: &[u8], at: Range<usize>, with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len() + with.len());
+    out.extend_from_slice(&bytes[..at.start]);
+    out.extend_from_slice(with);
+    out.extend_from_slice(&bytes[at.end..]);
+    out
+}
+
+/// A canonical metadata object.
+type Meta = serde_json::Map<String, Value>;
+
+/// Canonical metadata objects by the bytes that were sent (their resourceVersion emptied).
 struct Table {
-    lists: Mutex<HashMap<Box<[u8]>, Arc<Value>>>,
+    metas: Mutex<HashMap<Box<[u8]>, Arc<Meta>>>,
 }
 
 static TABLE: LazyLock<Table> = LazyLock::new(|| Table {
-    lists: Mutex::new(HashMap::new()),
+    metas: Mutex::new(HashMap::new()),
 });
 
 impl Table {
-    /// The canonical form of the list `raw`, decoding it if it is not known yet; None when it
-    /// does not decode cleanly as a list of entries (an error, or unknown fields to report).
-    fn canonical(&self, raw: &[u8]) -> Option<Arc<Value>> {
-        if let Some(v) = self.lock().get(raw) {
-            return Some(v.clone());
+    /// The canonical form of the metadata `key` (the metadata `sent`, with the value of its
+    /// resourceVersion `rv` emptied), decoding it if it is not known yet. None when it does
+    /// not decode cleanly as an `ObjectMeta` (an error, or unknown fields to report), or when
+    /// the value emptied was not metadata's own resourceVersion: decoding `sent` itself must
+    /// give the same object with `rv` in it. Once learnt, a key stands for every body that
+    /// has it (its bytes but that value are the same, so is where that value lies).
+    fn canonical(&self, key: &[u8], sent: &[u8], rv: Option<&str>) -> Option<Arc<Meta>> {
+        if let Some(m) = self.lock().get(key) {
+            return Some(m.clone());
         }
-        let mut de = serde_json::Deserializer::from_slice(raw);
-        let mut clean = true;
-        let entries: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry> =
-            serde_ignored::deserialize(&mut de, |_| clean = false).ok()?;
-        de.end().ok()?;
-        if !clean {
+        let m = Arc::new(decode_meta(key)?);
+        if rv.is_some() && decode_meta(sent)? != with_rv(&m, rv) {
             return None;
         }
-        let v = Arc::new(serde_json::to_value(&entries).ok()?);
-        let mut lists = self.lock();
-        if lists.len() >= CAPACITY {
+        let mut metas = self.lock();
+        if metas.len() >= CAPACITY {
             // Evict one entry: the first in the map's (randomly seeded) order.
-            if let Some(k) = lists.keys().next().cloned() {
-                lists.remove(&k);
+            if let Some(k) = metas.keys().next().cloned() {
+                metas.remove(&k);
             }
         }
-        lists.insert(raw.into(), v.clone());
-        Some(v)
+        metas.insert(key.into(), m.clone());
+        Some(m)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Box<[u8]>, Arc<Value>>> {
-        self.lists.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Box<[u8]>, Arc<Meta>>> {
+        self.metas.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// `raw` decoded as an `ObjectMeta` and written as JSON; None on an error or unknown fields.
+fn decode_meta(raw: &[u8]) -> Option<Meta> {
+    let mut de = serde_json::Deserializer::from_slice(raw);
+    let mut clean = true;
+    let meta: ObjectMeta = serde_ignored::deserialize(&mut de, |_| clean = false).ok()?;
+    de.end().ok()?;
+    match serde_json::to_value(&meta).ok()? {
+        Value::Object(m) if clean => Some(m),
+        _ => None,
     }
 }
 
@@ -193,8 +247,8 @@ mod tests {
     where
         T: serde::de::DeserializeOwned + serde::Serialize,
     {
-        let first = without_managed_fields::<T>(body.as_bytes());
-        let again = without_managed_fields::<T>(body.as_bytes());
+        let first = with_remembered_metadata::<T>(body.as_bytes());
+        let again = with_remembered_metadata::<T>(body.as_bytes());
         assert_eq!(first, again, "from the table: {body}");
         (first, full::<T>(Input::Json(body.as_bytes())))
     }
@@ -208,18 +262,29 @@ mod tests {
         for body in [
             lease(ENTRIES),
             lease("[]"),
+            lease("null"),
             lease(&ENTRIES.replace("\"time\":\"2026-12-01T13:28:10+01:00\"", "\"time\":null")),
-            // managedFields first and last in metadata, and a metadata with nothing else.
-            r#"{"metadata":{"managedFields":[{"manager":"m"}],"name":"x"}}"#.to_string(),
-            r#"{"metadata":{"name":"x","uid":"u","managedFields":[{"manager":"m"}]}}"#.into(),
-            r#"{"metadata":{"managedFields":[{"manager":"m"}]}}"#.into(),
+            // Without resourceVersion, with an empty one, with metadata holding nothing else.
+            lease(ENTRIES).replace(",\"resourceVersion\":\"17\"", ""),
+            lease(ENTRIES).replace("\"17\"", "\"\""),
+            r#"{"metadata":{"resourceVersion":"5"}}"#.into(),
+            r#"{"metadata":{"name":"x"}}"#.to_string(),
+            r#"{"metadata":{}}"#.to_string(),
+            // A resourceVersion key below metadata's top level after metadata's own.
+            r#"{"metadata":{"name":"x","resourceVersion":"5","labels":{"resourceVersion":"9"}}}"#
+                .into(),
+            // A key twice in metadata (decoded as the full trip decodes it).
+            lease(ENTRIES).replace("\"name\":\"l1\"", "\"managedFields\":[],\"name\":\"l1\""),
+            // Escapes, in values and in metadata's keys.
+            lease(ENTRIES).replace("\"l1\"", "\"\\u006c1\""),
+            lease(ENTRIES).replace("\"name\"", "\"\\u006eame\""),
         ] {
             let (short, full) = both::<Lease>(&body);
-            let (short, full) = (short.expect("shortcut taken"), full.unwrap());
+            let (short, full) = (short.expect(&body), full.unwrap());
             assert_eq!(bytes(&short.0), bytes(&full.0), "{body}");
             assert_eq!(short.1, full.1);
         }
-        // The time was made canonical (UTC), as the typed struct writes it.
+        // The times were made canonical (UTC), as the typed struct writes them.
         let (short, _) = both::<Lease>(&lease(ENTRIES));
         assert_eq!(
             short.unwrap().0["metadata"]["managedFields"][0]["time"],
@@ -228,29 +293,50 @@ mod tests {
     }
 
     #[test]
+    fn the_remembered_metadata_takes_each_bodys_resource_version() {
+        // Compact, and spaced as Python's json.dumps writes it.
+        for (rv, spaced) in [("17", false), ("18", false), ("1000000", true), ("", true)] {
+            let mut body = lease(ENTRIES).replace("\"17\"", &format!("\"{rv}\""));
+            if spaced {
+                let v: Value = serde_json::from_str(&body).unwrap();
+                body = serde_json::to_string_pretty(&v).unwrap();
+            }
+            let (short, full) = both::<Lease>(&body);
+            let short = short.expect("shortcut taken");
+            assert_eq!(bytes(&short.0), bytes(&full.unwrap().0), "{body}");
+            assert_eq!(short.0["metadata"]["resourceVersion"], rv);
+        }
+    }
+
+    #[test]
     fn anything_unusual_takes_the_full_round_trip() {
+        // The usual lease's metadata is in the table: what differs below must still decline.
+        assert!(both::<Lease>(&lease(ENTRIES)).0.is_some());
         for body in [
-            // No managedFields, or null: nothing to save.
-            r#"{"metadata":{"name":"x"}}"#.to_string(),
-            lease("null"),
-            // Unknown fields, inside the entries or not: the full trip reports them in place.
+            // Unknown fields, in metadata (its entries or not) or not: the full trip reports
+            // them in place.
             lease(r#"[{"manager":"m","bogus":1}]"#),
+            lease(ENTRIES).replace("\"name\":", "\"bogus\":1,\"name\":"),
             lease(ENTRIES).replace("\"spec\":{", "\"spec\":{\"bogus\":1,"),
-            // A managedFields key at another level.
             r#"{"metadata":{"ownerReferences":[{"managedFields":[{"manager":"m"}]}]}}"#.into(),
-            r#"{"metadata":{"name":"c"},"data":{"managedFields":"x"}}"#.into(),
-            // A key that might be spelled with an escape, or a second metadata.
-            lease(ENTRIES).replace("\"l1\"", "\"\\u006c1\""),
+            // A resourceVersion key below metadata's top level, before metadata's own or
+            // without it; a second metadata.
+            r#"{"metadata":{"annotations":{"resourceVersion":"9"},"name":"x"}}"#.into(),
+            r#"{"metadata":{"labels":{"resourceVersion":"9"},"resourceVersion":"5"}}"#.into(),
             format!(r#"{{"metadata":{{"managedFields":{ENTRIES}}},"metadata":{{"name":"x"}}}}"#),
-            // A type error inside the entries, and one outside: the full trip's error text.
+            // A resourceVersion that is not a plain string.
+            lease(ENTRIES).replace("\"17\"", "\"1\\u0037\""),
+            lease(ENTRIES).replace("\"17\"", "17"),
+            lease(ENTRIES).replace("\"17\"", "\"1\t7\""),
+            // Type errors in metadata and outside it: the full trip's error text.
             lease(r#"[{"manager":1}]"#),
             lease(r#""not a list""#),
             lease(ENTRIES).replace("\"holderIdentity\":\"l1\"", "\"holderIdentity\":7"),
-            // A second managedFields (the typed struct keeps the last).
-            lease(ENTRIES).replace("\"name\":\"l1\"", "\"managedFields\":[],\"name\":\"l1\""),
-            // Not one JSON object.
+            r#"{"metadata":[]}"#.into(),
+            // Not one JSON object, or no metadata.
             format!("{} x", lease(ENTRIES)),
             "[]".into(),
+            r#"{"spec":{}}"#.into(),
         ] {
             assert_eq!(both::<Lease>(&body).0, None, "{body}");
             let via_public = typed_roundtrip::<Lease>(Input::Json(body.as_bytes()));
@@ -265,11 +351,17 @@ mod tests {
     #[test]
     fn other_kinds_with_object_meta_take_the_shortcut_too() {
         let body = r#"{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"v"},"metadata":{"managedFields":[{"manager":"m","operation":"Update"}],"name":"c"}}"#;
-        let (short, full) = both::<ConfigMap>(body);
-        assert_eq!(bytes(&short.unwrap().0), bytes(&full.unwrap().0));
-        // A data key named managedFields is data.
-        let body = r#"{"metadata":{"name":"c"},"data":{"managedFields":"[]"}}"#;
-        assert_eq!(both::<ConfigMap>(body).0, None);
+        let (short, whole) = both::<ConfigMap>(body);
+        assert_eq!(bytes(&short.unwrap().0), bytes(&whole.unwrap().0));
+        // A data key named metadata, before metadata or without it.
+        for body in [
+            r#"{"data":{"metadata":"x"},"metadata":{"name":"c"}}"#,
+            r#"{"data":{"metadata":"x"}}"#,
+        ] {
+            assert_eq!(both::<ConfigMap>(body).0, None, "{body}");
+            let via_public = typed_roundtrip::<ConfigMap>(Input::Json(body.as_bytes()));
+            assert_eq!(via_public, full::<ConfigMap>(Input::Json(body.as_bytes())));
+        }
     }
 
     #[test]
