@@ -198,6 +198,16 @@ async fn modified_rv(w: &mut futures::stream::BoxStream<'static, WatchEvent>) ->
     }
 }
 
+/// Changes lease `l`'s holder, then renews it; their resourceVersions.
+async fn hold_then_renew(leases: &GenericStore) -> (Value, Value) {
+    let held = change_l(leases, |o| o["spec"]["holderIdentity"] = json!("h2")).await;
+    let renewed = change_l(leases, |o| {
+        o["spec"]["renewTime"] = json!("2026-12-01T10:00:00.000000Z");
+    })
+    .await;
+    (held, renewed)
+}
+
 /// With the watch cache the store leaves the marked renewals out; without it the watch's own
 /// filter does.
 #[tokio::test]
@@ -224,11 +234,7 @@ async fn a_watch_omits_renewals(watch_cache: bool) {
     let mut quiet = timed(leases.watch(&ctx("default"), &from(true)))
         .await
         .unwrap();
-    let held = change_l(leases, |o| o["spec"]["holderIdentity"] = json!("h2")).await;
-    let renewed = change_l(leases, |o| {
-        o["spec"]["renewTime"] = json!("2026-12-01T10:00:00.000000Z");
-    })
-    .await;
+    let (held, renewed) = hold_then_renew(leases).await;
     let labelled = change_l(leases, |o| o["metadata"]["labels"]["a"] = json!("2")).await;
     for rv in [&held, &renewed, &labelled] {
         assert_eq!(&modified_rv(&mut every).await, rv);
@@ -248,11 +254,7 @@ async fn only_renewals_are_written_as_heartbeats() {
     let mut w = timed(cached.watch("/registry/leases/", None))
         .await
         .unwrap();
-    let held = change_l(leases, |o| o["spec"]["holderIdentity"] = json!("h2")).await;
-    let renewed = change_l(leases, |o| {
-        o["spec"]["renewTime"] = json!("2026-12-01T10:00:00.000000Z");
-    })
-    .await;
+    let (held, renewed) = hold_then_renew(leases).await;
     for (rv, marked) in [(held, false), (renewed, true)] {
         loop {
             match timed(futures::StreamExt::next(&mut w)).await {
