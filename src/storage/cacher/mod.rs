@@ -3,7 +3,8 @@
 //! that resource. Served from memory: lists at `Any` / `NotOlderThan` (after waiting briefly
 //! for the cache to catch up, else from the backend) and watches whose start is still in the
 //! cache's event ring. Everything else — reads at `Latest` or `Exact`, writes, older watches —
-//! goes to the backend.
+//! goes to the backend. A watch without heartbeats ([`Storage::watch_without_heartbeats`])
+//! is not sent the updates the writer marked as heartbeats, live or replayed from the ring.
 
 mod resource;
 
