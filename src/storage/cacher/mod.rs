@@ -70,6 +70,24 @@ impl Cacher {
     }
 }
 
+impl Cacher {
+    /// A watch from the cache's ring, or from the backend when `after` is older than the ring
+    /// (every event comes from there, heartbeats too).
+    async fn watch_from(
+        &self,
+        prefix: &str,
+        after: Option<Revision>,
+        without_heartbeats: bool,
+    ) -> Result<WatchStream> {
+        if let Some(rc) = self.cache(prefix).await {
+            if let Some(stream) = rc.watch(prefix, after, without_heartbeats) {
+                return Ok(stream);
+            }
+        }
+        self.backend.watch(prefix, after).await
+    }
+}
+
 #[async_trait::async_trait]
 impl Storage for Cacher {
     async fn get(&self, key: &str) -> Result<KeyValue> {
@@ -112,12 +130,7 @@ impl Storage for Cacher {
     }
 
     async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream> {
-        if let Some(rc) = self.cache(prefix).await {
-            if let Some(stream) = rc.watch(prefix, after, false) {
-                return Ok(stream);
-            }
-        }
-        self.backend.watch(prefix, after).await
+        self.watch_from(prefix, after, false).await
     }
 
     async fn watch_without_heartbeats(
@@ -125,13 +138,7 @@ impl Storage for Cacher {
         prefix: &str,
         after: Option<Revision>,
     ) -> Result<WatchStream> {
-        if let Some(rc) = self.cache(prefix).await {
-            if let Some(stream) = rc.watch(prefix, after, true) {
-                return Ok(stream);
-            }
-        }
-        // From the backend (a start older than the cache's ring) every event comes.
-        self.backend.watch(prefix, after).await
+        self.watch_from(prefix, after, true).await
     }
 
     async fn current_revision(&self) -> Result<Revision> {
