@@ -29,9 +29,10 @@ use super::strategy::Input;
 type Decoded = (Value, Vec<String>);
 
 /// How many distinct metadata objects the table keeps, and the largest it keeps (in bytes
-/// sent): a few MB at most.
+/// sent; a lease's, managedFields and all, is under 1 KiB): at most 4 MiB of keys, and their
+/// decoded forms.
 const CAPACITY: usize = 1024;
-const LARGEST: usize = 16 << 10;
+const LARGEST: usize = 4 << 10;
 
 /// Round-trips `obj` through the typed struct `T`, collecting unknown fields.
 pub(crate) fn typed_roundtrip<T>(obj: Input<'_>) -> Result<Decoded, String>
@@ -115,7 +116,8 @@ where
     const STAND_IN: &[u8] = br#"{"name":"-"}"#;
     let (mut out, unknown) = full::<T>(Input::Json(&splice(body, meta, STAND_IN))).ok()?;
     let slot = out.get_mut("metadata")?;
-    if !unknown.is_empty() || *slot != serde_json::json!({"name": "-"}) {
+    let stood_in = |m: &Meta| m.len() == 1 && m.get("name").and_then(Value::as_str) == Some("-");
+    if !unknown.is_empty() || !slot.as_object().is_some_and(stood_in) {
         return None;
     }
     *slot = Value::Object(with_rv(&canonical, rv));
@@ -196,14 +198,10 @@ impl Table {
     }
 }
 
-/// `raw` decoded as an `ObjectMeta` and written as JSON; None on an error or unknown fields.
+/// `raw` round-tripped as an `ObjectMeta`; None on an error or unknown fields.
 fn decode_meta(raw: &[u8]) -> Option<Meta> {
-    let mut de = serde_json::Deserializer::from_slice(raw);
-    let mut clean = true;
-    let meta: ObjectMeta = serde_ignored::deserialize(&mut de, |_| clean = false).ok()?;
-    de.end().ok()?;
-    match serde_json::to_value(&meta).ok()? {
-        Value::Object(m) if clean => Some(m),
+    match full::<ObjectMeta>(Input::Json(raw)).ok()? {
+        (Value::Object(m), unknown) if unknown.is_empty() => Some(m),
         _ => None,
     }
 }
@@ -362,6 +360,20 @@ mod tests {
             let via_public = typed_roundtrip::<ConfigMap>(Input::Json(body.as_bytes()));
             assert_eq!(via_public, full::<ConfigMap>(Input::Json(body.as_bytes())));
         }
+    }
+
+    #[test]
+    fn a_metadata_below_the_top_level_is_not_the_objects() {
+        // Not a served type, but one with an ObjectMeta inside: the one `"metadata":` of the
+        // body is the template's, and the stand-in shows it.
+        use k8s_openapi::api::core::v1::PodTemplate;
+        let body = r#"{"template":{"metadata":{"name":"t","resourceVersion":"3"}}}"#;
+        assert_eq!(both::<PodTemplate>(body).0, None);
+        let via_public = typed_roundtrip::<PodTemplate>(Input::Json(body.as_bytes()));
+        assert_eq!(
+            via_public,
+            full::<PodTemplate>(Input::Json(body.as_bytes()))
+        );
     }
 
     #[test]
