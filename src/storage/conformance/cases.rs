@@ -521,7 +521,7 @@ pub(crate) async fn heartbeats_are_writes_that_quiet_watches_skip(f: &Fixture) {
     let beat = |v| move |_: Option<&KeyValue>| Ok(Update::Heartbeat(b(v)));
     let a = s.create(k, b("1"), None).await.unwrap();
     let mut every = s.watch(p, Some(a.mod_revision)).await.unwrap();
-    let mut live = s
+    let live = s
         .watch_without_heartbeats(p, Some(a.mod_revision))
         .await
         .unwrap();
@@ -552,13 +552,13 @@ pub(crate) async fn heartbeats_are_writes_that_quiet_watches_skip(f: &Fixture) {
         }
     }
     // A heartbeat that is the last write: the watch that skips it hears of its revision.
-    live = s
+    let mut after_c = s
         .watch_without_heartbeats(p, Some(c.mod_revision))
         .await
         .unwrap();
     let d = s.guaranteed_update(k, false, &beat("4")).await.unwrap();
     loop {
-        let item = tokio::time::timeout(Duration::from_secs(10), live.next()).await;
+        let item = tokio::time::timeout(Duration::from_secs(10), after_c.next()).await;
         match item
             .expect("no event or progress within 10s")
             .expect("watch ended")
