@@ -366,6 +366,11 @@ pub fn server_side_apply(
 
     let (mut changed, removed) = compare(&types, live, &merged);
     typed::strip(&mut changed, gvk, "");
+    let object_changed = !changed.is_empty() || {
+        let mut gone = removed.clone();
+        typed::strip(&mut gone, gvk, "");
+        !gone.is_empty()
+    };
     let mut causes = Vec::new();
     for (i, m) in managers.iter_mut().enumerate() {
         if Some(i) == mine {
@@ -400,7 +405,9 @@ pub fn server_side_apply(
             &mut managers[last]
         }
     };
-    if entry.set != config_set || entry.time.is_none() || entry.api_version != api_version {
+    // As kube's managedFieldsUpdater: an apply that changed the object sets the applier's
+    // time; one that changed nothing keeps it, even when the applied set differs.
+    if object_changed || entry.time.is_none() {
         entry.time = Some(now());
     }
     entry.set = config_set;
@@ -476,17 +483,23 @@ pub fn update_managed_fields(
         }
     };
     let m = &mut managers[idx];
-    let gains = !changed.iter().all(|p| m.owns(p));
-    if gains {
+    // As kube's managedFieldsUpdater: a write that modified or added any field (even one its
+    // manager already owned, like a lease renewal's renewTime) sets the manager's time.
+    let modified = !changed.is_empty();
+    if !changed.iter().all(|p| m.owns(p)) {
         m.set_mut().extend(changed);
-    }
-    if gains || m.time.is_none() {
-        m.time = Some(now());
         touched = true;
     }
+    if modified || m.time.is_none() {
+        let t = now();
+        if m.time.as_deref() != Some(t.as_str()) {
+            m.time = Some(t);
+            touched = true;
+        }
+    }
     if !touched && sent_stored {
-        // Nobody's fields or times changed (a lease renewal by its holder, which sent the
-        // list back): the list is already its own encoding.
+        // Nobody's fields or times changed (a lease renewal by its holder within the second
+        // of its last write, which sent the list back): the list is already its own encoding.
         return;
     }
     encode_managers(new, managers);

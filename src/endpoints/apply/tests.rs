@@ -527,3 +527,62 @@ fn fields_v1_membership_is_read_off_the_object_as_the_decoded_set_has_it() {
         }
     }
 }
+
+/// The time of the entry at `i`.
+fn time_of(obj: &Value, i: usize) -> &str {
+    obj["metadata"]["managedFields"][i]["time"]
+        .as_str()
+        .unwrap()
+}
+
+/// `obj` with every managedFields entry's time set to a long-past second.
+fn aged(mut obj: Value) -> Value {
+    for e in obj["metadata"]["managedFields"].as_array_mut().unwrap() {
+        e["time"] = json!("2020-01-01T00:00:00Z");
+    }
+    obj
+}
+
+/// As kube's managedFieldsUpdater (since kubernetes#110058): a write that changes the value of
+/// a field its manager already owns (a lease renewal) sets that manager's time; a write that
+/// changes nothing keeps it, and another writer's change leaves the first entry's time alone.
+#[test]
+fn an_update_of_owned_values_sets_the_time_and_a_no_op_keeps_it() {
+    let mut first = cm(json!({"a": "1"}));
+    update_managed_fields(None, &mut first, "m", "Update", "");
+    let first = aged(first);
+
+    let mut renewed = first.clone();
+    renewed["data"]["a"] = json!("2");
+    update_managed_fields(Some(&first), &mut renewed, "m", "Update", "");
+    assert_ne!(time_of(&renewed, 0), "2020-01-01T00:00:00Z", "{renewed}");
+    assert_eq!(
+        entries(&renewed),
+        entries(&first),
+        "the same fields stay owned"
+    );
+
+    let mut same = first.clone();
+    update_managed_fields(Some(&first), &mut same, "m", "Update", "");
+    assert_eq!(same, first, "a write that changes nothing keeps the time");
+
+    let mut other = first.clone();
+    other["data"]["b"] = json!("3");
+    update_managed_fields(Some(&first), &mut other, "other", "Update", "");
+    assert_eq!(time_of(&other, 0), "2020-01-01T00:00:00Z", "{other}");
+    assert_ne!(time_of(&other, 1), "2020-01-01T00:00:00Z", "{other}");
+}
+
+/// An apply that changes the object sets the applier's time, even when it applies the same
+/// fields as before; one that changes nothing keeps it.
+#[test]
+fn an_apply_that_changes_values_sets_the_time_and_a_no_op_keeps_it() {
+    let gvk = cm_gvk();
+    let applied = |v: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}, "data": {"a": v}});
+    let first = aged(server_side_apply(None, &applied("1"), "m", false, &gvk).unwrap());
+    let again = server_side_apply(Some(&first), &applied("1"), "m", false, &gvk).unwrap();
+    assert_eq!(time_of(&again, 0), "2020-01-01T00:00:00Z", "{again}");
+    let changed = server_side_apply(Some(&first), &applied("2"), "m", false, &gvk).unwrap();
+    assert_ne!(time_of(&changed, 0), "2020-01-01T00:00:00Z", "{changed}");
+    assert_eq!(changed["data"]["a"], "2");
+}
