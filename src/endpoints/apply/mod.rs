@@ -216,8 +216,21 @@ impl<'a> Manager<'a> {
     }
 }
 
+/// The current second as a managedFields time (metav1.Time: RFC 3339, UTC, seconds). Every
+/// modifying write asks for it, so each thread formats a second once and reuses the text.
 fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    use std::cell::RefCell;
+    thread_local! {
+        static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
+    }
+    let at = chrono::Utc::now();
+    LAST.with_borrow_mut(|(second, text)| {
+        if *second != at.timestamp() {
+            *second = at.timestamp();
+            *text = at.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        }
+        text.clone()
+    })
 }
 
 /// Managers from an object's `managedFields`, field sets decoded (so `set` may be read as is).
