@@ -5,6 +5,7 @@
 //! else owns them. Updates (create, update, patch) record ownership of what they changed.
 //! May use: api.
 
+mod cap;
 mod fieldpath;
 mod typed;
 
@@ -432,7 +433,8 @@ pub fn server_side_apply(
 /// Records field ownership of a non-apply write (create, update, patch): the fields it added
 /// or changed become `manager`'s (operation `Update`, the object's apiVersion) and are taken
 /// from other managers; removed fields are released. `new` gets its managedFields rewritten.
-/// A request that sends `managedFields: []` clears all ownership, as kube does.
+/// A request that sends `managedFields: []` clears all ownership, as kube does. More than ten
+/// update entries are capped ([`cap`]).
 pub fn update_managed_fields(
     old: Option<&Value>,
     new: &mut Value,
@@ -510,7 +512,8 @@ pub fn update_managed_fields(
             touched = true;
         }
     }
-    if !touched && sent_stored {
+    let capped = cap::cap_update_managers(&mut managers);
+    if !touched && !capped && sent_stored {
         // Nobody's fields or times changed (a lease renewal by its holder within the second
         // of its last write, which sent the list back): the list is already its own encoding.
         return;
