@@ -314,3 +314,54 @@ async fn kubectl_explain_and_protobuf_create() {
         "application/com.github.proto-openapi.spec.v2@v1.0+protobuf"
     );
 }
+
+/// Moving from `kubectl apply` to `kubectl apply --server-side`, as the Kubernetes docs
+/// describe it: the fields the client-side apply recorded change hands without a conflict
+/// (kube's lastAppliedManager), while another field manager still gets the conflict.
+#[tokio::test]
+async fn kubectl_server_side_apply_takes_over_from_client_side_apply() {
+    let server = TestServer::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let f = manifest(dir.path(), "cm.yaml", &configmap("  a: \"1\"\n"));
+    ok(&server, &["apply", "-f", &f]).await;
+    let f = manifest(dir.path(), "cm.yaml", &configmap("  a: \"2\"\n"));
+    let o = server
+        .kubectl(&[
+            "apply",
+            "--server-side",
+            "--field-manager",
+            "other",
+            "-f",
+            &f,
+        ])
+        .await;
+    assert!(!o.status.success(), "{}", out(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr)
+            .contains("conflict with \"kubectl-client-side-apply\" using v1: .data.a"),
+        "{}",
+        out(&o)
+    );
+    assert_eq!(
+        ok(&server, &["apply", "--server-side", "-f", &f])
+            .await
+            .trim(),
+        "configmap/demo serverside-applied"
+    );
+    let cm = get_json(&server, &["get", "cm", "demo"]).await;
+    assert_eq!(cm["data"], json!({"a": "2"}));
+    // kubectl then folds the client-side entry into its own (a JSON patch of managedFields
+    // under the resourceVersion it read), so kubectl's Apply entry owns everything.
+    let entries = cm["metadata"]["managedFields"].as_array().unwrap();
+    let kubectl = entries
+        .iter()
+        .find(|e| e["manager"] == "kubectl" && e["operation"] == "Apply")
+        .unwrap_or_else(|| panic!("{cm}"));
+    assert!(kubectl["fieldsV1"].pointer("/f:data/f:a").is_some(), "{cm}");
+    assert!(
+        !entries
+            .iter()
+            .any(|e| e["manager"] == "kubectl-client-side-apply"),
+        "{cm}"
+    );
+}

@@ -397,14 +397,25 @@ pub fn server_side_apply(
         if force {
             m.set.retain(|p| !conflicts.contains(p));
         } else {
-            causes.extend(
-                conflicts
-                    .iter()
-                    .map(|p| (fieldpath::to_string(p), m.printed())),
-            );
+            causes.extend(conflicts.into_iter().map(|p| (p, m.printed())));
         }
     }
     if !causes.is_empty() {
+        // kube's lastAppliedManager: `kubectl apply --server-side` (manager "kubectl") takes
+        // over, without conflicts, the fields an earlier client-side apply recorded in its
+        // annotation and that still have the values it recorded there.
+        if manager == KUBECTL_SERVER_SIDE {
+            if let Some(allowed) = allowed_by_last_applied(&types, live, gvk) {
+                causes.retain(|(p, _)| !allowed.contains(p));
+                if causes.is_empty() {
+                    return server_side_apply(current, applied, manager, true, gvk);
+                }
+            }
+        }
+        let mut causes: Vec<(String, String)> = causes
+            .into_iter()
+            .map(|(p, m)| (fieldpath::to_string(&p), m))
+            .collect();
         causes.sort_by(|a, b| (&a.1, &a.0).cmp(&(&b.1, &b.0)));
         return Err(ApplyError::Conflict { causes });
     }
@@ -428,6 +439,32 @@ pub fn server_side_apply(
     entry.api_version = api_version;
     encode_managers(&mut merged, managers);
     Ok(merged)
+}
+
+/// The field manager of `kubectl apply --server-side`, the one applier whose conflicts with
+/// an earlier client-side apply are forgiven ([`allowed_by_last_applied`]).
+const KUBECTL_SERVER_SIDE: &str = "kubectl";
+/// The annotation client-side apply records the applied configuration in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// allowedConflictsFromLastApplied: the fields of the live object's last-applied
+/// configuration that still have the values recorded there (those it lists but the live
+/// object changed, lacks or adds are not). None without a usable annotation (missing, empty,
+/// not JSON, or of another apiVersion than the object's).
+fn allowed_by_last_applied(types: &Types<'_>, live: &Value, gvk: &GroupVersionKind) -> Option<Set> {
+    let text = live
+        .at("/metadata/annotations")?
+        .get(LAST_APPLIED)?
+        .as_str()
+        .filter(|t| !t.is_empty())?;
+    let last: Value = serde_json::from_str(text).ok()?;
+    if last.get("apiVersion").and_then(Value::as_str) != Some(gvk.api_version().as_str()) {
+        return None;
+    }
+    let mut set = types.object_set(&last);
+    let (changed, removed) = compare(types, &last, live);
+    set.retain(|p| !changed.contains(p) && !removed.contains(p));
+    Some(set)
 }
 
 /// Records field ownership of a non-apply write (create, update, patch): the fields it added
@@ -523,3 +560,5 @@ pub fn update_managed_fields(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_upgrade;
