@@ -350,6 +350,14 @@ async fn kubectl_server_side_apply_takes_over_from_client_side_apply() {
     );
     let cm = get_json(&server, &["get", "cm", "demo"]).await;
     assert_eq!(cm["data"], json!({"a": "2"}));
+    let last = cm["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
+        .as_str()
+        .map(|t| serde_json::from_str::<Value>(t).unwrap());
+    assert_eq!(
+        last.map(|l| l["data"].clone()),
+        Some(json!({"a": "2"})),
+        "the annotation follows the server-side apply: {cm}"
+    );
     // kubectl then folds the client-side entry into its own (a JSON patch of managedFields
     // under the resourceVersion it read), so kubectl's Apply entry owns everything.
     let entries = cm["metadata"]["managedFields"].as_array().unwrap();

@@ -7,11 +7,13 @@
 
 mod cap;
 mod fieldpath;
+mod last_applied;
 mod typed;
 
 use crate::api::At;
 use crate::api::GroupVersionKind;
 use fieldpath::Set;
+use last_applied::{allowed_by_last_applied, KUBECTL_SERVER_SIDE};
 use serde_json::{json, Map, Value};
 use typed::Types;
 
@@ -325,6 +327,21 @@ pub fn server_side_apply(
     force: bool,
     gvk: &GroupVersionKind,
 ) -> Result<Value, ApplyError> {
+    let mut merged = apply(current, applied, manager, force, gvk)?;
+    if manager == KUBECTL_SERVER_SIDE {
+        last_applied::sync(&mut merged, applied);
+    }
+    Ok(merged)
+}
+
+/// [`server_side_apply`] but for the last-applied annotation.
+fn apply(
+    current: Option<&Value>,
+    applied: &Value,
+    manager: &str,
+    force: bool,
+    gvk: &GroupVersionKind,
+) -> Result<Value, ApplyError> {
     if !applied.is_object() {
         return Err(ApplyError::BadRequest(
             "the applied configuration must be an object".into(),
@@ -408,7 +425,7 @@ pub fn server_side_apply(
             if let Some(allowed) = allowed_by_last_applied(&types, live, gvk) {
                 causes.retain(|(p, _)| !allowed.contains(p));
                 if causes.is_empty() {
-                    return server_side_apply(current, applied, manager, true, gvk);
+                    return apply(current, applied, manager, true, gvk);
                 }
             }
         }
@@ -439,32 +456,6 @@ pub fn server_side_apply(
     entry.api_version = api_version;
     encode_managers(&mut merged, managers);
     Ok(merged)
-}
-
-/// The field manager of `kubectl apply --server-side`, the one applier whose conflicts with
-/// an earlier client-side apply are forgiven ([`allowed_by_last_applied`]).
-const KUBECTL_SERVER_SIDE: &str = "kubectl";
-/// The annotation client-side apply records the applied configuration in.
-const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
-
-/// allowedConflictsFromLastApplied: the fields of the live object's last-applied
-/// configuration that still have the values recorded there (those it lists but the live
-/// object changed, lacks or adds are not). None without a usable annotation (missing, empty,
-/// not JSON, or of another apiVersion than the object's).
-fn allowed_by_last_applied(types: &Types<'_>, live: &Value, gvk: &GroupVersionKind) -> Option<Set> {
-    let text = live
-        .at("/metadata/annotations")?
-        .get(LAST_APPLIED)?
-        .as_str()
-        .filter(|t| !t.is_empty())?;
-    let last: Value = serde_json::from_str(text).ok()?;
-    if last.get("apiVersion").and_then(Value::as_str) != Some(gvk.api_version().as_str()) {
-        return None;
-    }
-    let mut set = types.object_set(&last);
-    let (changed, removed) = compare(types, &last, live);
-    set.retain(|p| !changed.contains(p) && !removed.contains(p));
-    Some(set)
 }
 
 /// Records field ownership of a non-apply write (create, update, patch): the fields it added

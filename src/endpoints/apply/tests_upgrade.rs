@@ -1,6 +1,7 @@
 //! `kubectl apply --server-side` over objects an earlier client-side apply wrote (kube's
 //! lastAppliedManager).
 
+use super::last_applied::LAST_APPLIED;
 use super::*;
 
 const CSA: &str = "kubectl-client-side-apply";
@@ -80,4 +81,29 @@ fn changed_fields_and_other_managers_still_conflict() {
         json!(r#"{"apiVersion":"v2","kind":"ConfigMap","data":{"k":"v1"}}"#);
     let e = server_side_apply(Some(&other_version), &applied("v2"), "kubectl", false, &gvk);
     assert!(e.is_err(), "{e:?}");
+}
+
+fn last_applied_of(obj: &Value) -> Option<&str> {
+    obj.at("/metadata/annotations")?.get(LAST_APPLIED)?.as_str()
+}
+
+/// kube's lastAppliedUpdater: `kubectl apply --server-side` rewrites an existing last-applied
+/// annotation to what it applied (so a later client-side apply diffs against that); it adds
+/// none to an object without one, and other field managers leave it alone.
+#[test]
+fn kubectl_server_side_keeps_the_last_applied_annotation_up_to_date() {
+    let gvk = GroupVersionKind::new("", "v1", "ConfigMap");
+    let live = client_side_applied("v1");
+    let out = server_side_apply(Some(&live), &applied("v2"), "kubectl", false, &gvk).unwrap();
+    assert_eq!(
+        last_applied_of(&out),
+        Some("{\"apiVersion\":\"v1\",\"data\":{\"k\":\"v2\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\"x\",\"namespace\":\"default\"}}\n")
+    );
+
+    let out = server_side_apply(Some(&live), &applied("v2"), "helm", true, &gvk).unwrap();
+    assert_eq!(last_applied_of(&out), last_applied_of(&live));
+
+    let fresh = server_side_apply(None, &applied("v1"), "kubectl", false, &gvk).unwrap();
+    let out = server_side_apply(Some(&fresh), &applied("v2"), "kubectl", false, &gvk).unwrap();
+    assert_eq!(last_applied_of(&out), None, "{out}");
 }
