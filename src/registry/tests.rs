@@ -461,4 +461,33 @@ async fn events_are_shared_between_versions() {
             .len(),
         1
     );
+    // Each version selects by its own field names, as kube's field label conversions do.
+    async fn count(store: &GenericStore, selector: &str) -> crate::registry::Result<usize> {
+        let opts = ListOptions {
+            field: crate::api::selectors::FieldSelector::parse(selector).unwrap(),
+            ..Default::default()
+        };
+        store
+            .list(&ctx("default"), &opts)
+            .await
+            .map(|l| l.items.len())
+    }
+    assert_eq!(timed(count(ev, "regarding.name=l")).await.unwrap(), 1);
+    assert_eq!(timed(count(ev, "regarding.name=other")).await.unwrap(), 0);
+    assert_eq!(
+        timed(count(ev, "reason=Hi,regarding.kind=Lease"))
+            .await
+            .unwrap(),
+        1
+    );
+    for (store, label) in [(ev, "involvedObject.name"), (core, "regarding.name")] {
+        let e = timed(count(store, &format!("{label}=l")))
+            .await
+            .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains(&format!("field label not supported: {label}")),
+            "{e}"
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! Events, served as v1 and as events.k8s.io/v1 over the same stored objects (kept in the v1
-//! shape under `<prefix>/events`, as kube-apiserver does), with events' field selectors
-//! (involvedObject.*, reason, reportingComponent, source, type) and kube's event table.
+//! shape under `<prefix>/events`, as kube-apiserver does), with events' field selectors (v1:
+//! involvedObject.*, reason, reportingComponent, source, type; events.k8s.io/v1: regarding.*,
+//! reason, reportingController, source, type) and kube's event table.
 //! May use: registry (strategy), api.
 
 use crate::registry::error::FieldError;
@@ -51,6 +52,34 @@ const FIELDS: &[&str] = &[
     "source",
     "type",
 ];
+
+/// events.k8s.io/v1's field labels and the v1 labels they select by (pkg/apis/events/v1's
+/// AddFieldLabelConversionsForEvent): its own names (`regarding.*`, `reportingController`),
+/// not v1's.
+const EVENTS_FIELDS: &[(&str, &str)] = &[
+    ("reason", "reason"),
+    ("regarding.kind", "involvedObject.kind"),
+    ("regarding.namespace", "involvedObject.namespace"),
+    ("regarding.name", "involvedObject.name"),
+    ("regarding.uid", "involvedObject.uid"),
+    ("regarding.apiVersion", "involvedObject.apiVersion"),
+    (
+        "regarding.resourceVersion",
+        "involvedObject.resourceVersion",
+    ),
+    ("regarding.fieldPath", "involvedObject.fieldPath"),
+    ("reportingController", "reportingComponent"),
+    ("source", "source"),
+    ("type", "type"),
+];
+
+/// The v1 field label an events.k8s.io/v1 one stands for.
+fn core_label(events_label: &str) -> Option<&'static str> {
+    EVENTS_FIELDS
+        .iter()
+        .find(|(e, _)| *e == events_label)
+        .map(|(_, c)| *c)
+}
 
 /// Field value of a v1-shaped event (pkg/apis/core/v1 event field label conversion).
 fn core_field(obj: &Value, field: &str) -> Option<String> {
@@ -258,10 +287,10 @@ impl Strategy for Events {
         errs
     }
     fn supports_field(&self, field: &str) -> bool {
-        FIELDS.contains(&field)
+        core_label(field).is_some()
     }
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
-        core_field(&self.to_storage(obj.clone()), field)
+        core_field(&self.to_storage(obj.clone()), core_label(field)?)
     }
     fn columns(&self) -> Vec<Column> {
         event_columns()
