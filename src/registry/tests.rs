@@ -491,3 +491,31 @@ async fn events_are_shared_between_versions() {
         );
     }
 }
+
+/// Namespaces select by status.phase (and metadata.name), as v1's field label conversion
+/// allows; the bare `name` is refused.
+#[tokio::test]
+async fn namespaces_select_by_phase() {
+    let (_d, r) = registry().await;
+    timed(make_ns(&r, "a")).await;
+    let nss = store(&r, "", "v1", "namespaces");
+    let list = |selector: &str| ListOptions {
+        field: crate::api::selectors::FieldSelector::parse(selector).unwrap(),
+        ..Default::default()
+    };
+    let active = timed(nss.list(&ctx(""), &list("status.phase=Active")))
+        .await
+        .unwrap();
+    assert_eq!(active.items.len(), 1);
+    let none = timed(nss.list(&ctx(""), &list("status.phase=Terminating")))
+        .await
+        .unwrap();
+    assert!(none.items.is_empty());
+    let e = timed(nss.list(&ctx(""), &list("name=a")))
+        .await
+        .unwrap_err();
+    assert!(
+        e.to_string().contains("field label not supported: name"),
+        "{e}"
+    );
+}

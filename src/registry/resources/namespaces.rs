@@ -153,15 +153,13 @@ impl Strategy for Namespaces {
     fn may_delete(&self, obj: &Value) -> bool {
         spec_finalizers(obj).is_empty()
     }
+    /// v1's field label conversion for namespaces allows status.phase (and metadata.name);
+    /// the bare `name` that NamespaceToSelectableFields also sets is refused before it.
     fn supports_field(&self, field: &str) -> bool {
-        matches!(field, "status.phase" | "name")
+        field == "status.phase"
     }
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
-        match field {
-            "status.phase" => Some(str_at(obj, "/status/phase").to_string()),
-            "name" => Some(name_of(obj).to_string()),
-            _ => None,
-        }
+        (field == "status.phase").then(|| str_at(obj, "/status/phase").to_string())
     }
     fn columns(&self) -> Vec<Column> {
         vec![
