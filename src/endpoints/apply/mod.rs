@@ -8,6 +8,7 @@
 mod cap;
 mod fieldpath;
 mod last_applied;
+mod start;
 mod typed;
 
 use crate::api::At;
@@ -483,16 +484,22 @@ pub fn update_managed_fields(
         (Some(a), Some(b)) => crate::api::json::same(a, b),
         (a, b) => a.is_none() && b.is_none(),
     };
-    // An empty list sent clears managedFields; a different list sent replaces the stored one.
-    let managers = match (sent, stored) {
-        (Some(Value::Array(a)), _) if a.is_empty() => None,
-        (Some(s @ Value::Array(_)), _) if !sent_stored => Some(decoded(decode_entries(Some(s)))),
-        (_, o) => Some(decode_entries(o)),
+    let from = start::start(sent, subresource);
+    let mut managers = match from {
+        start::Start::Reset => Vec::new(),
+        start::Start::Sent(s) if !sent_stored => decoded(decode_entries(Some(s))),
+        // The stored list is the one sent: decoded lazily, from the stored object.
+        start::Start::Sent(_) => decode_entries(stored),
+        start::Start::Stored => decode_entries(stored),
     };
-    let Some(mut managers) = managers else {
+    if old.is_some() && managers.is_empty() {
+        // skipNonAppliedManager: an update of an object with no managedFields (reset, or never
+        // tracked) tracks nothing; only an apply starts tracking it again.
         encode_managers(new, Vec::new());
         return;
-    };
+    }
+    // Whether the list `new` carries is the one the managers came from (else it is rewritten).
+    let sent_stored = sent_stored && matches!(from, start::Start::Sent(_));
     let empty = json!({});
     let (mut changed, removed) = compare(&types, old.unwrap_or(&empty), new);
     typed::strip(&mut changed, &gvk, subresource);
