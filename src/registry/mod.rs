@@ -5,6 +5,7 @@ pub mod error;
 pub mod memo;
 pub mod resources;
 mod roundtrip;
+mod roundtrip_rest;
 pub mod store;
 mod store_codec;
 pub mod store_delete;

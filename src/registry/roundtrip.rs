@@ -8,8 +8,9 @@
 //! `resourceVersion` (a plain string) is copied through unchanged; so a bounded table
 //! remembers the canonical metadata by the bytes sent with that value emptied (checked, when
 //! the table learns a key, to be metadata's own resourceVersion: the decode of the bytes
-//! sent must match). The rest of the body round-trips with a stand-in metadata, which must
-//! come out as the object's own, and the remembered metadata goes in its place with the
+//! sent must match). The rest of the body round-trips with a stand-in metadata (from the
+//! table of [`super::roundtrip_rest`] when it knows those bytes but for their timestamps),
+//! which must come out as the object's own, and the remembered metadata goes in its place with the
 //! body's resourceVersion. Anything unusual (a body that names `metadata` more than once, a
 //! parse or type error anywhere, unknown fields anywhere, a resourceVersion with an escape)
 //! takes the full round trip, so the result, warnings and error texts are always the full
@@ -45,6 +46,14 @@ where
         }
     }
     full::<T>(obj)
+}
+
+/// [`full`] of a JSON body.
+pub(super) fn full_json<T>(body: &[u8]) -> Result<Decoded, String>
+where
+    T: serde::de::DeserializeOwned + serde::Serialize,
+{
+    full::<T>(Input::Json(body))
 }
 
 /// The round trip of every field.
@@ -114,7 +123,11 @@ where
     let canonical = TABLE.canonical(&key, sent, rv)?;
     // The rest with a stand-in metadata, which must come out as the object's own.
     const STAND_IN: &[u8] = br#"{"name":"-"}"#;
-    let (mut out, unknown) = full::<T>(Input::Json(&splice(body, meta, STAND_IN))).ok()?;
+    let rest = splice(body, meta, STAND_IN);
+    let (mut out, unknown) = match super::roundtrip_rest::canonical_rest::<T>(&rest) {
+        Some(canonical) => (canonical, Vec::new()),
+        None => full::<T>(Input::Json(&rest)).ok()?,
+    };
     let slot = out.get_mut("metadata")?;
     let stood_in = |m: &Meta| m.len() == 1 && m.get("name").and_then(Value::as_str) == Some("-");
     if !unknown.is_empty() || !slot.as_object().is_some_and(stood_in) {
@@ -159,12 +172,13 @@ fn splice(bytes: &[u8], at: Range<usize>, with: &[u8]) -> Vec<u8> {
 type Meta = serde_json::Map<String, Value>;
 
 /// Canonical metadata objects by the bytes that were sent (their resourceVersion emptied).
+/// Keys (metadata of up to 4 KiB) are hashed with foldhash, randomly seeded.
 struct Table {
-    metas: Mutex<HashMap<Box<[u8]>, Arc<Meta>>>,
+    metas: Mutex<HashMap<Box<[u8]>, Arc<Meta>, foldhash::fast::RandomState>>,
 }
 
 static TABLE: LazyLock<Table> = LazyLock::new(|| Table {
-    metas: Mutex::new(HashMap::new()),
+    metas: Mutex::new(HashMap::default()),
 });
 
 impl Table {
@@ -193,7 +207,9 @@ impl Table {
         Some(m)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Box<[u8]>, Arc<Meta>>> {
+    fn lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<Box<[u8]>, Arc<Meta>, foldhash::fast::RandomState>> {
         self.metas.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
@@ -374,6 +390,25 @@ mod tests {
             via_public,
             full::<PodTemplate>(Input::Json(body.as_bytes()))
         );
+    }
+
+    /// Renewals one after the other: the metadata from its table, the rest from its table
+    /// (from the third), each the full round trip's object byte for byte.
+    #[test]
+    fn renewals_take_both_tables_and_give_the_full_round_trips_object() {
+        for i in 0..5 {
+            let body = lease(ENTRIES).replace(
+                "\"2026-12-01T13:00:01.5Z\"",
+                &format!("\"2026-12-01T13:00:0{i}.12345{i}Z\""),
+            );
+            let short = typed_roundtrip::<Lease>(Input::Json(body.as_bytes())).unwrap();
+            let whole = full::<Lease>(Input::Json(body.as_bytes())).unwrap();
+            assert_eq!(bytes(&short.0), bytes(&whole.0), "{body}");
+            assert_eq!(
+                short.0["spec"]["renewTime"],
+                format!("2026-12-01T13:00:0{i}.12345{i}Z")
+            );
+        }
     }
 
     #[test]
