@@ -1,4 +1,4 @@
-//! Discovery (endpoints/discovery in k8s): /api, /api/v1, /apis, /apis/<g>, /apis/<g>/<v> in
+//! Discovery (endpoints/discovery in k8s): `/api`, `/api/v1`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>` in
 //! the legacy form, and aggregated discovery (apidiscovery.k8s.io/v2) for /api and /apis when
 //! the Accept header asks for it. Built once from the registry. May use: registry, api.
 

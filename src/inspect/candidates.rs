@@ -64,7 +64,7 @@ pub struct Candidate {
     pub binary_version: Option<String>,
     /// spec.emulationVersion.
     pub emulation_version: Option<String>,
-    /// spec.strategy (v1alpha1: preferredStrategies[0]).
+    /// spec.strategy (v1alpha1: `preferredStrategies[0]`).
     pub strategy: Option<String>,
     /// spec.renewTime.
     pub renew_time: Option<DateTime<Utc>>,

@@ -463,7 +463,7 @@ fn apply(
 /// or changed become `manager`'s (operation `Update`, the object's apiVersion) and are taken
 /// from other managers; removed fields are released. `new` gets its managedFields rewritten.
 /// A request that sends `managedFields: []` clears all ownership, as kube does. More than ten
-/// update entries are capped ([`cap`]).
+/// update entries are capped (the `cap` module).
 pub fn update_managed_fields(
     old: Option<&Value>,
     new: &mut Value,
