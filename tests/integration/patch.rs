@@ -32,6 +32,22 @@ async fn apply_as_other(server: &TestServer, file: &str, force: bool) -> String 
     ok(server, &args).await
 }
 
+/// `kubectl apply --server-side --field-manager other -f <file>`, which must fail (a conflict);
+/// its stderr.
+async fn apply_as_other_conflicts(server: &TestServer, file: &str) -> String {
+    let args = [
+        "apply",
+        "--server-side",
+        "--field-manager",
+        "other",
+        "-f",
+        file,
+    ];
+    let o = server.kubectl(&args).await;
+    assert!(!o.status.success(), "{}", out(&o));
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
 async fn get_json(server: &TestServer, args: &[&str]) -> Value {
     let mut all = args.to_vec();
     all.extend(["-o", "json", "--show-managed-fields"]);
@@ -121,18 +137,7 @@ async fn kubectl_server_side_apply_conflict_and_force() {
 
     // Another manager changing a.
     let f2 = manifest(dir.path(), "cm2.yaml", &configmap("  a: \"2\"\n"));
-    let o = server
-        .kubectl(&[
-            "apply",
-            "--server-side",
-            "--field-manager",
-            "other",
-            "-f",
-            &f2,
-        ])
-        .await;
-    assert!(!o.status.success(), "{}", out(&o));
-    let stderr = String::from_utf8_lossy(&o.stderr);
+    let stderr = apply_as_other_conflicts(&server, &f2).await;
     assert!(
         stderr.contains("Apply failed with 1 conflict: conflict with \"kubectl\": .data.a"),
         "{stderr}"
@@ -325,22 +330,10 @@ async fn kubectl_server_side_apply_takes_over_from_client_side_apply() {
     let f = manifest(dir.path(), "cm.yaml", &configmap("  a: \"1\"\n"));
     ok(&server, &["apply", "-f", &f]).await;
     let f = manifest(dir.path(), "cm.yaml", &configmap("  a: \"2\"\n"));
-    let o = server
-        .kubectl(&[
-            "apply",
-            "--server-side",
-            "--field-manager",
-            "other",
-            "-f",
-            &f,
-        ])
-        .await;
-    assert!(!o.status.success(), "{}", out(&o));
+    let stderr = apply_as_other_conflicts(&server, &f).await;
     assert!(
-        String::from_utf8_lossy(&o.stderr)
-            .contains("conflict with \"kubectl-client-side-apply\" using v1: .data.a"),
-        "{}",
-        out(&o)
+        stderr.contains("conflict with \"kubectl-client-side-apply\" using v1: .data.a"),
+        "{stderr}"
     );
     assert_eq!(
         ok(&server, &["apply", "--server-side", "-f", &f])
