@@ -1,6 +1,7 @@
 //! REST semantics over storage (pkg/registry): one generic store plus per-resource strategies.
 //! Sees no HTTP types. May use: storage, api.
 
+mod bounded;
 pub mod error;
 pub mod memo;
 pub mod resources;

@@ -20,10 +20,10 @@
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::value::RawValue;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{Arc, LazyLock};
 
+use super::bounded::Bounded;
 use super::strategy::Input;
 
 /// A canonical object and the unknown fields its decode dropped.
@@ -172,13 +172,12 @@ fn splice(bytes: &[u8], at: Range<usize>, with: &[u8]) -> Vec<u8> {
 type Meta = serde_json::Map<String, Value>;
 
 /// Canonical metadata objects by the bytes that were sent (their resourceVersion emptied).
-/// Keys (metadata of up to 4 KiB) are hashed with foldhash, randomly seeded.
 struct Table {
-    metas: Mutex<HashMap<Box<[u8]>, Arc<Meta>, foldhash::fast::RandomState>>,
+    metas: Bounded<Meta>,
 }
 
 static TABLE: LazyLock<Table> = LazyLock::new(|| Table {
-    metas: Mutex::new(HashMap::default()),
+    metas: Bounded::new(CAPACITY),
 });
 
 impl Table {
@@ -189,28 +188,15 @@ impl Table {
     /// give the same object with `rv` in it. Once learnt, a key stands for every body that
     /// has it (its bytes but that value are the same, so is where that value lies).
     fn canonical(&self, key: &[u8], sent: &[u8], rv: Option<&str>) -> Option<Arc<Meta>> {
-        if let Some(m) = self.lock().get(key) {
-            return Some(m.clone());
+        if let Some(m) = self.metas.get(key) {
+            return Some(m);
         }
         let m = Arc::new(decode_meta(key)?);
         if rv.is_some() && decode_meta(sent)? != with_rv(&m, rv) {
             return None;
         }
-        let mut metas = self.lock();
-        if metas.len() >= CAPACITY {
-            // Evict one entry: the first in the map's (randomly seeded) order.
-            if let Some(k) = metas.keys().next().cloned() {
-                metas.remove(&k);
-            }
-        }
-        metas.insert(key.into(), m.clone());
+        self.metas.insert(key, m.clone());
         Some(m)
-    }
-
-    fn lock(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Box<[u8]>, Arc<Meta>, foldhash::fast::RandomState>> {
-        self.metas.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 

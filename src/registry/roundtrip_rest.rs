@@ -18,10 +18,11 @@
 
 use foldhash::fast::RandomState;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::BuildHasher;
 use std::sync::{Arc, LazyLock, Mutex};
 
+use super::bounded::Bounded;
 use super::roundtrip::full_json;
 
 /// Distinct keys remembered, the largest rest remembered (bytes sent), and how many keys seen
@@ -44,15 +45,15 @@ enum Step {
     Index(usize),
 }
 
-/// The tables hash their keys (bodies of up to 4 KiB) with foldhash, randomly seeded.
+/// The learnt keys, and the hashes (foldhash, randomly seeded) of keys seen once.
 struct Table {
-    learnt: Mutex<HashMap<Box<[u8]>, Arc<Learnt>, RandomState>>,
+    learnt: Bounded<Learnt>,
     seen: Mutex<HashSet<u64, RandomState>>,
     hasher: RandomState,
 }
 
 static TABLE: LazyLock<Table> = LazyLock::new(|| Table {
-    learnt: Mutex::new(HashMap::default()),
+    learnt: Bounded::new(CAPACITY),
     seen: Mutex::new(HashSet::default()),
     hasher: RandomState::default(),
 });
@@ -86,21 +87,14 @@ where
         at = h + TIME_LEN;
     }
     key.extend_from_slice(&rest[at..]);
-    let found = TABLE.lock_learnt().get(key.as_slice()).cloned();
-    let learnt = match found {
+    let learnt = match TABLE.learnt.get(&key) {
         Some(l) => l,
         None => {
             if !TABLE.seen_before(&key) {
                 return None;
             }
             let l = Arc::new(learn::<T>(rest, &holes));
-            let mut table = TABLE.lock_learnt();
-            if table.len() >= CAPACITY {
-                if let Some(k) = table.keys().next().cloned() {
-                    table.remove(&k);
-                }
-            }
-            table.insert(key.into(), l.clone());
+            TABLE.learnt.insert(&key, l.clone());
             l
         }
     };
@@ -115,12 +109,6 @@ where
 }
 
 impl Table {
-    fn lock_learnt(
-        &self,
-    ) -> std::sync::MutexGuard<'_, HashMap<Box<[u8]>, Arc<Learnt>, RandomState>> {
-        self.learnt.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
     /// Whether `key` was seen before (recording it if not).
     fn seen_before(&self, key: &[u8]) -> bool {
         let h = self.hasher.hash_one(key);
