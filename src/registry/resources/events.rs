@@ -39,20 +39,6 @@ pub(crate) static EVENTS_INFO: ResourceInfo = ResourceInfo {
     subresources: &[],
 };
 
-const FIELDS: &[&str] = &[
-    "involvedObject.kind",
-    "involvedObject.namespace",
-    "involvedObject.name",
-    "involvedObject.uid",
-    "involvedObject.apiVersion",
-    "involvedObject.resourceVersion",
-    "involvedObject.fieldPath",
-    "reason",
-    "reportingComponent",
-    "source",
-    "type",
-];
-
 /// events.k8s.io/v1's field labels and the v1 labels they select by (pkg/apis/events/v1's
 /// AddFieldLabelConversionsForEvent): its own names (`regarding.*`, `reportingController`),
 /// not v1's.
@@ -201,7 +187,8 @@ impl Strategy for CoreEvents {
         errs
     }
     fn supports_field(&self, field: &str) -> bool {
-        FIELDS.contains(&field)
+        // v1's own labels are the ones events.k8s.io/v1's map to.
+        EVENTS_FIELDS.iter().any(|(_, core)| *core == field)
     }
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
         core_field(obj, field)
