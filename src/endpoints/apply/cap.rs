@@ -50,7 +50,8 @@ pub(super) fn cap_update_managers(managers: &mut Vec<Manager<'_>>) -> bool {
             api_version: &version,
             subresource: "",
         };
-        let existing = (0..managers.len()).find(|&j| !gone[j] && is(&managers[j], &bucket));
+        let existing =
+            (0..managers.len()).find(|&j| !gone[j] && managers[j].identity().same(&bucket));
         let b = match existing {
             Some(j) => j,
             None if !gone[first] => {
@@ -85,14 +86,6 @@ fn rename_to_bucket(m: &mut Manager<'_>) {
     m.manager = ANCIENT_CHANGES.into();
     m.operation = "Update".into();
     m.subresource = String::new();
-}
-
-/// Whether `m` is the entry of `who`.
-fn is(m: &Manager<'_>, who: &Identity<'_>) -> bool {
-    m.manager == who.manager
-        && m.operation == who.operation
-        && m.api_version == who.api_version
-        && m.subresource == who.subresource
 }
 
 /// Unix seconds of a managedFields time; 0 when there is none (or it does not parse).

@@ -396,13 +396,11 @@ fn apply(
         }
     }
 
-    let (mut changed, removed) = compare(&types, live, &merged);
+    let (mut changed, mut removed) = compare(&types, live, &merged);
+    // Stripped from both: no entry owns those fields, so releasing them changes nothing.
     typed::strip(&mut changed, gvk, "");
-    let object_changed = !changed.is_empty() || {
-        let mut gone = removed.clone();
-        typed::strip(&mut gone, gvk, "");
-        !gone.is_empty()
-    };
+    typed::strip(&mut removed, gvk, "");
+    let object_changed = !changed.is_empty() || !removed.is_empty();
     let mut causes = Vec::new();
     for (i, m) in managers.iter_mut().enumerate() {
         if Some(i) == mine {
@@ -488,9 +486,9 @@ pub fn update_managed_fields(
     let mut managers = match from {
         start::Start::Reset => Vec::new(),
         start::Start::Sent(s) if !sent_stored => decoded(decode_entries(Some(s))),
-        // The stored list is the one sent: decoded lazily, from the stored object.
-        start::Start::Sent(_) => decode_entries(stored),
-        start::Start::Stored => decode_entries(stored),
+        // The stored list (or the one sent, which is the same): decoded lazily, from the
+        // stored object.
+        start::Start::Sent(_) | start::Start::Stored => decode_entries(stored),
     };
     if old.is_some() && managers.is_empty() {
         // skipNonAppliedManager: an update of an object with no managedFields (reset, or never
