@@ -32,6 +32,17 @@ async fn apply_as_other(server: &TestServer, file: &str, force: bool) -> String 
     ok(server, &args).await
 }
 
+/// `kubectl apply --server-side -f <file>` (field manager `kubectl`) of the demo ConfigMap,
+/// which must succeed.
+async fn apply_server_side(server: &TestServer, file: &str) {
+    assert_eq!(
+        ok(server, &["apply", "--server-side", "-f", file])
+            .await
+            .trim(),
+        "configmap/demo serverside-applied"
+    );
+}
+
 /// `kubectl apply --server-side --field-manager other -f <file>`, which must fail (a conflict);
 /// its stderr.
 async fn apply_as_other_conflicts(server: &TestServer, file: &str) -> String {
@@ -119,12 +130,7 @@ async fn kubectl_server_side_apply_conflict_and_force() {
     let server = TestServer::start().await;
     let dir = tempfile::tempdir().unwrap();
     let f = manifest(dir.path(), "cm.yaml", &configmap("  a: \"1\"\n"));
-    assert_eq!(
-        ok(&server, &["apply", "--server-side", "-f", &f])
-            .await
-            .trim(),
-        "configmap/demo serverside-applied"
-    );
+    apply_server_side(&server, &f).await;
     let cm = get_json(&server, &["get", "cm", "demo"]).await;
     assert_eq!(
         managers(&cm),
@@ -335,12 +341,7 @@ async fn kubectl_server_side_apply_takes_over_from_client_side_apply() {
         stderr.contains("conflict with \"kubectl-client-side-apply\" using v1: .data.a"),
         "{stderr}"
     );
-    assert_eq!(
-        ok(&server, &["apply", "--server-side", "-f", &f])
-            .await
-            .trim(),
-        "configmap/demo serverside-applied"
-    );
+    apply_server_side(&server, &f).await;
     let cm = get_json(&server, &["get", "cm", "demo"]).await;
     assert_eq!(cm["data"], json!({"a": "2"}));
     let last = cm["metadata"]["annotations"]["kubectl.kubernetes.io/last-applied-configuration"]
