@@ -141,6 +141,14 @@ mod tests {
             "data": data})
     }
 
+    /// `old` after update manager `mNN` sets data key `kNN`.
+    fn written_by(old: &Value, n: usize) -> Value {
+        let mut new = old.clone();
+        new["data"][format!("k{n:02}")] = json!("v");
+        update_managed_fields(Some(old), &mut new, &format!("m{n:02}"), "Update", "");
+        new
+    }
+
     fn managers(obj: &Value) -> Vec<String> {
         obj["metadata"]["managedFields"]
             .as_array()
@@ -156,9 +164,7 @@ mod tests {
     #[test]
     fn more_than_ten_update_entries_merge_the_oldest_into_ancient_changes() {
         let old = owned(0..11);
-        let mut new = old.clone();
-        new["data"]["k11"] = json!("v");
-        update_managed_fields(Some(&old), &mut new, "m11", "Update", "");
+        let new = written_by(&old, 11);
         let mut expected = vec!["kubectl".to_string(), "ancient-changes".into()];
         expected.extend((3..12).map(|n| format!("m{n:02}")));
         assert_eq!(managers(&new), expected);
@@ -177,18 +183,14 @@ mod tests {
     #[test]
     fn ten_update_entries_stay_and_an_existing_bucket_takes_the_merges() {
         let old = owned(0..9);
-        let mut new = old.clone();
-        new["data"]["k09"] = json!("v");
-        update_managed_fields(Some(&old), &mut new, "m09", "Update", "");
+        let new = written_by(&old, 9);
         let mut expected = vec!["kubectl".to_string()];
         expected.extend((0..10).map(|n| format!("m{n:02}")));
         assert_eq!(managers(&new), expected);
 
         let mut old = owned(0..10);
         old["metadata"]["managedFields"][1]["manager"] = json!("ancient-changes");
-        let mut new = old.clone();
-        new["data"]["k10"] = json!("v");
-        update_managed_fields(Some(&old), &mut new, "m10", "Update", "");
+        let new = written_by(&old, 10);
         // The bucket (00:00) is the oldest entry, so it is the version's first; the next,
         // m01, is merged into it, and ten update entries are left.
         let list = new["metadata"]["managedFields"].as_array().unwrap();
