@@ -48,16 +48,8 @@ where
     full::<T>(obj)
 }
 
-/// [`full`] of a JSON body.
-pub(super) fn full_json<T>(body: &[u8]) -> Result<Decoded, String>
-where
-    T: serde::de::DeserializeOwned + serde::Serialize,
-{
-    full::<T>(Input::Json(body))
-}
-
 /// The round trip of every field.
-fn full<T>(obj: Input<'_>) -> Result<Decoded, String>
+pub(super) fn full<T>(obj: Input<'_>) -> Result<Decoded, String>
 where
     T: serde::de::DeserializeOwned + serde::Serialize,
 {

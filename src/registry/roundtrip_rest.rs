@@ -14,7 +14,7 @@
 //! exactly once, as a whole string value (so the hole is a MicroTime or a plain string, whose
 //! round trip keeps the text), and the round trip must report no unknown field. A key that
 //! fails this is remembered as such. A hole's value is used only if it is a valid timestamp
-//! (else the full round trip gives its error). May use: nothing internal.
+//! (else the full round trip gives its error). May use: registry (the round trip).
 
 use foldhash::fast::RandomState;
 use serde_json::Value;
@@ -23,7 +23,8 @@ use std::hash::BuildHasher;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use super::bounded::Bounded;
-use super::roundtrip::full_json;
+use super::roundtrip::full;
+use super::strategy::Input;
 
 /// Distinct keys remembered, the largest rest remembered (bytes sent), and how many keys seen
 /// once are recalled.
@@ -173,7 +174,7 @@ where
     for (i, h) in holes.iter().enumerate() {
         body[*h..h + TIME_LEN].copy_from_slice(stand_in(i).as_bytes());
     }
-    let (value, unknown) = full_json::<T>(&body).ok()?;
+    let (value, unknown) = full::<T>(Input::Json(&body)).ok()?;
     if !unknown.is_empty() {
         return None;
     }
@@ -236,18 +237,21 @@ mod tests {
         let _ = canonical_rest::<T>(body.as_bytes());
         let _ = canonical_rest::<T>(body.as_bytes());
         let short = canonical_rest::<T>(body.as_bytes());
-        (short, full_json::<T>(body.as_bytes()).unwrap().0)
+        (short, full::<T>(Input::Json(body.as_bytes())).unwrap().0)
     }
 
     #[test]
     fn renewals_take_the_table_and_give_the_full_round_trips_object() {
         let first = renewal("2026-12-02T03:04:05.123456Z", "2026-12-01T00:00:00.000000Z");
-        let (short, full) = both::<Lease>(&first);
-        assert_eq!(short.as_ref(), Some(&full));
+        let (short, whole) = both::<Lease>(&first);
+        assert_eq!(short.as_ref(), Some(&whole));
         // Another renewal of the same lease: same key, other values in the holes.
         let next = renewal("2026-12-02T03:04:07.654321Z", "2026-12-01T00:00:00.000000Z");
         let short = canonical_rest::<Lease>(next.as_bytes()).expect("from the table");
-        assert_eq!(short, full_json::<Lease>(next.as_bytes()).unwrap().0);
+        assert_eq!(
+            short,
+            full::<Lease>(Input::Json(next.as_bytes())).unwrap().0
+        );
         assert_eq!(short["spec"]["renewTime"], "2026-12-02T03:04:07.654321Z");
         assert_eq!(short["spec"]["acquireTime"], "2026-12-01T00:00:00.000000Z");
     }
