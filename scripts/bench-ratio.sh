@@ -77,7 +77,8 @@ kapi() {
 # positive X: whether X is a rate above zero
 positive() { awk -v x="$1" 'BEGIN { exit !(x + 0 > 0) }'; }
 
-echo "# $(date -u +%FT%TZ) rounds=$ROUNDS secs=$SECS load average $(cut -d' ' -f1-3 /proc/loadavg)"
+MODEL=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -1)
+echo "# $(date -u +%FT%TZ) rounds=$ROUNDS secs=$SECS cpu ${MODEL:-unknown} x $(nproc); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "| op | round | ceiling ops/s | kapi ops/s | ratio |"
 echo "|---|---|---|---|---|"
 results="$SCRATCH/results"
