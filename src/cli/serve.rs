@@ -33,6 +33,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "./kapi-data", help_heading = "Serving")]
     pub data_dir: PathBuf,
     /// Directory of the generated CA and serving certificate [default: <data-dir>/pki].
+    // The doc comment is the flag's --help text, where `<data-dir>` is a placeholder, not HTML.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, help_heading = "Serving")]
     pub cert_dir: Option<PathBuf>,
     /// Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir.
