@@ -26,6 +26,8 @@
 
 #[path = "api/loader.rs"]
 mod loader;
+#[path = "common/machine.rs"]
+mod machine;
 #[path = "api/server.rs"]
 mod server;
 
@@ -367,30 +369,11 @@ fn fmt_us(us: f64) -> String {
     }
 }
 
-/// The machine's cores, CPU model and load: figures from different CPU models do not compare
-/// (the same build's UPDATE cost 95 µs of server CPU on one 2-core machine, 58 on another).
-fn conditions() -> String {
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let model = cpuinfo
-        .lines()
-        .find_map(|l| l.strip_prefix("model name")?.split_once(':'))
-        .map_or("unknown", |(_, m)| m.trim());
-    format!(
-        "cores: {cores} ({model}); load average: {}",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
-    )
-}
-
 /// Runs the bench; `smoke` (under `cargo test --benches`) fails on any failed request.
 async fn bench(s: Settings, smoke: bool) -> Res<()> {
     let dir = tempfile::tempdir()?;
     println!("kapi API bench: {}", kapi_binary().display());
-    println!("before: {}", conditions());
+    println!("before: {}", machine::conditions());
     println!(
         "settings: {} s per cell after {} ms warm-up, {} run(s) interleaved, {} restart(s), {} loader thread(s)\n",
         s.secs, s.warmup.as_millis(), s.runs, s.restarts, s.loader_threads
@@ -498,7 +481,7 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
         median(rss) * 1.048576
     );
     println!("RSS after the load: {rss_after_load:.1} MiB");
-    println!("after: {}", conditions());
+    println!("after: {}", machine::conditions());
     Ok(())
 }
 

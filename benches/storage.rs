@@ -12,6 +12,9 @@
 //! measure the machine). `BENCH_SECS` sets the seconds per row (default 5). Without `--bench`
 //! (under `cargo test --benches`) it runs a short smoke pass: 1 s rows, one round.
 
+#[path = "common/machine.rs"]
+mod machine;
+
 use bytes::Bytes;
 use futures::StreamExt;
 use kapi::storage::{
@@ -545,6 +548,7 @@ fn main() {
             secs().as_secs(),
             rounds()
         );
+        println!("before: {}", machine::conditions());
         println!();
         println!("| backend | operation | concurrency | ops/s, median (min-max) | p50 | p99 | bench process CPU µs/op | etcd CPU µs/op |");
         println!("|---|---|---|---|---|---|---|---|");
