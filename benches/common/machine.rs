@@ -1,7 +1,7 @@
 //! The machine a bench ran on, printed at its start by both benches.
 
 /// The machine's cores, CPU model and load: figures from different CPU models do not compare
-/// (the same build's UPDATE cost 95 µs of server CPU on one 2-core machine, 58 on another).
+/// (the same code's UPDATE cost 89-98 µs of server CPU on one 2-core machine, 58-65 on another).
 pub fn conditions() -> String {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
