@@ -2,6 +2,7 @@
 
 mod support;
 
+mod apply_list;
 mod auth;
 mod badinput;
 mod bookmarks;

@@ -16,11 +16,17 @@ use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
 use std::sync::OnceLock;
 
-/// The protobuf media types of the v2 document (the `@` form and the older `.` form).
+/// The protobuf media types a client may ask the v2 document in: the `.` form and the
+/// deprecated `@` form (kube-openapi's subTypeProtobuf and subTypeProtobufDeprecated).
 const PROTO_V2: [&str; 2] = [
-    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
     "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
 ];
+
+/// The content type of the protobuf v2 answer, whichever form was asked for: `@` is not a
+/// token character, so Go's mime parser (kubectl's) refuses a response labelled with the `@`
+/// form, and kube-openapi answers both with the `.` form.
+const PROTO_V2_CONTENT_TYPE: &str = PROTO_V2[0];
 
 /// The `info.version` of the documents.
 const SPEC_VERSION: &str = "unversioned";
@@ -103,7 +109,7 @@ impl OpenApi {
         let docs = self.docs();
         if path == "/openapi/v2" {
             let (doc, content_type) = if accepts_proto_v2(headers) {
-                (&docs.v2_proto, PROTO_V2[0])
+                (&docs.v2_proto, PROTO_V2_CONTENT_TYPE)
             } else {
                 (&docs.v2_json, "application/json")
             };

@@ -236,9 +236,10 @@ fn v2_json_and_protobuf() {
         "application/json;q=0.9, application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
     ] {
         let resp = get("/openapi/v2", &[("accept", accept)]);
+        // The `.` form whatever was asked: Go's mime parser refuses `@` in a response.
         assert_eq!(
             resp.headers()[header::CONTENT_TYPE],
-            PROTO_V2[0],
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
             "{accept}"
         );
         let doc = proto::decode_v2(&body(resp)).expect("decodes as openapi_v2.Document");
