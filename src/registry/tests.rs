@@ -438,6 +438,66 @@ async fn dry_run_and_generate_name_store_nothing_extra() {
     assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
 }
 
+/// A name generator that collides: the first names it makes are all `gen-taken`, then
+/// `gen-free`, as a busy prefix would with five random characters.
+fn colliding(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::SeqCst);
+    // Three collisions for the first create, then every name is taken for the second.
+    match n {
+        0..=2 => format!("{prefix}taken"),
+        3 => format!("{prefix}free"),
+        _ => format!("{prefix}taken"),
+    }
+}
+
+#[tokio::test]
+async fn generate_name_collisions_are_retried_with_fresh_names() {
+    let (_d, r, storage) = registry_on(false).await;
+    timed(make_ns(&r, "default")).await;
+    let prototype = store(&r, "", "v1", "configmaps");
+    let mut cms = GenericStore::new(
+        storage,
+        "/registry",
+        prototype.strategy().clone(),
+        "configmaps",
+    );
+    cms.name_generator = colliding;
+    timed(create(
+        &cms,
+        &ctx("default"),
+        json!({"metadata": {"name": "gen-taken"}}),
+    ))
+    .await
+    .unwrap();
+    let gen = || json!({"metadata": {"generateName": "gen-"}});
+    let made = timed(create(&cms, &ctx("default"), gen())).await.unwrap();
+    assert_eq!(made["metadata"]["name"], "gen-free");
+    // Every attempt collides: after the last one the client gets kube's 409, naming the name.
+    match timed(create(&cms, &ctx("default"), gen())).await {
+        Err(Error::AlreadyExists {
+            name, generated, ..
+        }) => {
+            assert_eq!((name.as_str(), generated), ("gen-taken", true));
+        }
+        other => panic!("{other:?}"),
+    }
+    // An explicit name is never replaced.
+    assert!(matches!(
+        timed(create(
+            &cms,
+            &ctx("default"),
+            json!({"metadata": {"name": "gen-taken"}})
+        ))
+        .await,
+        Err(Error::AlreadyExists {
+            generated: false,
+            ..
+        })
+    ));
+}
+
 #[tokio::test]
 async fn events_are_shared_between_versions() {
     let (_d, r) = registry().await;
