@@ -8,7 +8,7 @@
 
 use super::util;
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use k8s_openapi::api::core::v1::ConfigMap;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{DeleteParams, PostParams};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -190,7 +190,7 @@ pub(crate) fn desired_data(
 
 /// Runs the controller until `cancel` fires.
 pub(crate) async fn run(client: Client, info: AuthInfo, cancel: CancellationToken) {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), super::identity::KUBE_SYSTEM);
+    let api: Api<ConfigMap> = Api::namespaced(client, super::identity::KUBE_SYSTEM);
     let cfg = watcher::Config::default().fields(&format!("metadata.name={CONFIGMAP_NAME}"));
     let mut events = watcher(api.clone(), cfg).default_backoff().boxed().fuse();
     let mut next = Instant::now();
@@ -204,7 +204,7 @@ pub(crate) async fn run(client: Client, info: AuthInfo, cancel: CancellationToke
             () = tokio::time::sleep_until(next) => {}
         }
         next = Instant::now() + RESYNC;
-        if let Err(e) = sync(&client, &api, &info).await {
+        if let Err(e) = sync(&api, &info).await {
             warn!(error = %format!("{e:#}"), "cluster authentication trust sync failed");
             next = Instant::now() + Duration::from_secs(5);
         }
@@ -223,7 +223,7 @@ fn client_ca(info: &AuthInfo) -> String {
     info.client_ca_pem.clone().unwrap_or_default()
 }
 
-async fn sync(client: &Client, api: &Api<ConfigMap>, info: &AuthInfo) -> Result<(), Error> {
+async fn sync(api: &Api<ConfigMap>, info: &AuthInfo) -> Result<(), Error> {
     let current = api.get_opt(CONFIGMAP_NAME).await.map_err(Error::Get)?;
     let existing = current
         .as_ref()
@@ -246,7 +246,6 @@ async fn sync(client: &Client, api: &Api<ConfigMap>, info: &AuthInfo) -> Result<
                 .await
         }
         None => {
-            ensure_kube_system(client).await;
             let cm = ConfigMap {
                 metadata: ObjectMeta {
                     name: Some(CONFIGMAP_NAME.to_string()),
@@ -275,23 +274,6 @@ async fn sync(client: &Client, api: &Api<ConfigMap>, info: &AuthInfo) -> Result<
 
 fn too_big(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 413 || (s.code == 422 && s.message.contains("Too long")))
-}
-
-async fn ensure_kube_system(client: &Client) {
-    let ns_api: Api<Namespace> = Api::all(client.clone());
-    if ns_api.get(super::identity::KUBE_SYSTEM).await.is_ok() {
-        return;
-    }
-    let ns = Namespace {
-        metadata: ObjectMeta {
-            name: Some(super::identity::KUBE_SYSTEM.to_string()),
-            ..ObjectMeta::default()
-        },
-        ..Namespace::default()
-    };
-    if let Err(e) = ns_api.create(&PostParams::default(), &ns).await {
-        debug!(error = %util::Brief(&e), "creating kube-system failed");
-    }
 }
 
 #[cfg(test)]

@@ -17,16 +17,9 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-/// Label marking identity leases; its value is the server name (`kube-apiserver`).
-pub const IDENTITY_LABEL: &str = "apiserver.kubernetes.io/identity";
-/// The component name every kube-apiserver uses in its ID and identity label.
-pub const KUBE_APISERVER: &str = "kube-apiserver";
-/// Well-known hostname label (`v1.LabelHostname`).
-pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
-/// Annotation carrying the peer proxy address (`v1.AnnotationPeerAdvertiseAddress`).
-pub const PEER_ADDRESS_ANNOTATION: &str = "kubernetes.io/peer-advertise-address";
-/// Namespace of identity and coordination leases.
-pub const KUBE_SYSTEM: &str = "kube-system";
+pub use crate::api::well_known::{
+    HOSTNAME_LABEL, IDENTITY_LABEL, KUBE_APISERVER, KUBE_SYSTEM, PEER_ADDRESS_ANNOTATION,
+};
 
 const MAX_UPDATE_RETRIES: usize = 5;
 const JITTER_FACTOR: f64 = 0.04;

@@ -164,6 +164,25 @@ where
     })
 }
 
+/// [`spawning`], where the spawned task first waits for the system namespaces (it writes into
+/// kube-system) and does nothing if the server stops first.
+fn after<F, Fut>(kube_system: &system_namespaces::Ready, body: F) -> PostStartHookFn
+where
+    F: Fn(HookContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    let body = Arc::new(body);
+    let kube_system = kube_system.clone();
+    spawning(move |ctx: HookContext| {
+        let (body, kube_system) = (body.clone(), kube_system.clone());
+        async move {
+            if kube_system.wait(&ctx.cancel).await {
+                body(ctx).await;
+            }
+        }
+    })
+}
+
 fn pre_shutdown<F, Fut>(f: F) -> PreShutdownHookFn
 where
     F: Fn() -> Fut + Send + Sync + 'static,
@@ -184,25 +203,32 @@ pub fn hooks(config: &Config) -> Hooks {
         k8s_openapi::api::coordination::v1::Lease,
     >(&()));
 
+    // Set by the system namespaces controller; what writes into kube-system waits for it.
+    let kube_system = system_namespaces::Ready::new();
     let period = o.system_namespaces_period;
+    let namespaces_made = kube_system.clone();
     h.post_start.push((
         "start-system-namespaces-controller".into(),
         // Better than upstream: the hook (and so /readyz) completes only once the system
         // namespaces exist, so a client that waits for readiness can use `default` at once.
-        post_start(move |ctx: HookContext| async move {
-            let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
-                kube::Api::all(ctx.client.clone());
-            system_namespaces::sync(&api)
-                .await
-                .map_err(|e| Box::new(e) as HookError)?;
-            ctx.tasks
-                .spawn(system_namespaces::run(ctx.client, period, ctx.cancel));
-            Ok(())
+        post_start(move |ctx: HookContext| {
+            let made = namespaces_made.clone();
+            async move {
+                let api: kube::Api<k8s_openapi::api::core::v1::Namespace> =
+                    kube::Api::all(ctx.client.clone());
+                system_namespaces::sync(&api)
+                    .await
+                    .map_err(|e| Box::new(e) as HookError)?;
+                made.set();
+                ctx.tasks
+                    .spawn(system_namespaces::run(ctx.client, period, ctx.cancel));
+                Ok(())
+            }
         }),
     ));
 
     if o.gate("CoordinatedLeaderElection") {
-        let (start, stop) = cle_hooks(config, leases.clone());
+        let (start, stop) = cle_hooks(config, leases.clone(), kube_system.clone());
         h.post_start.push((
             "start-kube-apiserver-coordinated-leader-election-controller".into(),
             start,
@@ -245,11 +271,13 @@ pub fn hooks(config: &Config) -> Hooks {
     let auth = config.auth.clone();
     h.post_start.push((
         "start-cluster-authentication-info-controller".into(),
-        spawning(move |ctx| auth_trust::run(ctx.client, auth.clone(), ctx.cancel)),
+        after(&kube_system, move |ctx| {
+            auth_trust::run(ctx.client, auth.clone(), ctx.cancel)
+        }),
     ));
 
     if o.gate("APIServerIdentity") {
-        identity_hooks(config, &mut h);
+        identity_hooks(config, &mut h, &kube_system);
     }
 
     if o.gate("WatchCacheInitializationPostStartHook") {
@@ -264,7 +292,9 @@ pub fn hooks(config: &Config) -> Hooks {
 
     h.post_start.push((
         "start-legacy-token-tracking-controller".into(),
-        spawning(|ctx| token_tracking::run(ctx.client, ctx.cancel)),
+        after(&kube_system, |ctx| {
+            token_tracking::run(ctx.client, ctx.cancel)
+        }),
     ));
     h.post_start.push((
         "start-namespace-finalizer-controller".into(),
@@ -277,7 +307,7 @@ pub fn hooks(config: &Config) -> Hooks {
     h
 }
 
-fn identity_hooks(config: &Config, h: &mut Hooks) {
+fn identity_hooks(config: &Config, h: &mut Hooks, kube_system: &system_namespaces::Ready) {
     let o = &config.options;
     let peer_address =
         (o.gate("UnknownVersionInteroperabilityProxy")).then(|| config.peer_address());
@@ -292,9 +322,9 @@ fn identity_hooks(config: &Config, h: &mut Hooks) {
     let starter = lease.clone();
     h.post_start.push((
         "start-kube-apiserver-identity-lease-controller".into(),
-        post_start(move |ctx: HookContext| {
+        after(kube_system, move |ctx| {
             starter.start(&ctx);
-            async { Ok(()) }
+            async {}
         }),
     ));
     h.pre_shutdown.push((
@@ -313,7 +343,7 @@ fn identity_hooks(config: &Config, h: &mut Hooks) {
     let gc_period = o.identity_lease_gc_period;
     h.post_start.push((
         "start-kube-apiserver-identity-lease-garbage-collector".into(),
-        spawning(move |ctx| {
+        after(kube_system, move |ctx| {
             gc::run_identity_lease_gc(ctx.client, selector.clone(), gc_period, ctx.cancel)
         }),
     ));
@@ -332,6 +362,7 @@ type RunningElection = (
 fn cle_hooks(
     config: &Config,
     leases: informer::SharedWatch,
+    kube_system: system_namespaces::Ready,
 ) -> (PostStartHookFn, PreShutdownHookFn) {
     let o = &config.options;
     let election = leader::ElectionConfig {
@@ -347,7 +378,7 @@ fn cle_hooks(
     let started = running.clone();
     let start = post_start(move |ctx: HookContext| {
         let (election, started) = (election.clone(), started.clone());
-        let leases = leases.clone();
+        let (leases, kube_system) = (leases.clone(), kube_system.clone());
         async move {
             let token = ctx.cancel.child_token();
             let (done_tx, done_rx) = tokio::sync::oneshot::channel();
@@ -356,6 +387,10 @@ fn cle_hooks(
             }
             let client = ctx.client.clone();
             ctx.tasks.spawn(async move {
+                if !kube_system.wait(&token).await {
+                    let _ = done_tx.send(());
+                    return;
+                }
                 leader::run(client.clone(), election, token, move |leading| {
                     let (client, leases) = (client.clone(), leases.clone());
                     async move {

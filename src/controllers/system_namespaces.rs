@@ -19,6 +19,32 @@ const RETRY: Duration = Duration::from_secs(2);
 pub const SYSTEM_NAMESPACES: &[&str] =
     &["kube-system", "kube-public", "default", "kube-node-lease"];
 
+/// Set once every system namespace exists. Controllers that write into kube-system wait for
+/// it instead of failing (and logging) until the namespace is there.
+#[derive(Clone)]
+pub(crate) struct Ready(tokio::sync::watch::Sender<bool>);
+
+impl Ready {
+    /// Not set yet.
+    pub(crate) fn new() -> Self {
+        Ready(tokio::sync::watch::channel(false).0)
+    }
+
+    /// Marks the system namespaces as present (and wakes every waiter).
+    pub(crate) fn set(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Waits until [`Self::set`]; false when `cancel` fired first.
+    pub(crate) async fn wait(&self, cancel: &CancellationToken) -> bool {
+        let mut rx = self.0.subscribe();
+        tokio::select! {
+            set = rx.wait_for(|set| *set) => set.is_ok(),
+            () = cancel.cancelled() => false,
+        }
+    }
+}
+
 /// Runs the controller every `period` until `cancel` fires.
 pub(crate) async fn run(client: Client, period: Duration, cancel: CancellationToken) {
     let api: Api<Namespace> = Api::all(client);
@@ -64,4 +90,29 @@ pub(crate) async fn sync(api: &Api<Namespace>) -> Result<(), kube::Error> {
         }
     }
     failed.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn waiters_wake_when_set_and_give_up_when_cancelled() {
+        let ready = Ready::new();
+        let cancel = CancellationToken::new();
+        let waiter = tokio::spawn({
+            let (ready, cancel) = (ready.clone(), cancel.clone());
+            async move { ready.wait(&cancel).await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiter.is_finished());
+        ready.set();
+        assert!(waiter.await.unwrap());
+        // Once set, later waiters return at once.
+        assert!(ready.wait(&cancel).await);
+
+        let unset = Ready::new();
+        cancel.cancel();
+        assert!(!unset.wait(&cancel).await);
+    }
 }

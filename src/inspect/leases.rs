@@ -33,14 +33,9 @@ use serde::Serialize;
 use super::{Cluster, Result};
 use crate::output::{human_duration, relative_time, Cell, Tabular, Tone};
 
-/// Namespace of identity leases and control-plane locks.
-pub const NAMESPACE: &str = "kube-system";
-/// Label naming the component of an identity lease.
-pub const IDENTITY_LABEL: &str = "apiserver.kubernetes.io/identity";
-/// Label carrying the OS hostname of an identity lease.
-pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
-/// Annotation with the peer `ip:port` (gate UnknownVersionInteroperabilityProxy).
-pub const PEER_ADDRESS_ANNOTATION: &str = "kubernetes.io/peer-advertise-address";
+pub use crate::api::well_known::{
+    HOSTNAME_LABEL, IDENTITY_LABEL, KUBE_SYSTEM as NAMESPACE, PEER_ADDRESS_ANNOTATION,
+};
 
 /// What to list.
 #[derive(Debug, Clone, Default)]

@@ -517,6 +517,56 @@ async fn auth_trust_and_token_tracking_configmaps() {
     assert_eq!(since, today);
 }
 
+/// On a fresh data dir the controllers that write into kube-system wait for it instead of
+/// failing: every object they own appears and nothing is logged at WARN or above.
+#[tokio::test]
+async fn a_clean_start_logs_no_warning() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "kube-system");
+    let leases: Api<Lease> = Api::namespaced(client, "kube-system");
+    for name in [
+        "extension-apiserver-authentication",
+        "kube-apiserver-legacy-service-account-token-tracking",
+    ] {
+        eventually(Duration::from_secs(20), name, || async {
+            cms.get_opt(name).await.ok().flatten()
+        })
+        .await;
+    }
+    let identity = kapi_id(&server_hostname(&server).await);
+    for name in [identity.as_str(), "leader-election-controller"] {
+        eventually(Duration::from_secs(20), name, || async {
+            leases.get_opt(name).await.ok().flatten()
+        })
+        .await;
+    }
+    let log = server.stderr();
+    let warnings: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains(" WARN ") || l.contains(" ERROR "))
+        .collect();
+    assert!(warnings.is_empty(), "{warnings:#?}");
+}
+
+/// The hostname in the server's identity lease (the OS hostname without an override).
+async fn server_hostname(server: &TestServer) -> String {
+    let leases: Api<Lease> = Api::namespaced(server.client().await, "kube-system");
+    eventually(Duration::from_secs(20), "an identity lease", || async {
+        let list = leases
+            .list(&kube::api::ListParams::default().labels("apiserver.kubernetes.io/identity"))
+            .await
+            .ok()?;
+        let lease = list.items.into_iter().next()?;
+        lease
+            .metadata
+            .labels?
+            .get("kubernetes.io/hostname")
+            .cloned()
+    })
+    .await
+}
+
 fn pem_certs(pem: &str) -> Vec<Vec<u8>> {
     rustls_pemfile::certs(&mut pem.as_bytes())
         .map(|c| c.unwrap().as_ref().to_vec())
