@@ -6,13 +6,6 @@ use std::time::Duration;
 
 use crate::output::{ColorChoice, Format};
 
-/// The exit-code paragraph as a literal, so `concat!` can append it to every page.
-macro_rules! exit_codes {
-    () => {
-        "Exit codes:\n  0  ok\n  1  the cluster answered and something is wrong (a failing check or hook, an expired lease with --fail-on-expired)\n  2  usage error\n  3  no answer (no kubeconfig, unreachable, TLS failure, 401/403, timeout, API not served)"
-    };
-}
-
 /// Long help of `kapi leases`: columns, JSON shape, exit codes.
 const LEASES_HELP: &str = concat!(
     "Lists the apiserver identity leases of kube-system (label apiserver.kubernetes.io/identity): \
@@ -218,12 +211,4 @@ pub struct HealthArgs {
     /// Reach every apiserver through the peer addresses published in identity leases.
     #[arg(long)]
     pub all_apiservers: bool,
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn exit_code_text_matches_the_top_level_help() {
-        assert_eq!(exit_codes!(), super::super::EXIT_CODES_HELP);
-    }
 }

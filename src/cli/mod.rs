@@ -1,6 +1,14 @@
 //! The clap definition of the whole command line: the single source of `--help`, man pages
 //! and shell completions. Types only, no I/O. May use: options, logging (LogFormat).
 
+/// The exit-code paragraph as a literal, so `concat!` can append it to the pages of the
+/// inspect commands; [`EXIT_CODES_HELP`] is the same text as a constant.
+macro_rules! exit_codes {
+    () => {
+        "Exit codes:\n  0  ok\n  1  the cluster answered and something is wrong (a failing check or hook, an expired lease with --fail-on-expired)\n  2  usage error\n  3  no answer (no kubeconfig, unreachable, TLS failure, 401/403, timeout, API not served)"
+    };
+}
+
 pub mod generate;
 pub mod inspect;
 pub mod serve;
@@ -30,7 +38,7 @@ pub struct Cli {
 }
 
 /// Exit codes, shown in every `--help` and man page.
-pub const EXIT_CODES_HELP: &str = "Exit codes:\n  0  ok\n  1  the cluster answered and something is wrong (a failing check or hook, an expired lease with --fail-on-expired)\n  2  usage error\n  3  no answer (no kubeconfig, unreachable, TLS failure, 401/403, timeout, API not served)";
+pub const EXIT_CODES_HELP: &str = exit_codes!();
 
 /// kapi's subcommands.
 #[derive(Debug, Subcommand)]
