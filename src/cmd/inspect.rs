@@ -282,10 +282,7 @@ async fn wait_healthy(
     args: &HealthArgs,
 ) -> inspect::Result<(health::HealthView, Option<String>)> {
     let deadline = Instant::now() + args.timeout;
-    let started = Instant::now();
-    let spin = !args.quiet && io::stderr().is_terminal();
-    let frames = ['|', '/', '-', '\\'];
-    let mut tick = 0usize;
+    let spinner = WaitSpinner::new(!args.quiet && io::stderr().is_terminal());
     // The last answer the server gave decides after the deadline, over a cut-off attempt;
     // without any answer, the last real failure (e.g. connection refused) is reported.
     let mut last_answer = None;
@@ -295,9 +292,7 @@ async fn wait_healthy(
         let attempt = tokio::time::timeout(remaining, health::collect(cluster, query)).await;
         let healthy = matches!(&attempt, Ok(Ok((v, _))) if v.healthy);
         if Instant::now() >= deadline || healthy {
-            if spin {
-                note_part!("\r\x1b[2K");
-            }
+            drop(spinner);
             return match (attempt, last_answer, last_error) {
                 (Ok(Ok(answer)), _, _) | (_, Some(answer), _) => Ok(answer),
                 (Ok(Err(e)), None, _) | (Err(_), None, Some(e)) => Err(e),
@@ -315,25 +310,63 @@ async fn wait_healthy(
                 timeout: args.timeout,
             })
         });
-        if spin {
-            let status = match &attempt {
-                Ok((v, _)) => verdict(v).join("; "),
-                Err(e) => e.to_string(),
-            };
-            let waited = started.elapsed().as_secs();
-            note_part!(
-                "\r\x1b[2K{} waiting {waited}s: {status}",
-                frames[tick % frames.len()]
-            );
-            let _ = io::stderr().flush();
-            tick += 1;
-        }
+        spinner.status(|| match &attempt {
+            Ok((v, _)) => verdict(v).join("; "),
+            Err(e) => e.to_string(),
+        });
         match attempt {
             Ok(answer) => last_answer = Some(answer),
             Err(e) => last_error = Some(e),
         }
         let remaining = deadline.saturating_duration_since(Instant::now());
         tokio::time::sleep(remaining.min(Duration::from_secs(1))).await;
+    }
+}
+
+/// The `--wait` spinner on stderr: `| waiting 3s: <status>`, redrawn on a steady tick between
+/// polls, plain text (no colour), cut to the terminal width. Dropping it clears its line, on
+/// every way out of the wait; when disabled nothing is created and nothing is drawn.
+struct WaitSpinner(Option<indicatif::ProgressBar>);
+
+impl WaitSpinner {
+    const TICK: Duration = Duration::from_millis(100);
+
+    fn new(enabled: bool) -> Self {
+        Self(enabled.then(|| {
+            let style =
+                indicatif::ProgressStyle::with_template("{spinner} waiting {waited}: {wide_msg}")
+                    .expect("static spinner template")
+                    .tick_chars("|/-\\ ")
+                    .with_key(
+                        "waited",
+                        |state: &indicatif::ProgressState, w: &mut dyn std::fmt::Write| {
+                            let _ = write!(w, "{}s", state.elapsed().as_secs());
+                        },
+                    );
+            let bar = indicatif::ProgressBar::with_draw_target(
+                None,
+                indicatif::ProgressDrawTarget::stderr(),
+            )
+            .with_style(style)
+            .with_message("no answer yet");
+            bar.enable_steady_tick(Self::TICK);
+            bar
+        }))
+    }
+
+    /// Shows the outcome of the last poll; `status` is only built when the spinner is drawn.
+    fn status(&self, status: impl FnOnce() -> String) {
+        if let Some(bar) = &self.0 {
+            bar.set_message(status());
+        }
+    }
+}
+
+impl Drop for WaitSpinner {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.0 {
+            bar.finish_and_clear();
+        }
     }
 }
 
