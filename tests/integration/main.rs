@@ -21,4 +21,5 @@ mod inspect_replicas;
 mod layering;
 mod patch;
 mod shutdown;
+mod spinner;
 mod watch;
