@@ -1,11 +1,13 @@
 //! /openapi/v2 and /openapi/v3 (kube-openapi pkg/handler and pkg/handler3): the Swagger 2.0
-//! document in JSON or, when asked, in gnostic protobuf (kubectl create/apply/explain decode
-//! it eagerly); the v3 index of group versions with content hashes; and one OpenAPI 3.0
-//! document per group version, immutable-cached when fetched by its current hash and
-//! redirected to it when fetched with a stale one. Documents list only what the registry serves
-//! and are built once, on first use.
+//! document in JSON or, when the Accept header picks it, in gnostic protobuf (kubectl
+//! create/apply/explain decode it eagerly), with the hash of the JSON as ETag of both; the v3
+//! index of group versions with content hashes; and one OpenAPI 3.0 document per group
+//! version, immutable-cached when fetched by its current hash and redirected to it when
+//! fetched with a stale one. Documents list only what the registry serves and are built once,
+//! on first use.
 //! May use: api.
 
+mod negotiate;
 mod paths;
 mod proto;
 mod spec;
@@ -18,15 +20,25 @@ use std::sync::OnceLock;
 
 /// The protobuf media types a client may ask the v2 document in: the `.` form and the
 /// deprecated `@` form (kube-openapi's subTypeProtobuf and subTypeProtobufDeprecated).
-const PROTO_V2: [&str; 2] = [
-    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
-    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+const PROTO_V2: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+const PROTO_V2_DEPRECATED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+/// The media types the v2 handler offers, in the order it tries them against each Accept
+/// clause. A protobuf answer is labelled with the `.` form whichever form was asked for: `@`
+/// is not a token character, so Go's mime parser (kubectl's) refuses a response labelled
+/// with the `@` form.
+const V2_OFFERS: [(&str, Form); 3] = [
+    ("application/json", Form::Json),
+    (PROTO_V2_DEPRECATED, Form::Proto(PROTO_V2)),
+    (PROTO_V2, Form::Proto(PROTO_V2)),
 ];
 
-/// The content type of the protobuf v2 answer, whichever form was asked for: `@` is not a
-/// token character, so Go's mime parser (kubectl's) refuses a response labelled with the `@`
-/// form, and kube-openapi answers both with the `.` form.
-const PROTO_V2_CONTENT_TYPE: &str = PROTO_V2[0];
+/// The form of a document an Accept header picked; a protobuf form with its content type.
+#[derive(Debug, Clone, Copy)]
+enum Form {
+    Json,
+    Proto(&'static str),
+}
 
 /// The `info.version` of the documents.
 const SPEC_VERSION: &str = "unversioned";
@@ -43,14 +55,38 @@ impl Doc {
     }
 }
 
+/// A document in JSON and in protobuf, both carrying the hash of the JSON (kube-openapi
+/// computes the ETag from the JSON and passes it on to the protobuf it derives).
+struct Forms {
+    json: Doc,
+    proto: Doc,
+}
+
+impl Forms {
+    fn new(doc: &Value, encode: fn(&Value) -> Vec<u8>) -> Forms {
+        let json = Doc::new(doc.to_string().into_bytes());
+        let proto = Doc {
+            bytes: encode(doc),
+            hash: json.hash.clone(),
+        };
+        Forms { json, proto }
+    }
+
+    fn pick(&self, form: Form) -> (&Doc, &'static str) {
+        match form {
+            Form::Json => (&self.json, "application/json"),
+            Form::Proto(content_type) => (&self.proto, content_type),
+        }
+    }
+}
+
 struct Docs {
-    v2_json: Doc,
-    v2_proto: Doc,
+    v2: Forms,
     v3_index: Doc,
     v3: Vec<(String, Doc)>,
 }
 
-/// kube-openapi's computeETag: the upper-case hex SHA-512 of the served bytes.
+/// kube-openapi's computeETag: the upper-case hex SHA-512 of the JSON bytes.
 fn etag_of(bytes: &[u8]) -> String {
     data_encoding::HEXUPPER.encode(&Sha512::digest(bytes))
 }
@@ -93,13 +129,13 @@ impl OpenApi {
                 })
                 .collect();
             Docs {
-                v2_json: Doc::new(v2.to_string().into_bytes()),
-                v2_proto: Doc::new(proto::encode_v2(&v2)),
+                v2: Forms::new(&v2, proto::encode_v2),
                 v3_index: Doc::new(json!({ "paths": paths }).to_string().into_bytes()),
                 v3,
             }
         })
     }
+
     /// Serves the OpenAPI endpoints. `path` is the request target (path and optional query, e.g.
     /// `/openapi/v3/api/v1?hash=AB12`); `None` when the path is not an OpenAPI path, so the caller
     /// routes it elsewhere.
@@ -108,12 +144,14 @@ impl OpenApi {
         let path = path.trim_end_matches('/');
         let docs = self.docs();
         if path == "/openapi/v2" {
-            let (doc, content_type) = if accepts_proto_v2(headers) {
-                (&docs.v2_proto, PROTO_V2_CONTENT_TYPE)
-            } else {
-                (&docs.v2_json, "application/json")
-            };
-            return Some(respond(doc, content_type, headers, false));
+            let clauses = negotiate::accept_clauses(headers);
+            return Some(match negotiate::choose(&clauses, &V2_OFFERS) {
+                Some(form) => {
+                    let (doc, content_type) = docs.v2.pick(form);
+                    respond(doc, content_type, headers, false)
+                }
+                None => bare(StatusCode::NOT_ACCEPTABLE),
+            });
         }
         if path == "/openapi/v3" {
             return Some(respond(&docs.v3_index, "application/json", headers, false));
@@ -141,19 +179,17 @@ impl OpenApi {
     }
 }
 
-/// Whether the Accept header asks for the protobuf v2 document (any listed entry is enough:
-/// kubectl sends only that type).
-fn accepts_proto_v2(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| {
-            v.split(',').any(|entry| {
-                let media = entry.split(';').next().unwrap_or("").trim();
-                PROTO_V2.iter().any(|p| p.eq_ignore_ascii_case(media))
-            })
-        })
+/// A response without a body, varying on Accept and not cached.
+fn bare(status: StatusCode) -> Response<Body> {
+    let mut resp = Response::new(crate::api::empty_body());
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    resp
 }
 
 fn respond(doc: &Doc, content_type: &str, headers: &HeaderMap, immutable: bool) -> Response<Body> {
