@@ -286,6 +286,88 @@ fn answer(path: &str, accept: Option<&str>) -> (StatusCode, String) {
 }
 
 #[test]
+fn v3_negotiates_like_handler3() {
+    const PB: &str = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf";
+    const PB_AT: &str = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf";
+    let json = (StatusCode::OK, "application/json".to_string());
+    let proto = (StatusCode::OK, PB.to_string());
+    let gv = "/openapi/v3/api/v1";
+    for (accept, want) in [
+        (None, &json),
+        (Some(""), &json),
+        (Some("*/*"), &json),
+        (Some("application/*"), &json),
+        (Some("application/json"), &json),
+        (Some(PB), &proto),
+        // The deprecated `@` form is answered, labelled with the `.` form.
+        (Some(PB_AT), &proto),
+        (Some("application/json;q=0.5, application/com.github.proto-openapi.spec.v3@v1.0+protobuf"), &proto),
+        (Some("text/html, application/com.github.proto-openapi.spec.v3.v1.0+protobuf;q=0.1"), &proto),
+        (Some("text/html, */*;q=0.1"), &json),
+        // q only orders the clauses: a q=0 clause still matches.
+        (Some("application/json;q=0"), &json),
+    ] {
+        assert_eq!(&answer(gv, accept), want, "{accept:?}");
+    }
+    for accept in [
+        "text/html",
+        "application/yaml",
+        "Application/JSON",
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+    ] {
+        assert_eq!(
+            answer(gv, Some(accept)),
+            (StatusCode::NOT_ACCEPTABLE, String::new()),
+            "{accept}"
+        );
+    }
+    // No media range at all: kube-openapi answers 200 with nothing.
+    let resp = get(gv, &[("accept", "bogus")]);
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(body(resp).is_empty());
+    // A group version that is not served is not found, whatever the Accept.
+    assert_eq!(
+        get("/openapi/v3/apis/apps/v1", &[("accept", PB)]).status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // Both forms carry the hash of the JSON: the one the index links to.
+    let index = json_of(get("/openapi/v3", &[]));
+    let url = index["paths"]["api/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let hash = url.split_once("?hash=").unwrap().1;
+    let json_resp = get(gv, &[("accept", "application/json")]);
+    let etag = json_resp.headers()[header::ETAG].clone();
+    assert_eq!(etag, format!("\"{hash}\"").as_str());
+    assert_eq!(etag_of(&body(json_resp)), hash);
+    let proto_resp = get(&url, &[("accept", PB)]);
+    assert_eq!(proto_resp.status(), StatusCode::OK);
+    assert_eq!(proto_resp.headers()[header::ETAG], etag);
+    assert_eq!(proto_resp.headers()[header::CONTENT_TYPE], PB);
+    assert_eq!(
+        proto_resp.headers()[header::CACHE_CONTROL],
+        "public, immutable"
+    );
+    let doc = proto3::decode_v3(&body(proto_resp)).expect("decodes as openapi_v3.Document");
+    assert_eq!(doc.openapi, "3.0.0");
+    let unchanged = get(
+        gv,
+        &[("accept", PB), ("if-none-match", etag.to_str().unwrap())],
+    );
+    assert_eq!(unchanged.status(), StatusCode::NOT_MODIFIED);
+    let stale = get(&format!("{gv}?hash=00"), &[("accept", PB_AT)]);
+    assert_eq!(stale.status(), StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(stale.headers()[header::LOCATION], url.as_str());
+    assert_eq!(stale.headers()[header::CONTENT_TYPE], PB);
+    // An empty hash is no hash.
+    let plain = get(&format!("{gv}?hash="), &[]);
+    assert_eq!(plain.status(), StatusCode::OK);
+    assert_eq!(plain.headers()[header::CACHE_CONTROL], "no-cache, private");
+}
+
+#[test]
 fn v2_negotiates_like_handler() {
     const PB: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
     let v2 = "/openapi/v2";
