@@ -19,6 +19,7 @@ mod inspect;
 mod inspect_leases;
 mod inspect_replicas;
 mod layering;
+mod openapi;
 mod patch;
 mod shutdown;
 mod spinner;

@@ -1,13 +1,16 @@
 //! /openapi/v2 and /openapi/v3 (kube-openapi pkg/handler and pkg/handler3): the Swagger 2.0
-//! document in JSON or, when asked, in gnostic protobuf (kubectl create/apply/explain decode
-//! it eagerly); the v3 index of group versions with content hashes; and one OpenAPI 3.0
-//! document per group version, immutable-cached when fetched by its current hash and
-//! redirected to it when fetched with a stale one. Documents list only what the registry serves
-//! and are built once, on first use.
+//! document and one OpenAPI 3.0 document per group version, each in JSON or, when the Accept
+//! header picks it, in gnostic protobuf (kubectl create/apply/explain decode v2 eagerly), with
+//! the hash of the JSON as ETag of both; the v3 index of group versions with those hashes; a
+//! v3 document fetched by its current hash is immutable-cached, one fetched with a stale hash
+//! redirected to it. Documents list only what the registry serves and are built once, on
+//! first use.
 //! May use: api.
 
+mod negotiate;
 mod paths;
 mod proto;
+mod proto3;
 mod spec;
 
 use crate::api::{full_body, Body, Status};
@@ -18,15 +21,34 @@ use std::sync::OnceLock;
 
 /// The protobuf media types a client may ask the v2 document in: the `.` form and the
 /// deprecated `@` form (kube-openapi's subTypeProtobuf and subTypeProtobufDeprecated).
-const PROTO_V2: [&str; 2] = [
-    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
-    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+const PROTO_V2: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+const PROTO_V2_DEPRECATED: &str = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+
+/// The same two forms for the v3 documents.
+const PROTO_V3: &str = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf";
+const PROTO_V3_DEPRECATED: &str = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf";
+
+/// The media types each handler offers, in the order it tries them against each Accept
+/// clause. A protobuf answer is labelled with the `.` form whichever form was asked for: `@`
+/// is not a token character, so Go's mime parser (kubectl's) refuses a response labelled
+/// with the `@` form.
+const V2_OFFERS: [(&str, Form); 3] = [
+    ("application/json", Form::Json),
+    (PROTO_V2_DEPRECATED, Form::Proto(PROTO_V2)),
+    (PROTO_V2, Form::Proto(PROTO_V2)),
+];
+const V3_OFFERS: [(&str, Form); 3] = [
+    ("application/json", Form::Json),
+    (PROTO_V3, Form::Proto(PROTO_V3)),
+    (PROTO_V3_DEPRECATED, Form::Proto(PROTO_V3)),
 ];
 
-/// The content type of the protobuf v2 answer, whichever form was asked for: `@` is not a
-/// token character, so Go's mime parser (kubectl's) refuses a response labelled with the `@`
-/// form, and kube-openapi answers both with the `.` form.
-const PROTO_V2_CONTENT_TYPE: &str = PROTO_V2[0];
+/// The form of a document an Accept header picked; a protobuf form with its content type.
+#[derive(Debug, Clone, Copy)]
+enum Form {
+    Json,
+    Proto(&'static str),
+}
 
 /// The `info.version` of the documents.
 const SPEC_VERSION: &str = "unversioned";
@@ -43,14 +65,38 @@ impl Doc {
     }
 }
 
-struct Docs {
-    v2_json: Doc,
-    v2_proto: Doc,
-    v3_index: Doc,
-    v3: Vec<(String, Doc)>,
+/// A document in JSON and in protobuf, both carrying the hash of the JSON (kube-openapi
+/// computes the ETag from the JSON and passes it on to the protobuf it derives).
+struct Forms {
+    json: Doc,
+    proto: Doc,
 }
 
-/// kube-openapi's computeETag: the upper-case hex SHA-512 of the served bytes.
+impl Forms {
+    fn new(doc: &Value, encode: fn(&Value) -> Vec<u8>) -> Forms {
+        let json = Doc::new(doc.to_string().into_bytes());
+        let proto = Doc {
+            bytes: encode(doc),
+            hash: json.hash.clone(),
+        };
+        Forms { json, proto }
+    }
+
+    fn pick(&self, form: Form) -> (&Doc, &'static str) {
+        match form {
+            Form::Json => (&self.json, "application/json"),
+            Form::Proto(content_type) => (&self.proto, content_type),
+        }
+    }
+}
+
+struct Docs {
+    v2: Forms,
+    v3_index: Doc,
+    v3: Vec<(String, Forms)>,
+}
+
+/// kube-openapi's computeETag: the upper-case hex SHA-512 of the JSON bytes.
 fn etag_of(bytes: &[u8]) -> String {
     data_encoding::HEXUPPER.encode(&Sha512::digest(bytes))
 }
@@ -78,28 +124,28 @@ impl OpenApi {
         self.docs.get_or_init(|| {
             let served = &self.served;
             let v2 = spec::v2_document(served, SPEC_VERSION);
-            let v3: Vec<(String, Doc)> = spec::v3_group_versions(served)
+            let v3: Vec<(String, Forms)> = spec::v3_group_versions(served)
                 .into_iter()
                 .filter_map(|gv| {
                     let doc = spec::v3_document(served, &gv, SPEC_VERSION)?;
-                    Some((gv, Doc::new(doc.to_string().into_bytes())))
+                    Some((gv, Forms::new(&doc, proto3::encode_v3)))
                 })
                 .collect();
             let paths: Map<String, Value> = v3
                 .iter()
                 .map(|(gv, d)| {
-                    let url = format!("/openapi/v3/{gv}?hash={}", d.hash);
+                    let url = format!("/openapi/v3/{gv}?hash={}", d.json.hash);
                     (gv.clone(), json!({ "serverRelativeURL": url }))
                 })
                 .collect();
             Docs {
-                v2_json: Doc::new(v2.to_string().into_bytes()),
-                v2_proto: Doc::new(proto::encode_v2(&v2)),
+                v2: Forms::new(&v2, proto::encode_v2),
                 v3_index: Doc::new(json!({ "paths": paths }).to_string().into_bytes()),
                 v3,
             }
         })
     }
+
     /// Serves the OpenAPI endpoints. `path` is the request target (path and optional query, e.g.
     /// `/openapi/v3/api/v1?hash=AB12`); `None` when the path is not an OpenAPI path, so the caller
     /// routes it elsewhere.
@@ -108,52 +154,74 @@ impl OpenApi {
         let path = path.trim_end_matches('/');
         let docs = self.docs();
         if path == "/openapi/v2" {
-            let (doc, content_type) = if accepts_proto_v2(headers) {
-                (&docs.v2_proto, PROTO_V2_CONTENT_TYPE)
-            } else {
-                (&docs.v2_json, "application/json")
-            };
-            return Some(respond(doc, content_type, headers, false));
+            let clauses = negotiate::accept_clauses(headers);
+            return Some(match negotiate::choose(&clauses, &V2_OFFERS) {
+                Some(form) => {
+                    let (doc, content_type) = docs.v2.pick(form);
+                    respond(doc, content_type, headers, false)
+                }
+                None => bare(StatusCode::NOT_ACCEPTABLE),
+            });
         }
         if path == "/openapi/v3" {
             return Some(respond(&docs.v3_index, "application/json", headers, false));
         }
         let gv = path.strip_prefix("/openapi/v3/")?;
-        let Some((_, doc)) = docs.v3.iter().find(|(name, _)| name == gv) else {
+        let Some((_, forms)) = docs.v3.iter().find(|(name, _)| name == gv) else {
             return Some(Status::not_found_path().into_response());
         };
-        let hash = form_urlencoded::parse(query.as_bytes())
-            .find(|(k, _)| k == "hash")
-            .map(|(_, v)| v.into_owned());
-        match hash {
-            Some(h) if h != doc.hash => {
-                let location = format!("/openapi/v3/{gv}?hash={}", doc.hash);
-                let mut resp = Response::new(crate::api::empty_body());
-                *resp.status_mut() = StatusCode::MOVED_PERMANENTLY;
-                if let Ok(v) = HeaderValue::from_str(&location) {
-                    resp.headers_mut().insert(header::LOCATION, v);
-                }
-                Some(resp)
-            }
-            Some(_) => Some(respond(doc, "application/json", headers, true)),
-            None => Some(respond(doc, "application/json", headers, false)),
-        }
+        Some(group_version(gv, forms, query, headers))
     }
 }
 
-/// Whether the Accept header asks for the protobuf v2 document (any listed entry is enough:
-/// kubectl sends only that type).
-fn accepts_proto_v2(headers: &HeaderMap) -> bool {
-    headers
-        .get_all(header::ACCEPT)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| {
-            v.split(',').any(|entry| {
-                let media = entry.split(';').next().unwrap_or("").trim();
-                PROTO_V2.iter().any(|p| p.eq_ignore_ascii_case(media))
-            })
-        })
+/// handler3's HandleGroupVersion for a served group version: negotiation, then the `hash`
+/// query parameter (ignored when empty).
+fn group_version(gv: &str, forms: &Forms, query: &str, headers: &HeaderMap) -> Response<Body> {
+    let clauses = negotiate::accept_clauses(headers);
+    if clauses.is_empty() {
+        // An Accept header without a single media range: kube-openapi returns before
+        // negotiating, which answers 200 with nothing.
+        return bare(StatusCode::OK);
+    }
+    let Some(form) = negotiate::choose(&clauses, &V3_OFFERS) else {
+        return bare(StatusCode::NOT_ACCEPTABLE);
+    };
+    let (doc, content_type) = forms.pick(form);
+    let hash = form_urlencoded::parse(query.as_bytes())
+        .find(|(k, _)| k == "hash")
+        .map(|(_, v)| v.into_owned())
+        .filter(|v| !v.is_empty());
+    match hash {
+        Some(h) if h != doc.hash => {
+            let mut resp = bare(StatusCode::MOVED_PERMANENTLY);
+            let location = format!("/openapi/v3/{gv}?hash={}", doc.hash);
+            set(&mut resp, header::LOCATION, &location);
+            set(&mut resp, header::CONTENT_TYPE, content_type);
+            set(&mut resp, header::ETAG, &format!("\"{}\"", doc.hash));
+            resp
+        }
+        Some(_) => respond(doc, content_type, headers, true),
+        None => respond(doc, content_type, headers, false),
+    }
+}
+
+/// A response without a body, varying on Accept and not cached.
+fn bare(status: StatusCode) -> Response<Body> {
+    let mut resp = Response::new(crate::api::empty_body());
+    *resp.status_mut() = status;
+    let h = resp.headers_mut();
+    h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    h.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
+    resp
+}
+
+fn set(resp: &mut Response<Body>, name: header::HeaderName, value: &str) {
+    if let Ok(v) = HeaderValue::from_str(value) {
+        resp.headers_mut().insert(name, v);
+    }
 }
 
 fn respond(doc: &Doc, content_type: &str, headers: &HeaderMap, immutable: bool) -> Response<Body> {
@@ -197,5 +265,7 @@ fn respond(doc: &Doc, content_type: &str, headers: &HeaderMap, immutable: bool) 
     resp
 }
 
+#[cfg(test)]
+mod proto3_tests;
 #[cfg(test)]
 mod tests;

@@ -1,18 +1,18 @@
 //! The documents answer what kubectl looks for: GVK-tagged schemas with descriptions and patch
 //! strategies, PATCH operations with `fieldValidation`, a protobuf v2 that decodes, and kube's
-//! hash/ETag caching.
+//! content negotiation and hash/ETag caching.
 
 use super::*;
 use http_body_util::BodyExt;
 
 /// Documents of every resource kapi can serve, shared by the tests.
-fn handle(path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
+pub(super) fn handle(path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
     static ALL: OnceLock<OpenApi> = OnceLock::new();
     ALL.get_or_init(|| OpenApi::new(|_, _, _| true))
         .handle(path, headers)
 }
 
-fn get(path: &str, headers: &[(&str, &str)]) -> Response<Body> {
+pub(super) fn get(path: &str, headers: &[(&str, &str)]) -> Response<Body> {
     let mut h = HeaderMap::new();
     for (k, v) in headers {
         h.insert(
@@ -23,7 +23,7 @@ fn get(path: &str, headers: &[(&str, &str)]) -> Response<Body> {
     handle(path, &h).unwrap_or_else(|| panic!("{path} not handled"))
 }
 
-fn body(resp: Response<Body>) -> Vec<u8> {
+pub(super) fn body(resp: Response<Body>) -> Vec<u8> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -41,7 +41,7 @@ fn body(resp: Response<Body>) -> Vec<u8> {
     })
 }
 
-fn json_of(resp: Response<Body>) -> Value {
+pub(super) fn json_of(resp: Response<Body>) -> Value {
     serde_json::from_slice(&body(resp)).unwrap()
 }
 
@@ -270,6 +270,138 @@ fn v2_json_and_protobuf() {
         assert_eq!(patch.operation_id, "patchCoreV1NamespacedConfigMap");
         assert!(patch.parameters.len() >= 4);
     }
+}
+
+/// The content type and status of /openapi/v3/api/v1 (or `path`) asked with `accept`.
+fn answer(path: &str, accept: Option<&str>) -> (StatusCode, String) {
+    let headers: Vec<(&str, &str)> = accept.map(|a| ("accept", a)).into_iter().collect();
+    let resp = get(path, &headers);
+    assert_eq!(resp.headers()[header::VARY], "Accept", "{accept:?}");
+    let content_type = resp
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .map(|v| v.to_str().unwrap().to_string())
+        .unwrap_or_default();
+    (resp.status(), content_type)
+}
+
+#[test]
+fn v3_negotiates_like_handler3() {
+    const PB: &str = "application/com.github.proto-openapi.spec.v3.v1.0+protobuf";
+    const PB_AT: &str = "application/com.github.proto-openapi.spec.v3@v1.0+protobuf";
+    let json = (StatusCode::OK, "application/json".to_string());
+    let proto = (StatusCode::OK, PB.to_string());
+    let gv = "/openapi/v3/api/v1";
+    for (accept, want) in [
+        (None, &json),
+        (Some(""), &json),
+        (Some("*/*"), &json),
+        (Some("application/*"), &json),
+        (Some("application/json"), &json),
+        (Some(PB), &proto),
+        // The deprecated `@` form is answered, labelled with the `.` form.
+        (Some(PB_AT), &proto),
+        (Some("application/json;q=0.5, application/com.github.proto-openapi.spec.v3@v1.0+protobuf"), &proto),
+        (Some("text/html, application/com.github.proto-openapi.spec.v3.v1.0+protobuf;q=0.1"), &proto),
+        (Some("text/html, */*;q=0.1"), &json),
+        // q only orders the clauses: a q=0 clause still matches.
+        (Some("application/json;q=0"), &json),
+    ] {
+        assert_eq!(&answer(gv, accept), want, "{accept:?}");
+    }
+    for accept in [
+        "text/html",
+        "application/yaml",
+        "Application/JSON",
+        "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+    ] {
+        assert_eq!(
+            answer(gv, Some(accept)),
+            (StatusCode::NOT_ACCEPTABLE, String::new()),
+            "{accept}"
+        );
+    }
+    // No media range at all: kube-openapi answers 200 with nothing.
+    let resp = get(gv, &[("accept", "bogus")]);
+    assert_eq!(resp.status(), StatusCode::OK);
+    assert!(body(resp).is_empty());
+    // A group version that is not served is not found, whatever the Accept.
+    assert_eq!(
+        get("/openapi/v3/apis/apps/v1", &[("accept", PB)]).status(),
+        StatusCode::NOT_FOUND
+    );
+
+    // Both forms carry the hash of the JSON: the one the index links to.
+    let index = json_of(get("/openapi/v3", &[]));
+    let url = index["paths"]["api/v1"]["serverRelativeURL"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let hash = url.split_once("?hash=").unwrap().1;
+    let json_resp = get(gv, &[("accept", "application/json")]);
+    let etag = json_resp.headers()[header::ETAG].clone();
+    assert_eq!(etag, format!("\"{hash}\"").as_str());
+    assert_eq!(etag_of(&body(json_resp)), hash);
+    let proto_resp = get(&url, &[("accept", PB)]);
+    assert_eq!(proto_resp.status(), StatusCode::OK);
+    assert_eq!(proto_resp.headers()[header::ETAG], etag);
+    assert_eq!(proto_resp.headers()[header::CONTENT_TYPE], PB);
+    assert_eq!(
+        proto_resp.headers()[header::CACHE_CONTROL],
+        "public, immutable"
+    );
+    let doc = proto3::decode_v3(&body(proto_resp)).expect("decodes as openapi_v3.Document");
+    assert_eq!(doc.openapi, "3.0.0");
+    let unchanged = get(
+        gv,
+        &[("accept", PB), ("if-none-match", etag.to_str().unwrap())],
+    );
+    assert_eq!(unchanged.status(), StatusCode::NOT_MODIFIED);
+    let stale = get(&format!("{gv}?hash=00"), &[("accept", PB_AT)]);
+    assert_eq!(stale.status(), StatusCode::MOVED_PERMANENTLY);
+    assert_eq!(stale.headers()[header::LOCATION], url.as_str());
+    assert_eq!(stale.headers()[header::CONTENT_TYPE], PB);
+    // An empty hash is no hash.
+    let plain = get(&format!("{gv}?hash="), &[]);
+    assert_eq!(plain.status(), StatusCode::OK);
+    assert_eq!(plain.headers()[header::CACHE_CONTROL], "no-cache, private");
+}
+
+#[test]
+fn v2_negotiates_like_handler() {
+    const PB: &str = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf";
+    let v2 = "/openapi/v2";
+    for (accept, want) in [
+        (None, "application/json"),
+        (Some("*/*"), "application/json"),
+        (Some("application/*"), "application/json"),
+        (Some("text/html, application/*;q=0.5"), "application/json"),
+        (Some(PB), PB),
+        (Some("application/json;q=0.9, application/com.github.proto-openapi.spec.v2@v1.0+protobuf"), PB),
+    ] {
+        assert_eq!(
+            answer(v2, accept),
+            (StatusCode::OK, want.to_string()),
+            "{accept:?}"
+        );
+    }
+    // Unlike handler3, an Accept without a single media range is not acceptable either.
+    for accept in [
+        "text/html",
+        "bogus",
+        "application/com.github.proto-openapi.spec.v3.v1.0+protobuf",
+    ] {
+        assert_eq!(
+            answer(v2, Some(accept)),
+            (StatusCode::NOT_ACCEPTABLE, String::new()),
+            "{accept}"
+        );
+    }
+    // The protobuf answer carries the hash of the JSON, as kube-openapi's does.
+    let json_resp = get(v2, &[]);
+    let etag = json_resp.headers()[header::ETAG].clone();
+    assert_eq!(etag, format!("\"{}\"", etag_of(&body(json_resp))).as_str());
+    assert_eq!(get(v2, &[("accept", PB)]).headers()[header::ETAG], etag);
 }
 
 #[test]
