@@ -15,15 +15,6 @@ macro_rules! note {
     }};
 }
 
-/// `eprint!` likewise (no newline).
-#[macro_export]
-macro_rules! note_part {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = write!(std::io::stderr(), $($arg)*);
-    }};
-}
-
 pub mod api;
 pub mod cli;
 pub mod cmd;
