@@ -4,8 +4,9 @@
 //! `cargo bench` that is the release-profile build) on 127.0.0.1, port 0, with a temp data dir
 //! (embedded store). It creates leases, then measures GET, LIST (100 items) and UPDATE (PUT
 //! with the current resourceVersion, one lease per worker so there are no conflicts) of
-//! coordination.k8s.io/v1 leases over TLS + HTTP/2 (ALPN "h2" only), authenticated with the
-//! admin client certificate from `<data-dir>/admin.kubeconfig`.
+//! coordination.k8s.io/v1 leases, and CREATE (POST of a ~300-byte ConfigMap with
+//! `generateName`, every create a new object) over TLS + HTTP/2 (ALPN "h2" only),
+//! authenticated with the admin client certificate from `<data-dir>/admin.kubeconfig`.
 //!
 //! Concurrency 1, 16 and 64 are laid out as connections x streams like the h2load runs of
 //! the physical-limits kit: 1x1, 4x4, 8x8. Each cell runs a warm-up, then a fixed duration;
@@ -16,7 +17,7 @@
 //! Environment: `KAPI_BENCH_SECS` (measured seconds per cell, default 5),
 //! `KAPI_BENCH_WARMUP_MS` (default 1000), `KAPI_BENCH_RUNS` (default 3),
 //! `KAPI_BENCH_RESTARTS` (default 7), `KAPI_BENCH_LOADER_THREADS` (default 1, like
-//! `h2load -t1`), `KAPI_BENCH_OPS` (comma-separated subset of `get,list,update`; default all),
+//! `h2load -t1`), `KAPI_BENCH_OPS` (comma-separated subset of `get,list,update,create`; default all),
 //! `KAPI_BENCH_CONC` (comma-separated subset of `1,16,64`; default all; handy for profiling
 //! one cell), `KAPI_BENCH_SERVE_ARGS` (extra `kapi serve` flags, whitespace-separated, e.g.
 //! `--feature-gates=CoordinatedLeaderElection=false`), `KAPI_BENCH_BIN` (the `kapi` binary to
@@ -44,6 +45,8 @@ use std::time::{Duration, Instant};
 
 const GROUP_PATH: &str = "/apis/coordination.k8s.io/v1/namespaces";
 const LIST_NS: &str = "bench-list";
+/// Namespace the CREATE cells fill with ConfigMaps named from `generateName`.
+const CREATE_NS: &str = "bench-create";
 const RW_NS: &str = "bench-rw";
 const LIST_ITEMS: usize = 100;
 const RW_ITEMS: usize = 64;
@@ -57,6 +60,7 @@ enum Op {
     Get,
     List,
     Update,
+    Create,
 }
 
 impl Op {
@@ -65,6 +69,7 @@ impl Op {
             Op::Get => "GET",
             Op::List => "LIST (100 items)",
             Op::Update => "UPDATE",
+            Op::Create => "CREATE",
         }
     }
 }
@@ -120,7 +125,12 @@ fn all_conc() -> Vec<usize> {
 }
 
 fn all_ops() -> Vec<String> {
-    vec!["get".into(), "list".into(), "update".into()]
+    vec![
+        "get".into(),
+        "list".into(),
+        "update".into(),
+        "create".into(),
+    ]
 }
 
 fn lease(name: &str, ns: &str) -> Value {
@@ -137,9 +147,22 @@ fn now_micro() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
+/// The body of every CREATE: a ConfigMap named by the server from `generateName`, with a
+/// label and a few data keys (about 300 bytes, as a small real ConfigMap).
+fn configmap_body() -> Bytes {
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"generateName": "bench-", "namespace": CREATE_NS,
+                     "labels": {"app.kubernetes.io/name": "bench"}},
+        "data": {"mode": "fast", "replicas": "3",
+                 "config.yaml": "server:\n  port: 8080\n  timeout: 30s\nlog:\n  level: info\n"}
+    });
+    Bytes::from(serde_json::to_vec(&cm).unwrap_or_default())
+}
+
 /// Creates the namespaces and leases (idempotent: 409 counts as present).
 async fn populate(client: &reqwest::Client, url: &str) -> Res<()> {
-    for ns in [LIST_NS, RW_NS] {
+    for ns in [LIST_NS, RW_NS, CREATE_NS] {
         let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}});
         let resp = client
             .post(format!("{url}/api/v1/namespaces"))
@@ -194,13 +217,14 @@ struct Tally {
 /// are recorded.
 async fn worker(
     mut conn: loader::Conn,
-    (lease_url, list_url): (hyper::Uri, hyper::Uri),
+    (lease_url, list_url, create_url): (hyper::Uri, hyper::Uri, hyper::Uri),
     op: Op,
     measure_from: Instant,
     end: Instant,
 ) -> Tally {
     let mut tally = Tally::default();
     let mut current: Option<Bytes> = None;
+    let configmap = configmap_body();
     loop {
         let start = Instant::now();
         if start >= end {
@@ -211,6 +235,12 @@ async fn worker(
                 Op::Get | Op::List => {
                     let target = if op == Op::Get { &lease_url } else { &list_url };
                     let (ok, body) = loader::send(&mut conn, &Method::GET, target, None).await?;
+                    Ok((ok, body.len() as u64))
+                }
+                Op::Create => {
+                    let body = Some(configmap.clone());
+                    let (ok, body) =
+                        loader::send(&mut conn, &Method::POST, &create_url, body).await?;
                     Ok((ok, body.len() as u64))
                 }
                 Op::Update => {
@@ -291,7 +321,8 @@ async fn run_cell(
                 (c * streams + st) % RW_ITEMS
             );
             let list = format!("{url}{GROUP_PATH}/{LIST_NS}/leases");
-            let uris = (lease.parse()?, list.parse()?);
+            let create = format!("{url}/api/v1/namespaces/{CREATE_NS}/configmaps");
+            let uris = (lease.parse()?, list.parse()?, create.parse()?);
             let fut = worker(client.clone(), uris, op, measure_from, end);
             tasks.push(tokio::spawn(fut));
         }
@@ -384,7 +415,7 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
     populate(&admin, &server.url).await?;
     drop(admin);
 
-    let ops: Vec<Op> = [Op::Get, Op::List, Op::Update]
+    let ops: Vec<Op> = [Op::Get, Op::List, Op::Update, Op::Create]
         .into_iter()
         .filter(|op| {
             s.ops

@@ -3,8 +3,8 @@
 #
 #   scripts/bench-ratio.sh [ROUNDS]        # default 6 rounds, each: ceiling run + kapi run
 #
-# The API bars are ratios to ceilings (UPDATE c=64 against the group-commit fsync server,
-# GET c=64 against the bare hyper+rustls server). This machine's speed moves by ~1.3x within
+# The API bars are ratios to ceilings (UPDATE and CREATE c=64 against the group-commit fsync
+# server, GET c=64 against the bare hyper+rustls server). This machine's speed moves by ~1.3x within
 # minutes, so a ceiling measured minutes before kapi can be off by that much. Here each round
 # runs the ceiling and kapi back to back for the same few seconds (the order alternates from
 # round to round), and the ratio is taken per round; the median of the rounds is the figure.
@@ -12,10 +12,10 @@
 # Loads, as the limits kit's run.sh and benches/api.rs do: HTTP/2 over TLS, 8 connections x
 # 8 streams, one loader thread. Ceiling: h2load PUT of the kit's 500-byte lease (group commit)
 # or GET, 1 s warm-up. kapi: `cargo bench --bench api` with KAPI_BENCH_OPS=update|get,
-# KAPI_BENCH_CONC=64, one run per round (set KAPI_BENCH_BIN to measure another build).
+# KAPI_BENCH_CONC=64 (OPS=create: KAPI_BENCH_OPS=create), one run per round (set KAPI_BENCH_BIN to measure another build).
 #
 # Environment: LIMITS (the kit's folder, default ../shared/bench/limits), SECS (seconds per
-# run, default 4), OPS (default "update get"). Needs h2load and the kit built by its run.sh
+# run, default 4), OPS (default "update get"; add "create"). Needs h2load and the kit built by its run.sh
 # (CARGO_TARGET_DIR=/tmp/limits-target); 127.0.0.1:8443 must be free.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -51,7 +51,7 @@ trap 'echo "bench-ratio: interrupted; the round in progress is not reported" >&2
 # ceiling OP: prints the limits server's ops/s for one run
 ceiling() {
     local args=() body=()
-    if [[ $1 == update ]]; then
+    if [[ $1 == update || $1 == create ]]; then
         args=(--durability group --wal "$SCRATCH/wal.log")
         body=(-d "$LIMITS/lease.json" -H ':method: PUT')
     fi
@@ -69,6 +69,7 @@ ceiling() {
 kapi() {
     local row=UPDATE
     [[ $1 == get ]] && row=GET
+    [[ $1 == create ]] && row=CREATE
     KAPI_BENCH_OPS=$1 KAPI_BENCH_CONC=64 KAPI_BENCH_SECS=$SECS KAPI_BENCH_RUNS=1 KAPI_BENCH_RESTARTS=1 \
         cargo bench -q --bench api > "$SCRATCH/kapi.txt" 2>&1 || true
     awk -F' *\\| *' -v r="$row" '$2 == r && $3 == 64 {print $4}' "$SCRATCH/kapi.txt"

@@ -7,6 +7,10 @@ counts user-space instructions only (no kernel work: sockets, fsync), so it comp
 bench rather than replacing it.
 
     .tools/venv/bin/python scripts/instr-per-update.py target/release/kapi [THREADS] [PER_THREAD] [-- serve flags]
+    .tools/venv/bin/python scripts/instr-per-update.py --create target/release/kapi ...
+
+With --create it counts instructions per CREATE instead: a POST of the API bench's ConfigMap
+(`generateName`, so every create makes a new object) to the namespace `default`.
 
 Starts `kapi serve` under callgrind on a temp data dir, creates one lease per thread, opens
 one HTTPS connection per thread (HTTP/1.1, the admin client certificate), warms up, zeroes
@@ -34,6 +38,9 @@ import yaml
 
 def main():
     args = sys.argv[1:]
+    create = "--create" in args[: args.index("--") if "--" in args else len(args)]
+    if create:
+        args.remove("--create")
     serve_flags = []
     if "--" in args:
         at = args.index("--")
@@ -50,7 +57,7 @@ def main():
          f"{tmp}/data"] + serve_flags,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        run(server, tmp, threads, per)
+        run(server, tmp, threads, per, create)
     finally:
         server.terminate()
         server.wait()
@@ -61,7 +68,15 @@ def main():
                 os.remove(f"{tmp}/{name}")
 
 
-def run(server, tmp, threads, per):
+CONFIGMAP = {
+    "apiVersion": "v1", "kind": "ConfigMap",
+    "metadata": {"generateName": "bench-", "labels": {"app.kubernetes.io/name": "bench"}},
+    "data": {"mode": "fast", "replicas": "3",
+             "config.yaml": "server:\n  port: 8080\n  timeout: 30s\nlog:\n  level: info\n"},
+}
+
+
+def run(server, tmp, threads, per, create):
     kubeconfig = None
     for line in server.stderr:
         if line.startswith("export KUBECONFIG="):
@@ -114,6 +129,8 @@ def run(server, tmp, threads, per):
     failures = []
 
     def work(i, n):
+        if create:
+            return work_create(i, n)
         s, obj = sessions[i], objects[i]
         for _ in range(n):
             obj["spec"]["renewTime"] = now()
@@ -124,6 +141,17 @@ def run(server, tmp, threads, per):
                 return
             obj = r.json()
         objects[i] = obj
+
+    cm_url = url + "/api/v1/namespaces/default/configmaps"
+    cm_body = json.dumps(CONFIGMAP)
+
+    def work_create(i, n):
+        s = sessions[i]
+        for _ in range(n):
+            r = s.post(cm_url, data=cm_body, headers={"Content-Type": "application/json"})
+            if r.status_code != 201:
+                failures.append(f"{r.status_code} {r.text}")
+                return
 
     def round_of(n):
         ts = [threading.Thread(target=work, args=(i, n)) for i in range(threads)]
@@ -140,14 +168,15 @@ def run(server, tmp, threads, per):
     subprocess.run(["callgrind_control", "-d", str(server.pid)], check=True, capture_output=True)
     time.sleep(1)
     if failures:
-        sys.exit(f"{len(failures)} updates failed, first: {failures[0]}")
+        sys.exit(f"{len(failures)} requests failed, first: {failures[0]}")
     dump = sorted(f for f in os.listdir(tmp) if f.startswith("callgrind.") and f.endswith(".1"))
     if not dump:
         sys.exit("callgrind wrote no dump")
     with open(f"{tmp}/{dump[0]}") as f:
         total = next(int(line.split()[1]) for line in f if line.startswith("summary:"))
     n = threads * per
-    print(f"{total / n / 1000:.1f}k instructions per update ({n} updates, {threads} connections, "
+    what = "create" if create else "update"
+    print(f"{total / n / 1000:.1f}k instructions per {what} ({n} {what}s, {threads} connections, "
           f"{n / took:.0f}/s under valgrind); dump: {tmp}/{dump[0]}")
 
 

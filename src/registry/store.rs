@@ -170,8 +170,10 @@ impl GenericStore {
         if !self.strategy.info().namespaced {
             return Ok(());
         }
+        // From the watch cache, as kube-apiserver's NamespaceLifecycle reads its informer (a
+        // namespace the cache does not hold yet is read from storage).
         let key = format!("{}/namespaces/{}", self.prefix, namespace);
-        let kv = match self.storage.get(&key).await {
+        let kv = match self.storage.get_cached(&key).await {
             Ok(kv) => kv,
             Err(storage::Error::NotFound { .. }) => {
                 return Err(Error::NotFound {
@@ -182,8 +184,7 @@ impl GenericStore {
             }
             Err(e) => return Err(self.storage_error(name, e)),
         };
-        let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-        if ns.at("/status/phase").and_then(Value::as_str) == Some("Terminating") {
+        if namespace_phase(&kv.value).as_deref() == Some("Terminating") {
             let i = self.strategy.info();
             return Err(Error::Forbidden {
                 group: i.group.into(),
@@ -273,58 +274,67 @@ impl GenericStore {
     /// from `generateName` that is taken already is made again, up to
     /// [`MAX_NAME_GENERATION_CREATE_ATTEMPTS`] times in all, as kube-apiserver's
     /// createWithGenerateNameRetry (KEP-4420), so clients see no collisions.
-    pub async fn create(&self, ctx: &Context, obj: Value) -> Result<Value> {
-        let ns = ctx.namespace.clone();
-        self.admit_namespace(&ns, name_of(&obj)).await?;
-        if !needs_name_generation(&obj) {
-            return self.create_once(ctx, obj).await;
-        }
+    /// The result is shared with the memo, so the response and the watchers encode it once.
+    pub async fn create(&self, ctx: &Context, obj: Value) -> Result<Arc<Decoded>> {
+        self.admit_namespace(&ctx.namespace, name_of(&obj)).await?;
+        let generated = needs_name_generation(&obj);
+        let mut obj = obj;
         let mut attempts = 1;
         loop {
-            match self.create_once(ctx, obj.clone()).await {
-                Err(Error::AlreadyExists { .. })
-                    if attempts < MAX_NAME_GENERATION_CREATE_ATTEMPTS =>
-                {
+            match self.create_once(ctx, obj).await? {
+                Attempt::Created(done) => return Ok(done),
+                Attempt::Taken { error, stored } => {
+                    if !generated || attempts >= MAX_NAME_GENERATION_CREATE_ATTEMPTS {
+                        return Err(error);
+                    }
                     attempts += 1;
+                    // The attempt took the object; it comes back from what was to be stored
+                    // (collisions are rare, so the common path copies nothing), without the
+                    // name, so that preparing it again makes a new one.
+                    obj = self.decode_fresh(&KeyValue {
+                        key: String::new(),
+                        value: stored,
+                        create_revision: 0,
+                        mod_revision: 0,
+                    })?;
+                    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                        meta.remove("name");
+                        meta.remove("resourceVersion");
+                    }
                 }
-                result => return result,
             }
         }
     }
 
     /// One attempt of [`Self::create`]: system fields, the name, validation, the write.
-    async fn create_once(&self, ctx: &Context, mut obj: Value) -> Result<Value> {
+    async fn create_once(&self, ctx: &Context, mut obj: Value) -> Result<Attempt> {
         let ns = ctx.namespace.clone();
         self.prepare_create(ctx, &mut obj)?;
         let name = name_of(&obj).to_string();
         let key = self.key(&ns, &name);
+        let generated = obj.at("/metadata/generateName").is_some();
+        let i = self.strategy.info();
+        let taken = |stored| Attempt::Taken {
+            error: Error::AlreadyExists {
+                group: i.group.into(),
+                resource: i.resource.into(),
+                name: name.clone(),
+                generated,
+            },
+            stored,
+        };
         if ctx.dry_run {
             // Encoding checks the size limit, which applies to dry runs too.
-            self.encode(obj.clone())?;
+            let stored = self.encode(obj.clone())?;
             return match self.storage.get(&key).await {
-                Ok(_) => {
-                    Err(self
-                        .storage_error(&name, storage::Error::AlreadyExists { key: name.clone() }))
-                }
-                Err(_) => Ok(obj),
+                Ok(_) => Ok(taken(stored)),
+                Err(_) => Ok(Attempt::Created(Arc::new(Decoded::new(obj)))),
             };
         }
-        let generated = obj.at("/metadata/generateName").is_some();
-        match self
-            .storage
-            .create(&key, self.encode_for_write(&key, obj)?, None)
-            .await
-        {
-            Ok(kv) => self.decode_kv(&kv),
-            Err(storage::Error::AlreadyExists { .. }) => {
-                let i = self.strategy.info();
-                Err(Error::AlreadyExists {
-                    group: i.group.into(),
-                    resource: i.resource.into(),
-                    name,
-                    generated,
-                })
-            }
+        let stored = self.encode_for_write(&key, obj)?;
+        match self.storage.create(&key, stored.clone(), None).await {
+            Ok(kv) => Ok(Attempt::Created(self.decode_shared(&kv)?)),
+            Err(storage::Error::AlreadyExists { .. }) => Ok(taken(stored)),
             Err(e) => Err(self.storage_error(&name, e)),
         }
     }
@@ -568,6 +578,31 @@ fn spec_changed(new: &Value, old: &Value) -> bool {
 /// Server time in RFC 3339 with seconds (metav1.Time).
 pub(crate) fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// `status.phase` of a stored namespace, read without building its JSON tree (every create
+/// in a namespace asks).
+fn namespace_phase(stored: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Namespace {
+        status: Option<NamespaceStatus>,
+    }
+    #[derive(serde::Deserialize)]
+    struct NamespaceStatus {
+        phase: Option<String>,
+    }
+    serde_json::from_slice::<Namespace>(stored)
+        .ok()?
+        .status?
+        .phase
+}
+
+/// How one attempt of a create ended.
+enum Attempt {
+    /// The object was created (or would be, on a dry run).
+    Created(Arc<Decoded>),
+    /// The name is taken: the 409 to answer, and the object as it was to be stored.
+    Taken { error: Error, stored: bytes::Bytes },
 }
 
 /// How many times a create whose name comes from `generateName` is tried in all

@@ -113,19 +113,20 @@ impl GenericStore {
         self.field_validation(ctx, obj, &unknown)
     }
 
-    /// [`Self::decode_request`] of a JSON body still in bytes, for a request naming `name`,
-    /// decoded straight into the typed struct. None when that does not give the same result
-    /// as decoding the tree: the body is not the type's JSON (a wrong apiVersion or kind, a
-    /// parse error, wrong field types: the tree path names the cause) or does not carry the
-    /// URL's name (the tree path inserts or rejects it before the round trip).
+    /// [`Self::decode_request`] of a JSON body still in bytes, decoded straight into the typed
+    /// struct; `name` is the name a request's URL gives (None for a create, which names none).
+    /// None when that does not give the same result as decoding the tree: the body is not
+    /// the type's JSON (a wrong apiVersion or kind, a parse error, wrong field types: the tree
+    /// path names the cause) or does not carry the URL's name (the tree path inserts or
+    /// rejects it before the round trip).
     pub fn decode_json_request(
         &self,
         ctx: &Context,
         body: &[u8],
-        name: &str,
+        name: Option<&str>,
     ) -> Option<Result<(Value, Vec<String>)>> {
         let (obj, unknown) = self.strategy.canonicalize(Input::Json(body)).ok()?;
-        if name_of(&obj) != name {
+        if name.is_some_and(|name| name_of(&obj) != name) {
             return None;
         }
         Some(self.field_validation(ctx, obj, &unknown))

@@ -52,7 +52,7 @@ pub(super) fn ctx(ns: &str) -> Context {
 
 pub(super) async fn create(s: &GenericStore, c: &Context, obj: Value) -> Result<Value> {
     let (obj, _) = s.decode_request(c, obj)?;
-    s.create(c, obj).await
+    Ok(s.create(c, obj).await?.obj.clone())
 }
 
 pub(super) async fn make_ns(r: &Registry, name: &str) -> Value {

@@ -159,9 +159,16 @@ async fn json_bodies_decode_straight_into_the_type_as_through_the_tree() {
         with(FieldValidation::Warn),
         with(FieldValidation::Ignore),
     ] {
-        for (s, body, fast) in &cases {
-            let direct = s.decode_json_request(&c, body.as_bytes(), "x");
-            assert_eq!(direct.is_some(), *fast, "{body}");
+        // Named as an update's URL names it, and unnamed as a create: without a URL name the
+        // body's own name (or none) is taken, so only the name cases may differ.
+        for ((s, body, fast), name) in cases
+            .iter()
+            .flat_map(|case| [(case, Some("x")), (case, None)])
+        {
+            let direct = s.decode_json_request(&c, body.as_bytes(), name);
+            if name.is_some() || *fast {
+                assert_eq!(direct.is_some(), *fast, "{body} {name:?}");
+            }
             let Some(direct) = direct else { continue };
             let tree: Value = serde_json::from_str(body).unwrap();
             match (direct, s.decode_request(&c, tree)) {

@@ -229,6 +229,14 @@ pub trait Storage: Send + Sync + 'static {
     /// Reads one key at the latest revision. `Err(NotFound)` when absent.
     async fn get(&self, key: &str) -> Result<KeyValue>;
 
+    /// Reads one key from the copy the store keeps in memory (the watch cache), which may be
+    /// a moment behind the latest revision; from the backend when that copy does not hold it.
+    /// For checks that kube-apiserver answers from an informer's cache, such as
+    /// NamespaceLifecycle admission. `Err(NotFound)` when absent.
+    async fn get_cached(&self, key: &str) -> Result<KeyValue> {
+        self.get(key).await
+    }
+
     /// Lists the keys under `prefix` (which must end with `/`).
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult>;
 

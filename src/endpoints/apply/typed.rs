@@ -406,13 +406,17 @@ pub(crate) fn strip(set: &mut Set, gvk: &GroupVersionKind, subresource: &str) {
         "managedFields",
         "resourceVersion",
     ];
-    let f = |s: &str| -> Element { fieldpath::field(s) };
+    // Compared as `f:` + name without building the element (this runs for every path).
+    let is_meta = |e: &Element| {
+        e.strip_prefix("f:")
+            .is_some_and(|name| META.contains(&name))
+    };
     set.retain(|p| {
         let first = p.first().map(String::as_str);
         match (first, p.get(1)) {
             (Some("f:apiVersion" | "f:kind"), _) => false,
             (Some("f:metadata"), None) => false,
-            (Some("f:metadata"), Some(second)) => !META.iter().any(|m| *second == f(m)),
+            (Some("f:metadata"), Some(second)) => !is_meta(second),
             (Some("f:status"), _) => {
                 !(gvk.kind == "Namespace" && gvk.group.is_empty() && subresource.is_empty())
             }

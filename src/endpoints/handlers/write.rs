@@ -80,26 +80,38 @@ pub(crate) async fn create(store: &GenericStore, req: &Req<'_>) -> Response<Body
     let info = store.strategy().info();
     let prepared = (|| {
         check_field_manager(req)?;
-        let ctx = req
-            .query
-            .context(req.namespace(), &req.ctx.user, "CreateOptions")?;
-        let body = decode_body(req.headers, req.body, &gvk_of(info))?;
-        Ok::<_, Status>((ctx, body))
+        req.query
+            .context(req.namespace(), &req.ctx.user, "CreateOptions")
     })();
-    let (ctx, body) = match prepared {
+    let ctx = match prepared {
         Ok(p) => p,
         Err(s) => return status_response(s),
     };
     if !req.name().is_empty() {
         return Status::not_found_path().into_response();
     }
-    let (mut obj, warnings) = match store.decode_request(&ctx, body) {
+    // A JSON body of the resource's own type decodes straight into the typed struct; anything
+    // else (YAML, protobuf, a body that path cannot take) goes through the JSON tree.
+    let fast = is_json_body(req.headers)
+        .then(|| store.decode_json_request(&ctx, req.body, None))
+        .flatten();
+    let decoded = match fast {
+        Some(d) => d,
+        None => {
+            let body = match decode_body(req.headers, req.body, &gvk_of(info)) {
+                Ok(b) => b,
+                Err(s) => return status_response(s),
+            };
+            store.decode_request(&ctx, body)
+        }
+    };
+    let (mut obj, warnings) = match decoded {
         Ok(d) => d,
         Err(e) => return error_response(&e),
     };
     track_managed_fields(None, &mut obj, &manager(req), "");
     match store.create(&ctx, obj).await {
-        Ok(o) => respond(req, 201, &o, &warnings),
+        Ok(o) => respond_object(req, 201, &o, &warnings),
         Err(e) => error_response(&e),
     }
 }
@@ -118,7 +130,7 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
     // (and any body that path cannot take as it is) goes through the JSON tree.
     let decode = || -> Result<(Value, Vec<String>), Response<Body>> {
         let fast = is_json_body(req.headers)
-            .then(|| store.decode_json_request(&ctx, req.body, req.name()))
+            .then(|| store.decode_json_request(&ctx, req.body, Some(req.name())))
             .flatten();
         let decoded = match fast {
             Some(d) => d,

@@ -2,7 +2,7 @@
 //! (`<prefix>/<resource>/`) one backend watch feeds an in-memory copy and every watcher of
 //! that resource. Served from memory: lists at `Any` / `NotOlderThan` (after waiting briefly
 //! for the cache to catch up, else from the backend) and watches whose start is still in the
-//! cache's event ring. Everything else — reads at `Latest` or `Exact`, writes, older watches —
+//! cache's event ring, and [`Storage::get_cached`] of a key the cache holds. Everything else — reads at `Latest` or `Exact`, writes, older watches —
 //! goes to the backend. A watch without heartbeats ([`Storage::watch_without_heartbeats`])
 //! is not sent the updates the writer marked as heartbeats, live or replayed from the ring.
 
@@ -91,6 +91,13 @@ impl Cacher {
 #[async_trait::async_trait]
 impl Storage for Cacher {
     async fn get(&self, key: &str) -> Result<KeyValue> {
+        self.backend.get(key).await
+    }
+
+    async fn get_cached(&self, key: &str) -> Result<KeyValue> {
+        if let Some(kv) = self.cache(key).await.and_then(|rc| rc.get(key)) {
+            return Ok(kv);
+        }
         self.backend.get(key).await
     }
 

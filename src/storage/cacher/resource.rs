@@ -107,6 +107,11 @@ impl ResourceCache {
     }
 
     /// A page of the cached keys under `prefix` (a sub-prefix of the resource).
+    /// The cached value of `key`, if the cache holds it.
+    pub fn get(&self, key: &str) -> Option<KeyValue> {
+        self.read().items.get(key).cloned()
+    }
+
     pub fn list(&self, prefix: &str, opts: &ListOptions) -> ListResult {
         let st = self.read();
         let from = match &opts.start_key {
