@@ -7,6 +7,7 @@ pub mod json;
 pub mod request_info;
 pub mod selectors;
 pub mod status;
+pub mod time;
 pub mod well_known;
 
 pub use gvk::{GroupVersionKind, GroupVersionResource};

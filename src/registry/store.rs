@@ -575,10 +575,7 @@ fn spec_changed(new: &Value, old: &Value) -> bool {
     strip(new) != strip(old)
 }
 
-/// Server time in RFC 3339 with seconds (metav1.Time).
-pub(crate) fn now_rfc3339() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
-}
+pub(crate) use crate::api::time::now_rfc3339;
 
 /// `status.phase` of a stored namespace, read without building its JSON tree (every create
 /// in a namespace asks).

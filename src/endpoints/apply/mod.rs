@@ -220,21 +220,9 @@ impl<'a> Manager<'a> {
     }
 }
 
-/// The current second as a managedFields time (metav1.Time: RFC 3339, UTC, seconds). Every
-/// modifying write asks for it, so each thread formats a second once and reuses the text.
+/// The current second as a managedFields time (metav1.Time: RFC 3339, UTC, seconds).
 fn now() -> String {
-    use std::cell::RefCell;
-    thread_local! {
-        static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
-    }
-    let at = chrono::Utc::now();
-    LAST.with_borrow_mut(|(second, text)| {
-        if *second != at.timestamp() {
-            *second = at.timestamp();
-            *text = at.format("%Y-%m-%dT%H:%M:%SZ").to_string();
-        }
-        text.clone()
-    })
+    crate::api::time::now_rfc3339()
 }
 
 /// Managers from an object's `managedFields`, field sets decoded (so `set` may be read as is).
