@@ -145,8 +145,8 @@ impl GenericStore {
             storage::Error::Compacted { requested, oldest } => Error::Expired {
                 message: format!("too old resource version: {requested} ({})", oldest - 1),
             },
-            storage::Error::Unavailable(m) => Error::Unavailable(m),
-            other => Error::Internal(other.to_string()),
+            e @ storage::Error::Unavailable { .. } => Error::Unavailable(e.detail()),
+            other => Error::Internal(storage::Chain(&other).to_string()),
         }
     }
 

@@ -269,3 +269,27 @@ async fn only_renewals_are_written_as_heartbeats() {
         }
     }
 }
+
+/// A backend failure reaches the client with its cause: an unreachable store is a 503 naming
+/// what failed and why, anything else a 500 carrying the whole chain.
+#[tokio::test]
+async fn backend_failures_keep_their_cause_in_the_message() {
+    let (_d, r) = registry().await;
+    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
+    let refused = std::io::Error::other("connection refused");
+    let down = crate::storage::Error::unavailable("etcd request failed").caused_by(refused);
+    match leases.storage_error("l", down) {
+        Error::Unavailable(m) => assert_eq!(m, "etcd request failed: connection refused"),
+        other => panic!("{other:?}"),
+    }
+    let full = std::io::Error::other("no space left on device");
+    let failed =
+        crate::storage::Error::io("the write transaction was not committed").caused_by(full);
+    match leases.storage_error("l", failed) {
+        Error::Internal(m) => assert_eq!(
+            m,
+            "storage write failed: the write transaction was not committed: no space left on device"
+        ),
+        other => panic!("{other:?}"),
+    }
+}

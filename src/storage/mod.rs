@@ -15,7 +15,7 @@ mod watch;
 
 pub use cacher::{Cacher, CacherOptions};
 pub use embedded::EmbeddedStore;
-pub use error::{Error, Result};
+pub use error::{Chain, Error, Result, Source};
 pub use etcd::{EtcdStore, EtcdTls};
 
 use bytes::Bytes;
@@ -336,7 +336,7 @@ async fn open_backend(config: &Config) -> Result<std::sync::Arc<dyn Storage>> {
             let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&dir, interval))
                 .await
                 .map_err(|e| {
-                    Error::Unavailable(format!("opening the embedded store failed: {e}"))
+                    Error::unavailable("opening the embedded store failed").caused_by(e)
                 })??;
             Ok(std::sync::Arc::new(store))
         }

@@ -6,8 +6,8 @@
 
 use crate::storage::watch::{self, Hub};
 use crate::storage::{
-    Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage, WatchEvent,
-    WatchStream,
+    Chain, Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage,
+    WatchEvent, WatchStream,
 };
 use futures::StreamExt;
 use std::collections::{BTreeMap, VecDeque};
@@ -301,7 +301,7 @@ async fn reflect(
                 };
                 c.apply(ev);
             }
-            Err(Error::Unavailable("the backend watch ended".into()))
+            Err(Error::unavailable("the backend watch ended"))
         };
         let res: Result<()> = tokio::select! {
             _ = stop.cancelled() => return,
@@ -314,7 +314,7 @@ async fn reflect(
                 need_list = true;
             }
             Err(e) => {
-                tracing::warn!(prefix = %prefix, error = %e, "watch cache lost its backend watch; retrying");
+                tracing::warn!(prefix = %prefix, error = %Chain(&e), "watch cache lost its backend watch; retrying");
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep(backoff) => {}

@@ -11,7 +11,7 @@ use super::codec::{Change, Index};
 use super::read::value_at;
 use super::tables::{self, Opener, EXPIRY, HISTORY, LATEST, META};
 use crate::storage::watch::Hub;
-use crate::storage::{Error, KeyValue, Result, Revision, WatchEvent};
+use crate::storage::{Error, KeyValue, Result, Revision, Source, WatchEvent};
 use bytes::Bytes;
 use redb::{Durability, ReadableTable, Table};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -101,10 +101,6 @@ pub(crate) fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-fn io(e: impl std::fmt::Display) -> Error {
-    Error::Io(e.to_string())
-}
-
 /// Damage found while writing fails the transaction like a redb error.
 fn corrupt(e: Error) -> redb::Error {
     redb::Error::Corrupted(e.to_string())
@@ -181,8 +177,12 @@ impl Writer {
             Err(e) => {
                 (self.revision, self.compacted) = start;
                 tracing::error!(error = %e, "embedded store: write transaction failed; its writes were not acknowledged");
+                let cause: Source = Arc::new(e);
                 for r in replies {
-                    r.fail(io(&e));
+                    r.fail(
+                        Error::io("the write transaction was not committed")
+                            .with_source(cause.clone()),
+                    );
                 }
                 self.recover();
             }
@@ -435,10 +435,10 @@ impl Writer {
     /// superseded, and a delete leaves nothing to keep.
     fn compact(&mut self, t: &mut Tables, revision: Revision) -> Result<Result<()>, redb::Error> {
         if revision > self.revision {
-            return Ok(Err(Error::Aborted(format!(
-                "cannot compact to revision {revision}: the current revision is {}",
-                self.revision
-            ))));
+            return Ok(Err(Error::TooLargeRevision {
+                requested: revision,
+                current: self.revision,
+            }));
         }
         if revision <= self.compacted {
             return Ok(Ok(()));
