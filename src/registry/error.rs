@@ -257,6 +257,13 @@ pub enum Error {
 }
 
 impl Error {
+    /// This error as the refusal of a storage update function or delete check: it goes through
+    /// storage as itself, and the storage boundary (`GenericStore::storage_error`) takes it
+    /// back out unchanged.
+    pub(crate) fn abort(self) -> crate::storage::Error {
+        crate::storage::Error::Aborted(Box::new(self))
+    }
+
     /// A 422 with one field error.
     pub fn invalid(group: &str, kind: &str, name: &str, errors: Vec<FieldError>) -> Self {
         Error::Invalid {

@@ -2,7 +2,7 @@
 //! itself (unreachable, damaged data, a failed write) says what failed and keeps the error of
 //! the engine or client underneath (redb, etcd-client, std::io) as its source, so whoever
 //! reports it prints the whole chain once ([`Chain`]). An error of a caller's update function
-//! or delete check passes through ([`Error::Aborted`]).
+//! or delete check passes through as it is ([`Error::Aborted`]).
 
 use std::sync::Arc;
 
@@ -72,8 +72,9 @@ pub enum Error {
         /// The error underneath, when there is one.
         source: Option<Source>,
     },
-    /// Error returned by a caller's update function or delete check, passed through.
-    Aborted(String),
+    /// The error of a caller's update function or delete check, passed through unchanged for
+    /// the caller to downcast back to its own type (boxed only when an update is refused).
+    Aborted(Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl std::fmt::Display for Error {
@@ -93,7 +94,7 @@ impl std::fmt::Display for Error {
             Error::Unavailable { context, .. } => write!(f, "storage unavailable: {context}"),
             Error::Corrupt { context, .. } => write!(f, "storage corrupt: {context}"),
             Error::Io { context, .. } => write!(f, "storage write failed: {context}"),
-            Error::Aborted(message) => f.write_str(message),
+            Error::Aborted(e) => e.fmt(f),
         }
     }
 }
@@ -104,6 +105,8 @@ impl std::error::Error for Error {
             Error::Unavailable { source, .. }
             | Error::Corrupt { source, .. }
             | Error::Io { source, .. } => source.as_deref().map(|s| s as _),
+            // Transparent: the caller's error is shown as itself, so its sources are ours.
+            Error::Aborted(e) => e.source(),
             _ => None,
         }
     }
@@ -205,5 +208,18 @@ mod tests {
             err.detail(),
             "the write transaction was not committed: no space left on device"
         );
+    }
+
+    #[test]
+    fn an_aborted_error_is_the_callers_own() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("precondition failed")]
+        struct Mine;
+        let err = Error::Aborted(Box::new(Mine));
+        assert_eq!(err.to_string(), "precondition failed");
+        let Error::Aborted(inner) = err else {
+            unreachable!("built as Aborted")
+        };
+        assert!(inner.downcast::<Mine>().is_ok());
     }
 }
