@@ -179,6 +179,16 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 }],
                 ..Default::default()
             }),
+        // The endpoints' own errors, raised in a transform (handlers/write.rs).
+        Error::Transform(e) => {
+            if let Some(e) = e.downcast_ref::<PatchError>() {
+                Status::from(e)
+            } else if let Some(e) = e.downcast_ref::<ApplyError>() {
+                Status::from(e)
+            } else {
+                to_status(&Error::Internal(e.to_string()))
+            }
+        }
         #[allow(unreachable_patterns)]
         other => Status::internal(format!("Internal error occurred: {other}")),
     }
@@ -365,5 +375,28 @@ mod tests {
         for (status, want) in cases {
             assert_eq!(String::from_utf8(status.to_json()).unwrap(), want);
         }
+    }
+
+    #[test]
+    fn a_transforms_own_error_is_answered_as_itself() {
+        let too_many = Error::transform(PatchError::TooManyOperations {
+            max: 10_000,
+            got: 10_001,
+        });
+        let s = to_status(&too_many);
+        assert_eq!((s.code, s.reason.as_str()), (413, "RequestEntityTooLarge"));
+        let conflict = Error::transform(ApplyError::Conflict {
+            causes: vec![(".spec.x".into(), "\"m\"".into())],
+        });
+        let s = to_status(&conflict);
+        assert_eq!((s.code, s.details.causes.len()), (409, 1));
+        #[derive(Debug, thiserror::Error)]
+        #[error("unexpected")]
+        struct Unknown;
+        let s = to_status(&Error::transform(Unknown));
+        assert_eq!(
+            (s.code, s.message.as_str()),
+            (500, "Internal error occurred: unexpected")
+        );
     }
 }

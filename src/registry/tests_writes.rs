@@ -324,6 +324,16 @@ async fn errors_raised_inside_a_storage_update_come_back_typed() {
         matches!(&got, Err(Error::BadRequest(m)) if m == "refused by the caller"),
         "{got:?}"
     );
+    // A caller's error of its own type comes back as that type.
+    #[derive(Debug, thiserror::Error)]
+    #[error("the patch does not apply")]
+    struct NotApplicable;
+    let own = |_: Option<&Value>| Err(Error::transform(NotApplicable));
+    let got = timed(leases.update(&ctx("default"), "l", "", false, &own)).await;
+    let Err(Error::Transform(e)) = got else {
+        panic!("{got:?}")
+    };
+    assert!(e.downcast_ref::<NotApplicable>().is_some(), "{e:?}");
 
     // An object just under the size limit, kept by a finalizer: marking it deleted makes it
     // too large, which is a 413 like any other write over the limit.

@@ -197,7 +197,6 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
         Ok(c) => c,
         Err(s) => return status_response(s),
     };
-    let patch_failure: Mutex<Option<Status>> = Mutex::new(None);
     let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let sub = req.ctx.info.subresource.as_str();
     let mgr = manager(req);
@@ -205,12 +204,8 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
         let Some(current) = current else {
             return Err(store.not_found(req.name()));
         };
-        let patched = apply_patch(patch_type, current, req.body, &gvk).map_err(|e| {
-            if let Ok(mut f) = patch_failure.lock() {
-                *f = Some(Status::from(&e));
-            }
-            registry::Error::BadRequest(e.to_string())
-        })?;
+        let patched =
+            apply_patch(patch_type, current, req.body, &gvk).map_err(registry::Error::transform)?;
         let mut patched_name_check = patched;
         ensure_name(&mut patched_name_check, req.name())
             .map_err(|e| registry::Error::BadRequest(e.to_string()))?;
@@ -225,10 +220,7 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
     let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
     match result {
         Ok(w) => respond_object(req, 200, &w.object, &warnings),
-        Err(e) => match patch_failure.lock().ok().and_then(|mut f| f.take()) {
-            Some(s) => s.into_response(),
-            None => error_response(&e),
-        },
+        Err(e) => error_response(&e),
     }
 }
 
@@ -264,15 +256,10 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     if let Err(e) = store.decode_request(&ctx, applied.clone()) {
         return error_response(&e);
     }
-    let failure: Mutex<Option<Status>> = Mutex::new(None);
     let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let transform = |current: Option<&Value>| -> registry::Result<Value> {
-        let merged = server_side_apply(current, &applied, &mgr, force, &gvk).map_err(|e| {
-            if let Ok(mut f) = failure.lock() {
-                *f = Some(Status::from(&e));
-            }
-            registry::Error::BadRequest(e.to_string())
-        })?;
+        let merged = server_side_apply(current, &applied, &mgr, force, &gvk)
+            .map_err(registry::Error::transform)?;
         let (next, warns) = store.decode_request(&ctx, merged)?;
         if let Ok(mut w) = warnings.lock() {
             *w = warns;
@@ -296,10 +283,7 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
             &w.object,
             &warnings,
         ),
-        Err(e) => match failure.lock().ok().and_then(|mut f| f.take()) {
-            Some(s) => s.into_response(),
-            None => error_response(&e),
-        },
+        Err(e) => error_response(&e),
     }
 }
 
