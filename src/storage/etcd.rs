@@ -75,6 +75,8 @@ impl EtcdStore {
             Error::unavailable(format!("--etcd-servers {}", servers.join(","))).caused_by(e)
         })?;
         let token = CancellationToken::new();
+        // Detached: it returns once the store's DropGuard cancels `token`, has no result, and
+        // logs what it finds.
         tokio::spawn(monitor(
             client.clone(),
             servers.join(","),

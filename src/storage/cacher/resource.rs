@@ -81,6 +81,8 @@ impl ResourceCache {
             revision_tx,
             stop: CancellationToken::new(),
         });
+        // Both detached: they hold the cache only weakly, return once its Drop cancels `stop`,
+        // have no result, and log their own errors.
         tokio::spawn(reflect(Arc::downgrade(&rc), backend, rc.stop.clone()));
         tokio::spawn(bookmarks(
             Arc::downgrade(&rc.hub),
