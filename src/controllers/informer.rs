@@ -140,6 +140,8 @@ impl SharedWatch {
             (s.items, s.listing, s.ready) = (BTreeMap::new(), None, false);
             let api: Api<MetaOnly> = Api::all_with(omitting_renewals(client), &self.resource);
             let plural = self.resource.plural.clone();
+            // Detached: it returns once the last Subscription cancels `stop`, has no result,
+            // and logs its own errors.
             tokio::spawn(run(api, plural, self.state.clone(), stop));
         }
         Subscription::attach(&s, self.state.clone())

@@ -1,11 +1,11 @@
 //! Content negotiation (handlers/negotiation in k8s): which representation the client
 //! accepts (JSON, YAML, Table, PartialObjectMetadata, aggregated discovery), request body
-//! decoding (JSON, YAML, protobuf; anything else 415), and JSON responses with `Warning`
-//! headers. May use: registry, api.
-// Status (the error type here) is large by design: it is the response body itself.
-#![allow(clippy::result_large_err)]
+//! decoding (JSON, YAML, protobuf; anything else is an unsupported media type), and JSON
+//! responses with `Warning` headers. A body that does not decode is an [`Error`], answered by
+//! endpoints/status.rs. May use: registry, api.
 
-use crate::api::{full_body, Body, GroupVersionKind, Status};
+use super::protobuf::ProtobufError;
+use crate::api::{full_body, Body, GroupVersionKind};
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response};
 use serde_json::Value;
@@ -16,6 +16,32 @@ pub(crate) const AGGREGATED_DISCOVERY: &str =
 
 /// Media types accepted in request bodies (the 415 message lists them).
 const BODY_TYPES: &str = "application/json, application/yaml, application/vnd.kubernetes.protobuf";
+
+/// A request body that does not decode. The messages are kube-apiserver's, verbatim, so they
+/// include the decoder's own text.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Error {
+    /// A JSON body that does not parse.
+    #[error("couldn't get version/kind; json parse error: {0}")]
+    Json(serde_json::Error),
+    /// A YAML body that does not parse.
+    #[error("error converting YAML to JSON: yaml: {0}")]
+    Yaml(serde_yaml::Error),
+    /// A protobuf body that does not decode.
+    #[error("{0}")]
+    Protobuf(ProtobufError),
+    /// A Content-Type no body decoder takes.
+    #[error("the body of the request was in an unknown format - accepted media types include: {BODY_TYPES}")]
+    UnsupportedMediaType,
+    /// The body decodes, but not to an object.
+    #[error("{kind} in version \"{version}\" cannot be handled as a {kind}: the body is not a JSON object")]
+    NotAnObject {
+        /// The kind of the URL.
+        kind: String,
+        /// Its version.
+        version: String,
+    },
+}
 
 /// What the client asked to receive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -141,46 +167,33 @@ pub(crate) fn decode_body(
     headers: &HeaderMap,
     body: &Bytes,
     gvk: &GroupVersionKind,
-) -> Result<Value, Status> {
+) -> Result<Value, Error> {
     let ct = content_type(headers);
     let value = match ct.as_str() {
-        json if is_json_type(json) => serde_json::from_slice::<Value>(body).map_err(|e| {
-            Status::failure(400, "BadRequest", format!("couldn't get version/kind; json parse error: {e}"))
-        })?,
+        json if is_json_type(json) => json_to_value(body)?,
         "application/yaml" | "application/x-yaml" | "text/yaml" => yaml_to_json(body)?,
-        "application/vnd.kubernetes.protobuf" => super::protobuf::decode(body, gvk)
-            .map_err(|e| Status::failure(400, "BadRequest", e.to_string()))?,
-        _ => {
-            return Err(Status::failure(
-                415,
-                "UnsupportedMediaType",
-                format!("the body of the request was in an unknown format - accepted media types include: {BODY_TYPES}"),
-            ))
+        "application/vnd.kubernetes.protobuf" => {
+            super::protobuf::decode(body, gvk).map_err(Error::Protobuf)?
         }
+        _ => return Err(Error::UnsupportedMediaType),
     };
     if !value.is_object() {
-        return Err(Status::failure(
-            400,
-            "BadRequest",
-            format!(
-                "{k} in version \"{v}\" cannot be handled as a {k}: the body is not a JSON object",
-                k = gvk.kind,
-                v = gvk.version
-            ),
-        ));
+        return Err(Error::NotAnObject {
+            kind: gvk.kind.clone(),
+            version: gvk.version.clone(),
+        });
     }
     Ok(value)
 }
 
+/// A JSON body as a JSON tree.
+pub(crate) fn json_to_value(body: &[u8]) -> Result<Value, Error> {
+    serde_json::from_slice(body).map_err(Error::Json)
+}
+
 /// YAML → JSON (yaml.YAMLToJSON).
-pub(crate) fn yaml_to_json(body: &[u8]) -> Result<Value, Status> {
-    serde_yaml::from_slice::<Value>(body).map_err(|e| {
-        Status::failure(
-            400,
-            "BadRequest",
-            format!("error converting YAML to JSON: yaml: {e}"),
-        )
-    })
+pub(crate) fn yaml_to_json(body: &[u8]) -> Result<Value, Error> {
+    serde_yaml::from_slice::<Value>(body).map_err(Error::Yaml)
 }
 
 /// A `Warning: 299 - "<text>"` header value (NewWarningHeader).

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 /// The four bytes every kube protobuf body starts with.
 const MAGIC: &[u8; 4] = b"k8s\0";
 
-/// A protobuf body that could not be decoded; the caller answers 400 with the message.
+/// A protobuf body that could not be decoded; the caller answers BadRequest with the message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ProtobufError {

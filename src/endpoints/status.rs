@@ -1,6 +1,13 @@
-//! The single registry::Error → metav1 Status mapping, with kube-apiserver's reasons, codes,
-//! messages and details (apimachinery pkg/api/errors). May use: registry, api.
+//! The one place errors become a metav1 Status, with kube-apiserver's reasons, codes,
+//! messages and details (apimachinery pkg/api/errors): registry::Error, and the errors the
+//! endpoints raise themselves before or around a registry call (query parameters, request
+//! bodies, handler checks, patches, server-side apply). Handlers pick only the code of a
+//! success (200, 201, 202). May use: registry, api.
 
+use super::apply::ApplyError;
+use super::handlers::error::Error as HandlerError;
+use super::patch::PatchError;
+use super::{negotiate, query};
 use crate::api::{gvk::group_resource, Status, StatusCause, StatusDetails};
 use crate::registry::Error;
 
@@ -172,6 +179,16 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 }],
                 ..Default::default()
             }),
+        // The endpoints' own errors, raised in a transform (handlers/write.rs).
+        Error::Transform(e) => {
+            if let Some(e) = e.downcast_ref::<PatchError>() {
+                Status::from(e)
+            } else if let Some(e) = e.downcast_ref::<ApplyError>() {
+                Status::from(e)
+            } else {
+                to_status(&Error::Internal(e.to_string()))
+            }
+        }
         #[allow(unreachable_patterns)]
         other => Status::internal(format!("Internal error occurred: {other}")),
     }
@@ -180,6 +197,93 @@ pub(crate) fn to_status(err: &Error) -> Status {
 /// The response kube-apiserver answers for `err`.
 pub(crate) fn error_response(err: &Error) -> http::Response<crate::api::Body> {
     to_status(err).into_response()
+}
+
+/// 400 BadRequest with `err`'s message.
+fn bad_request(err: &impl ToString) -> Status {
+    Status::failure(400, "BadRequest", err.to_string())
+}
+
+/// 422 Invalid with `err`'s message (an options kind that fails validation, without details).
+fn invalid(err: &impl ToString) -> Status {
+    Status::failure(422, "Invalid", err.to_string())
+}
+
+/// 415 UnsupportedMediaType with `err`'s message.
+fn unsupported_media_type(err: &impl ToString) -> Status {
+    Status::failure(415, "UnsupportedMediaType", err.to_string())
+}
+
+impl From<query::Error> for Status {
+    fn from(err: query::Error) -> Status {
+        match err {
+            query::Error::UnsupportedDryRun { .. } => invalid(&err),
+            query::Error::InvalidBool(_)
+            | query::Error::InvalidInt(_)
+            | query::Error::InvalidSelector(_)
+            | query::Error::UnsupportedFieldValidation(_) => bad_request(&err),
+        }
+    }
+}
+
+impl From<negotiate::Error> for Status {
+    fn from(err: negotiate::Error) -> Status {
+        match err {
+            negotiate::Error::UnsupportedMediaType => unsupported_media_type(&err),
+            negotiate::Error::Json(_)
+            | negotiate::Error::Yaml(_)
+            | negotiate::Error::Protobuf(_)
+            | negotiate::Error::NotAnObject { .. } => bad_request(&err),
+        }
+    }
+}
+
+impl From<HandlerError> for Status {
+    fn from(err: HandlerError) -> Status {
+        match err {
+            HandlerError::InvalidFieldManager(_)
+            | HandlerError::MissingFieldManager
+            | HandlerError::ForceWithoutApply => invalid(&err),
+            HandlerError::NameMismatch { .. }
+            | HandlerError::AppliedNotObject
+            | HandlerError::TypeMismatch { .. }
+            | HandlerError::UnknownIncludeObject(_) => bad_request(&err),
+        }
+    }
+}
+
+impl From<&PatchError> for Status {
+    fn from(err: &PatchError) -> Status {
+        match err {
+            PatchError::BadRequest(_) => bad_request(err),
+            PatchError::Invalid(_) => invalid(err),
+            PatchError::TooManyOperations { .. } => {
+                Status::failure(413, "RequestEntityTooLarge", err.to_string())
+            }
+            PatchError::UnsupportedMediaType => unsupported_media_type(err),
+        }
+    }
+}
+
+impl From<&ApplyError> for Status {
+    fn from(err: &ApplyError) -> Status {
+        match err {
+            ApplyError::Conflict { causes } => Status::failure(409, "Conflict", err.to_string())
+                .with_details(StatusDetails {
+                    causes: causes
+                        .iter()
+                        .map(|(field, manager)| StatusCause {
+                            reason: "FieldManagerConflict".into(),
+                            message: format!("conflict with {manager}"),
+                            field: field.clone(),
+                        })
+                        .collect(),
+                    ..Default::default()
+                }),
+            ApplyError::BadRequest(_) => bad_request(err),
+            ApplyError::Invalid(_) => invalid(err),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -227,5 +331,72 @@ mod tests {
         assert_eq!(s.message, "ConfigMap \"a\" is invalid: [metadata.name: Required value: name or generateName is required, data[a b]: Invalid value: \"a b\": bad]");
         assert_eq!(s.details.causes[1].reason, "FieldValueInvalid");
         assert_eq!(s.details.causes[1].message, "Invalid value: \"a b\": bad");
+    }
+
+    #[test]
+    fn request_errors_are_answered_as_kube_does() {
+        let cases: Vec<(Status, &str)> = vec![
+            (
+                query::Error::UnsupportedDryRun {
+                    options_kind: "CreateOptions",
+                    value: "x".into(),
+                }
+                .into(),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"CreateOptions.meta.k8s.io \"\" is invalid: dryRun: Unsupported value: \"x\": supported values: \"All\"","reason":"Invalid","code":422}"#,
+            ),
+            (
+                query::Error::InvalidBool("yes".into()).into(),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"strconv.ParseBool: parsing \"yes\": invalid syntax","reason":"BadRequest","code":400}"#,
+            ),
+            (
+                negotiate::Error::UnsupportedMediaType.into(),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf","reason":"UnsupportedMediaType","code":415}"#,
+            ),
+            (
+                HandlerError::NameMismatch {
+                    body: "a".into(),
+                    url: "b".into(),
+                }
+                .into(),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"the name of the object (a) does not match the name on the URL (b)","reason":"BadRequest","code":400}"#,
+            ),
+            (
+                HandlerError::ForceWithoutApply.into(),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch","reason":"Invalid","code":422}"#,
+            ),
+            (
+                (&ApplyError::Conflict {
+                    causes: vec![(".data.a".into(), "\"m\"".into())],
+                })
+                    .into(),
+                r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Apply failed with 1 conflict: conflict with \"m\": .data.a","reason":"Conflict","details":{"causes":[{"reason":"FieldManagerConflict","message":"conflict with \"m\"","field":".data.a"}]},"code":409}"#,
+            ),
+        ];
+        for (status, want) in cases {
+            assert_eq!(String::from_utf8(status.to_json()).unwrap(), want);
+        }
+    }
+
+    #[test]
+    fn a_transforms_own_error_is_answered_as_itself() {
+        let too_many = Error::transform(PatchError::TooManyOperations {
+            max: 10_000,
+            got: 10_001,
+        });
+        let s = to_status(&too_many);
+        assert_eq!((s.code, s.reason.as_str()), (413, "RequestEntityTooLarge"));
+        let conflict = Error::transform(ApplyError::Conflict {
+            causes: vec![(".spec.x".into(), "\"m\"".into())],
+        });
+        let s = to_status(&conflict);
+        assert_eq!((s.code, s.details.causes.len()), (409, 1));
+        #[derive(Debug, thiserror::Error)]
+        #[error("unexpected")]
+        struct Unknown;
+        let s = to_status(&Error::transform(Unknown));
+        assert_eq!(
+            (s.code, s.message.as_str()),
+            (500, "Internal error occurred: unexpected")
+        );
     }
 }

@@ -155,7 +155,7 @@ pub fn quote(s: &str) -> String {
 
 /// Why a registry call failed. `resource` is the group-qualified resource
 /// (`leases.coordination.k8s.io`), `kind` the Kind, as the Status wants them.
-#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// 404: the object does not exist.
@@ -254,9 +254,26 @@ pub enum Error {
     /// 500: anything else.
     #[error("internal error: {0}")]
     Internal(String),
+    /// The caller's transform refused an update with its own error (a patch that does not
+    /// apply, a conflicting server-side apply), passed through unchanged for the caller to
+    /// answer as it knows how.
+    #[error(transparent)]
+    Transform(std::sync::Arc<dyn std::error::Error + Send + Sync>),
 }
 
 impl Error {
+    /// This error as the refusal of a storage update function or delete check: it goes through
+    /// storage as itself, and the storage boundary (`GenericStore::storage_error`) takes it
+    /// back out unchanged.
+    pub(crate) fn abort(self) -> crate::storage::Error {
+        crate::storage::Error::Aborted(Box::new(self))
+    }
+
+    /// [`Error::Transform`]: the caller's own error, refusing an update from its transform.
+    pub fn transform(err: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::Transform(std::sync::Arc::new(err))
+    }
+
     /// A 422 with one field error.
     pub fn invalid(group: &str, kind: &str, name: &str, errors: Vec<FieldError>) -> Self {
         Error::Invalid {

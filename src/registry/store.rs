@@ -145,8 +145,13 @@ impl GenericStore {
             storage::Error::Compacted { requested, oldest } => Error::Expired {
                 message: format!("too old resource version: {requested} ({})", oldest - 1),
             },
-            storage::Error::Unavailable(m) => Error::Unavailable(m),
-            other => Error::Internal(other.to_string()),
+            e @ storage::Error::Unavailable { .. } => Error::Unavailable(e.detail()),
+            // Our own error, refusing an update from inside it (Error::abort).
+            storage::Error::Aborted(e) => match e.downcast::<Error>() {
+                Ok(e) => *e,
+                Err(other) => Error::Internal(storage::Chain(other.as_ref()).to_string()),
+            },
+            other => Error::Internal(storage::Chain(&other).to_string()),
         }
     }
 
@@ -467,23 +472,15 @@ impl GenericStore {
                 created_or_gone: created,
             });
         }
-        let failure: Mutex<Option<Error>> = Mutex::new(None);
         let created = Mutex::new(false);
-        let stash = |e: Error| {
-            let msg = e.to_string();
-            if let Ok(mut f) = failure.lock() {
-                *f = Some(e);
-            }
-            storage::Error::Aborted(msg)
-        };
         let update = |current: Option<&KeyValue>| -> storage::Result<Update> {
             let (obj, changes) = self
                 .compute_update(ctx, name, subresource, current, transform)
-                .map_err(stash)?;
+                .map_err(Error::abort)?;
             if let Ok(mut c) = created.lock() {
                 *c = current.is_none();
             }
-            let encode = |obj| self.encode_for_write(&key, obj).map_err(stash);
+            let encode = |obj| self.encode_for_write(&key, obj).map_err(Error::abort);
             Ok(match changes {
                 Changes::Nothing => Update::Unchanged,
                 // Marked, so that the watches that leave renewals out are not even sent it.
@@ -491,18 +488,11 @@ impl GenericStore {
                 Changes::More => Update::Set(encode(obj)?),
             })
         };
-        let kv = match self
+        let kv = self
             .storage
             .guaranteed_update(&key, allow_create, &update)
             .await
-        {
-            Ok(kv) => kv,
-            Err(storage::Error::Aborted(msg)) => {
-                let e = failure.lock().ok().and_then(|mut f| f.take());
-                return Err(e.unwrap_or(Error::Internal(msg)));
-            }
-            Err(e) => return Err(self.storage_error(name, e)),
-        };
+            .map_err(|e| self.storage_error(name, e))?;
         let created = created.lock().map(|c| *c).unwrap_or(false);
         let obj = self.decode_shared(&kv)?;
         if self.should_delete_during_update(&obj.obj) {

@@ -69,7 +69,7 @@ impl GenericStore {
                 match cur {
                     Some(c) if c.mod_revision == rev => Ok(Update::Set(
                         self.encode_for_write(&key, next.clone())
-                            .map_err(|e| storage::Error::Aborted(e.to_string()))?,
+                            .map_err(Error::abort)?,
                     )),
                     _ => Err(storage::Error::Conflict {
                         key: key.clone(),

@@ -276,3 +276,87 @@ async fn only_renewals_are_written_as_heartbeats() {
         }
     }
 }
+
+/// A backend failure reaches the client with its cause: an unreachable store is a 503 naming
+/// what failed and why, anything else a 500 carrying the whole chain.
+#[tokio::test]
+async fn backend_failures_keep_their_cause_in_the_message() {
+    let (_d, r) = registry().await;
+    let leases = store(&r, "coordination.k8s.io", "v1", "leases");
+    let refused = std::io::Error::other("connection refused");
+    let down = crate::storage::Error::unavailable("etcd request failed").caused_by(refused);
+    match leases.storage_error("l", down) {
+        Error::Unavailable(m) => assert_eq!(m, "etcd request failed: connection refused"),
+        other => panic!("{other:?}"),
+    }
+    let full = std::io::Error::other("no space left on device");
+    let failed =
+        crate::storage::Error::io("the write transaction was not committed").caused_by(full);
+    match leases.storage_error("l", failed) {
+        Error::Internal(m) => assert_eq!(
+            m,
+            "storage write failed: the write transaction was not committed: no space left on device"
+        ),
+        other => panic!("{other:?}"),
+    }
+}
+
+/// A registry error raised inside a storage update (validation, the caller's own transform,
+/// the size limit of a delete's finalizer write) comes back as itself, never as an internal
+/// error made from its text.
+#[tokio::test]
+async fn errors_raised_inside_a_storage_update_come_back_typed() {
+    let (_d, r) = registry().await;
+    timed(make_ns(&r, "default")).await;
+    let (leases, created) = lease_l(&r).await;
+    let mut bad = created.clone();
+    bad["spec"]["leaseDurationSeconds"] = json!(0);
+    let invalid = move |_: Option<&Value>| Ok(bad.clone());
+    let got = timed(leases.update(&ctx("default"), "l", "", false, &invalid)).await;
+    let Err(Error::Invalid {
+        kind, name, errors, ..
+    }) = got
+    else {
+        panic!("{got:?}")
+    };
+    assert_eq!((kind.as_str(), name.as_str()), ("Lease", "l"));
+    let texts: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        texts,
+        ["spec.leaseDurationSeconds: Invalid value: 0: must be greater than 0"]
+    );
+    let refuse = |_: Option<&Value>| Err(Error::BadRequest("refused by the caller".into()));
+    let got = timed(leases.update(&ctx("default"), "l", "", false, &refuse)).await;
+    assert!(
+        matches!(&got, Err(Error::BadRequest(m)) if m == "refused by the caller"),
+        "{got:?}"
+    );
+    // A caller's error of its own type comes back as that type.
+    #[derive(Debug, thiserror::Error)]
+    #[error("the patch does not apply")]
+    struct NotApplicable;
+    let own = |_: Option<&Value>| Err(Error::transform(NotApplicable));
+    let got = timed(leases.update(&ctx("default"), "l", "", false, &own)).await;
+    let Err(Error::Transform(e)) = got else {
+        panic!("{got:?}")
+    };
+    assert!(e.downcast_ref::<NotApplicable>().is_some(), "{e:?}");
+
+    // An object just under the size limit, kept by a finalizer: marking it deleted makes it
+    // too large, which is a 413 like any other write over the limit.
+    let sas = store(&r, "", "v1", "serviceaccounts");
+    let sa = |name: &str, pad: usize| {
+        json!({"metadata": {"name": name, "finalizers": ["example.com/keep"]},
+               "secrets": [{"name": "x".repeat(pad)}]})
+    };
+    let probe = timed(create(sas, &ctx("default"), sa("probe", 0)))
+        .await
+        .unwrap();
+    let base = sas.encode(probe).unwrap().len();
+    let pad = store::MAX_OBJECT_BYTES - base - 16;
+    timed(create(sas, &ctx("default"), sa("large", pad)))
+        .await
+        .unwrap();
+    let got = timed(sas.delete(&ctx("default"), "large", &DeleteOptions::default())).await;
+    assert!(matches!(&got, Err(Error::TooLarge(_))), "{got:?}");
+}

@@ -11,8 +11,8 @@
 
 use super::remembered::Remembered;
 use super::{
-    update_round, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result,
-    Revision, Round, Storage, UpdateFn, WatchEvent, WatchStream,
+    update_round, Chain, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision,
+    Result, Revision, Round, Storage, UpdateFn, WatchEvent, WatchStream,
 };
 use bytes::Bytes;
 use etcd_client::{
@@ -72,9 +72,11 @@ impl EtcdStore {
             opts = opts.with_tls(tls_options(tls)?);
         }
         let client = Client::connect(servers, Some(opts)).await.map_err(|e| {
-            Error::Unavailable(format!("--etcd-servers {}: {e}", servers.join(",")))
+            Error::unavailable(format!("--etcd-servers {}", servers.join(","))).caused_by(e)
         })?;
         let token = CancellationToken::new();
+        // Detached: it returns once the store's DropGuard cancels `token`, has no result, and
+        // logs what it finds.
         tokio::spawn(monitor(
             client.clone(),
             servers.join(","),
@@ -165,7 +167,7 @@ impl EtcdStore {
 fn tls_options(tls: &EtcdTls) -> Result<etcd_client::TlsOptions> {
     let read = |p: &std::path::Path| {
         std::fs::read(p)
-            .map_err(|e| Error::Unavailable(format!("cannot read {}: {e}", p.display())))
+            .map_err(|e| Error::unavailable(format!("cannot read {}", p.display())).caused_by(e))
     };
     let mut t = etcd_client::TlsOptions::new();
     if let Some(ca) = &tls.ca_file {
@@ -175,8 +177,8 @@ fn tls_options(tls: &EtcdTls) -> Result<etcd_client::TlsOptions> {
         (Some(c), Some(k)) => t = t.identity(etcd_client::Identity::from_pem(read(c)?, read(k)?)),
         (None, None) => {}
         _ => {
-            return Err(Error::Unavailable(
-                "--etcd-certfile and --etcd-keyfile must be given together".into(),
+            return Err(Error::unavailable(
+                "--etcd-certfile and --etcd-keyfile must be given together",
             ))
         }
     }
@@ -187,11 +189,12 @@ fn tls_options(tls: &EtcdTls) -> Result<etcd_client::TlsOptions> {
 async fn call<T>(f: impl std::future::Future<Output = Result<T, etcd_client::Error>>) -> Result<T> {
     match tokio::time::timeout(CALL_TIMEOUT, f).await {
         Ok(r) => r.map_err(map_err),
-        Err(_) => Err(Error::Unavailable("etcd did not answer in time".into())),
+        Err(_) => Err(Error::unavailable("etcd did not answer in time")),
     }
 }
 
-/// Maps an etcd-client error onto the storage errors.
+/// Maps an etcd-client error onto the storage errors. etcd tells compaction and a future
+/// revision apart only in its gRPC status message.
 fn map_err(e: etcd_client::Error) -> Error {
     let msg = e.to_string();
     if msg.contains("required revision has been compacted") {
@@ -206,15 +209,16 @@ fn map_err(e: etcd_client::Error) -> Error {
             current: 0,
         };
     }
-    Error::Unavailable(format!("etcd: {msg}"))
+    Error::unavailable("etcd request failed").caused_by(e)
 }
 
 fn convert(kv: &etcd_client::KeyValue) -> Result<KeyValue> {
-    let key = kv.key_str().map_err(|_| {
-        Error::Corrupt(format!(
+    let key = kv.key_str().map_err(|e| {
+        Error::corrupt(format!(
             "etcd key {:?} is not UTF-8",
             String::from_utf8_lossy(kv.key())
         ))
+        .caused_by(e)
     })?;
     Ok(KeyValue {
         key: key.to_string(),
@@ -258,7 +262,7 @@ async fn monitor(client: Client, servers: String, timeout: Duration, stop: Cance
         let ok = probe(&client, timeout).await;
         match (&ok, healthy) {
             (Err(e), true) => {
-                tracing::error!(servers = %servers, error = %e, "etcd is unreachable; retrying with backoff");
+                tracing::error!(servers = %servers, error = %Chain(e), "etcd is unreachable; retrying with backoff");
                 healthy = false;
                 delay = MONITOR_MIN;
             }
@@ -292,8 +296,8 @@ async fn probe(client: &Client, timeout: Duration) -> Result<()> {
     .await
     {
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(Error::Unavailable(format!("etcd: {e}"))),
-        Err(_) => Err(Error::Unavailable(format!(
+        Ok(Err(e)) => Err(Error::unavailable("etcd health probe failed").caused_by(e)),
+        Err(_) => Err(Error::unavailable(format!(
             "etcd did not answer within {timeout:?}"
         ))),
     }
@@ -530,7 +534,7 @@ fn watch_stream(
                                 oldest: resp.compact_revision(),
                             }
                         } else {
-                            Error::Unavailable(format!(
+                            Error::unavailable(format!(
                                 "etcd cancelled the watch: {}",
                                 resp.cancel_reason()
                             ))
@@ -560,7 +564,7 @@ fn watch_stream(
 fn convert_event(ev: &etcd_client::Event) -> Result<WatchEvent> {
     let kv = ev
         .kv()
-        .ok_or_else(|| Error::Corrupt("etcd watch event without a key".into()))?;
+        .ok_or_else(|| Error::corrupt("etcd watch event without a key"))?;
     let kv = convert(kv)?;
     let prev = ev.prev_kv().map(convert).transpose()?;
     Ok(match ev.event_type() {

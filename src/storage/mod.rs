@@ -15,7 +15,7 @@ mod watch;
 
 pub use cacher::{Cacher, CacherOptions};
 pub use embedded::EmbeddedStore;
-pub use error::{Error, Result};
+pub use error::{Chain, Error, Result, Source};
 pub use etcd::{EtcdStore, EtcdTls};
 
 use bytes::Bytes;
@@ -157,7 +157,8 @@ pub(crate) fn update_round(
 
 /// The function given to [`Storage::guaranteed_update`]; re-run on conflict with fresh state.
 /// It receives the current value (None when absent and `ignore_not_found` was set) and may
-/// return an error (e.g. a precondition failure) that aborts the update.
+/// return an error (e.g. a precondition failure) that aborts the update; the caller's own error
+/// travels in [`Error::Aborted`] and comes back to it unchanged.
 pub type UpdateFn<'a> = &'a (dyn Fn(Option<&KeyValue>) -> Result<Update> + Send + Sync);
 
 /// The check given to [`Storage::delete`], re-run on conflict; an error aborts the delete.
@@ -344,7 +345,7 @@ async fn open_backend(config: &Config) -> Result<std::sync::Arc<dyn Storage>> {
             let store = tokio::task::spawn_blocking(move || EmbeddedStore::open(&dir, interval))
                 .await
                 .map_err(|e| {
-                    Error::Unavailable(format!("opening the embedded store failed: {e}"))
+                    Error::unavailable("opening the embedded store failed").caused_by(e)
                 })??;
             Ok(std::sync::Arc::new(store))
         }
@@ -406,7 +407,7 @@ mod round_tests {
             other => panic!("{other:?}"),
         }
         match update_round("/k", Some(&kv("v1")), false, false, &refuse) {
-            Round::Done(Err(Error::Aborted(m))) => assert_eq!(m, "precondition"),
+            Round::Done(Err(Error::Aborted(m))) => assert_eq!(m.to_string(), "precondition"),
             other => panic!("{other:?}"),
         }
         match update_round("/k", None, false, false, &unchanged) {

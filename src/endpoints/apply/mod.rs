@@ -37,10 +37,10 @@ pub enum ApplyError {
         causes: Vec<(String, String)>,
     },
     /// The applied configuration is malformed (not an object, a keyed list item without its
-    /// key, managedFields set): 400 BadRequest with this message.
+    /// key, managedFields set): BadRequest with this message.
     #[error("{0}")]
     BadRequest(String),
-    /// The applied configuration cannot be merged: 422 Invalid.
+    /// The applied configuration cannot be merged: Invalid.
     #[error("{0}")]
     Invalid(String),
 }

@@ -6,7 +6,7 @@
 
 use super::{respond, respond_object, status_response, Req};
 use crate::api::{Body, GroupVersionKind, Status, StatusDetails};
-use crate::endpoints::negotiate::{content_type, yaml_to_json};
+use crate::endpoints::negotiate::{content_type, json_to_value, yaml_to_json};
 use crate::endpoints::status::error_response;
 use crate::registry::{DeleteOptions, GenericStore};
 use http::Response;
@@ -23,13 +23,7 @@ fn delete_options(req: &Req<'_>) -> Result<(DeleteOptions, Option<bool>), Status
                 let hint = GroupVersionKind::new("meta.k8s.io", "v1", "DeleteOptions");
                 crate::endpoints::protobuf::decode(req.body, &hint).unwrap_or(Value::Null)
             }
-            _ => serde_json::from_slice(req.body).map_err(|e| {
-                Status::failure(
-                    400,
-                    "BadRequest",
-                    format!("couldn't get version/kind; json parse error: {e}"),
-                )
-            })?,
+            _ => json_to_value(req.body)?,
         };
     }
     let text = |v: &Value, ptr: &str| v.pointer(ptr).and_then(Value::as_str).map(String::from);
@@ -63,7 +57,8 @@ fn delete_options(req: &Req<'_>) -> Result<(DeleteOptions, Option<bool>), Status
 pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let (mut ctx, (opts, body_dry_run)) = match (
         req.query
-            .context(req.namespace(), &req.ctx.user, "DeleteOptions"),
+            .context(req.namespace(), &req.ctx.user, "DeleteOptions")
+            .map_err(Status::from),
         delete_options(req),
     ) {
         (Ok(c), Ok(o)) => (c, o),
@@ -108,8 +103,9 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
 pub(crate) async fn delete_collection(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let (mut ctx, list_opts, (opts, body_dry_run)) = match (
         req.query
-            .context(req.namespace(), &req.ctx.user, "DeleteOptions"),
-        req.query.list_options(),
+            .context(req.namespace(), &req.ctx.user, "DeleteOptions")
+            .map_err(Status::from),
+        req.query.list_options().map_err(Status::from),
         delete_options(req),
     ) {
         (Ok(c), Ok(l), Ok(o)) => (c, l, o),

@@ -5,6 +5,7 @@
 
 mod bookmarks;
 mod delete;
+pub(crate) mod error;
 mod read;
 mod table;
 mod watch;
@@ -104,9 +105,10 @@ pub(crate) async fn dispatch(resource: &Resource, req: Req<'_>) -> Response<Body
     }
 }
 
-/// Turns a Status into a response (shorthand for handlers' early returns).
-pub(crate) fn status_response(s: Status) -> Response<Body> {
-    s.into_response()
+/// The response to a request refused before or around the registry call (handlers' early
+/// returns); endpoints/status.rs says which Status each error is.
+pub(crate) fn status_response(err: impl Into<Status>) -> Response<Body> {
+    err.into().into_response()
 }
 
 /// One object in the request's output; plain JSON is the memoized encoding, so an object is

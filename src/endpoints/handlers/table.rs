@@ -2,7 +2,7 @@
 //! `asPartialObjectMetadata`): rows from the strategy's printer, `includeObject`
 //! None|Metadata|Object. May use: registry, api.
 
-use crate::api::Status;
+use super::error::Error;
 use crate::registry::GenericStore;
 use serde_json::{json, Value};
 
@@ -15,16 +15,12 @@ pub(crate) enum Include {
 }
 
 /// Parses `includeObject` (default Metadata).
-pub(crate) fn include(v: Option<&str>) -> Result<Include, Status> {
+pub(crate) fn include(v: Option<&str>) -> Result<Include, Error> {
     match v {
         None | Some("") | Some("Metadata") => Ok(Include::Metadata),
         Some("None") => Ok(Include::None),
         Some("Object") => Ok(Include::Object),
-        Some(other) => Err(Status::failure(
-            400,
-            "BadRequest",
-            format!("unrecognized includeObject value: {other:?}"),
-        )),
+        Some(other) => Err(Error::UnknownIncludeObject(other.to_string())),
     }
 }
 

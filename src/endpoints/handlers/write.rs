@@ -4,14 +4,15 @@
 //! endpoints::apply when that module provides them (see `track_managed_fields`).
 //! May use: registry, api.
 
+use super::error::Error;
 use super::{gvk_of, respond, respond_object, status_response, Req};
 use crate::api::At;
 use crate::api::{Body, Status};
-use crate::endpoints::apply::{server_side_apply, ApplyError};
+use crate::endpoints::apply::server_side_apply;
 use crate::endpoints::negotiate::{decode_body, is_json_body, yaml_to_json};
 use crate::endpoints::patch::{apply_patch, PatchError, PatchType};
 use crate::endpoints::status::error_response;
-use crate::registry::{Error, GenericStore, Review};
+use crate::registry::{self, Context, GenericStore, Review};
 use http::Response;
 use serde_json::Value;
 use std::sync::Mutex;
@@ -29,17 +30,21 @@ fn manager(req: &Req<'_>) -> String {
     ua.split('/').next().unwrap_or("").to_string()
 }
 
-fn check_field_manager(req: &Req<'_>) -> Result<(), Status> {
+fn check_field_manager(req: &Req<'_>) -> Result<(), Error> {
     if let Some(m) = req.query.get("fieldManager") {
         if m.len() > 128 || m.chars().any(|c| c.is_control()) {
-            return Err(Status::failure(
-                422,
-                "Invalid",
-                format!("CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Invalid value: {m:?}: must be less than 128 characters and consist of printable characters"),
-            ));
+            return Err(Error::InvalidFieldManager(m.to_string()));
         }
     }
     Ok(())
+}
+
+/// The registry context of an update or patch: `fieldManager` checked, then the options.
+fn write_context(req: &Req<'_>, options_kind: &'static str) -> Result<Context, Status> {
+    check_field_manager(req)?;
+    Ok(req
+        .query
+        .context(req.namespace(), &req.ctx.user, options_kind)?)
 }
 
 /// managedFields of a non-apply write (operation Update).
@@ -47,8 +52,8 @@ fn track_managed_fields(old: Option<&Value>, new: &mut Value, manager: &str, sub
     crate::endpoints::apply::update_managed_fields(old, new, manager, "Update", subresource);
 }
 
-/// Sets the URL's name when the body has none; a different name is a 400.
-fn ensure_name(obj: &mut Value, name: &str) -> Result<(), Status> {
+/// Sets the URL's name when the body has none; a different name is refused.
+fn ensure_name(obj: &mut Value, name: &str) -> Result<(), Error> {
     let body_name = obj
         .at("/metadata/name")
         .and_then(Value::as_str)
@@ -64,13 +69,10 @@ fn ensure_name(obj: &mut Value, name: &str) -> Result<(), Status> {
         return Ok(());
     }
     if body_name != name {
-        return Err(Status::failure(
-            400,
-            "BadRequest",
-            format!(
-                "the name of the object ({body_name}) does not match the name on the URL ({name})"
-            ),
-        ));
+        return Err(Error::NameMismatch {
+            body: body_name,
+            url: name.to_string(),
+        });
     }
     Ok(())
 }
@@ -119,10 +121,7 @@ pub(crate) async fn create(store: &GenericStore, req: &Req<'_>) -> Response<Body
 /// PUT an object or a subresource.
 pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let info = store.strategy().info();
-    let ctx = match check_field_manager(req).and_then(|()| {
-        req.query
-            .context(req.namespace(), &req.ctx.user, "UpdateOptions")
-    }) {
+    let ctx = match write_context(req, "UpdateOptions") {
         Ok(ctx) => ctx,
         Err(s) => return status_response(s),
     };
@@ -135,10 +134,12 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
         let decoded = match fast {
             Some(d) => d,
             None => {
-                let body = decode_body(req.headers, req.body, &gvk_of(info)).and_then(|mut b| {
-                    ensure_name(&mut b, req.name())?;
-                    Ok(b)
-                });
+                let body = decode_body(req.headers, req.body, &gvk_of(info))
+                    .map_err(Status::from)
+                    .and_then(|mut b| {
+                        ensure_name(&mut b, req.name())?;
+                        Ok(b)
+                    });
                 match body {
                     Ok(b) => store.decode_request(&ctx, b),
                     Err(s) => return Err(status_response(s)),
@@ -166,7 +167,9 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
             Some(obj) => obj,
             None => {
                 decode()
-                    .map_err(|_| Error::Internal("the request body did not decode again".into()))?
+                    .map_err(|_| {
+                        registry::Error::Internal("the request body did not decode again".into())
+                    })?
                     .0
             }
         };
@@ -194,40 +197,30 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
             .and_then(|v| v.to_str().ok())
             .unwrap_or(""),
     ) else {
-        let e = PatchError::unsupported_media_type();
-        return Status::failure(e.code, e.reason, e.message).into_response();
+        return status_response(&PatchError::unsupported_media_type());
     };
     if patch_type == PatchType::Apply {
         return apply(store, req).await;
     }
     if req.query.get("force").is_some_and(|f| !f.is_empty()) {
-        return Status::failure(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for non-apply patch").into_response();
+        return status_response(Error::ForceWithoutApply);
     }
-    let ctx = match check_field_manager(req).and_then(|_| {
-        req.query
-            .context(req.namespace(), &req.ctx.user, "PatchOptions")
-    }) {
+    let ctx = match write_context(req, "PatchOptions") {
         Ok(c) => c,
         Err(s) => return status_response(s),
     };
-    let patch_failure: Mutex<Option<Status>> = Mutex::new(None);
     let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let sub = req.ctx.info.subresource.as_str();
     let mgr = manager(req);
-    let transform = |current: Option<&Value>| -> crate::registry::Result<Value> {
+    let transform = |current: Option<&Value>| -> registry::Result<Value> {
         let Some(current) = current else {
             return Err(store.not_found(req.name()));
         };
-        let patched = apply_patch(patch_type, current, req.body, &gvk).map_err(|e| {
-            let msg = e.message.clone();
-            if let Ok(mut f) = patch_failure.lock() {
-                *f = Some(Status::failure(e.code, e.reason, e.message));
-            }
-            Error::BadRequest(msg)
-        })?;
+        let patched =
+            apply_patch(patch_type, current, req.body, &gvk).map_err(registry::Error::transform)?;
         let mut patched_name_check = patched;
         ensure_name(&mut patched_name_check, req.name())
-            .map_err(|s| Error::BadRequest(s.message))?;
+            .map_err(|e| registry::Error::BadRequest(e.to_string()))?;
         let (mut next, warns) = store.decode_request(&ctx, patched_name_check)?;
         if let Ok(mut w) = warnings.lock() {
             *w = warns;
@@ -239,10 +232,7 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
     let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
     match result {
         Ok(w) => respond_object(req, 200, &w.object, &warnings),
-        Err(e) => match patch_failure.lock().ok().and_then(|mut f| f.take()) {
-            Some(s) => s.into_response(),
-            None => error_response(&e),
-        },
+        Err(e) => error_response(&e),
     }
 }
 
@@ -256,7 +246,7 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
         .filter(|m| !m.is_empty())
         .map(String::from)
     else {
-        return Status::failure(422, "Invalid", "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch").into_response();
+        return status_response(Error::MissingFieldManager);
     };
     let prepared = (|| {
         check_field_manager(req)?;
@@ -266,11 +256,7 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
             .context(req.namespace(), &req.ctx.user, "PatchOptions")?;
         let mut applied = yaml_to_json(req.body)?;
         if !applied.is_object() {
-            return Err(Status::failure(
-                400,
-                "BadRequest",
-                "the applied configuration must be an object",
-            ));
+            return Err(Error::AppliedNotObject.into());
         }
         ensure_name(&mut applied, req.name())?;
         Ok::<_, Status>((force, ctx, applied))
@@ -282,33 +268,10 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     if let Err(e) = store.decode_request(&ctx, applied.clone()) {
         return error_response(&e);
     }
-    let failure: Mutex<Option<Status>> = Mutex::new(None);
     let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
-    let transform = |current: Option<&Value>| -> crate::registry::Result<Value> {
-        let merged = server_side_apply(current, &applied, &mgr, force, &gvk).map_err(|e| {
-            let status = match &e {
-                ApplyError::Conflict { causes } => Status::failure(409, "Conflict", e.to_string())
-                    .with_details(crate::api::StatusDetails {
-                        causes: causes
-                            .iter()
-                            .map(|(field, manager)| crate::api::StatusCause {
-                                reason: "FieldManagerConflict".into(),
-                                message: format!("conflict with {manager}"),
-                                field: field.clone(),
-                            })
-                            .collect(),
-                        ..Default::default()
-                    }),
-                ApplyError::BadRequest(m) => Status::failure(400, "BadRequest", m.clone()),
-                ApplyError::Invalid(m) => Status::failure(422, "Invalid", m.clone()),
-                #[allow(unreachable_patterns)]
-                other => Status::failure(500, "InternalError", other.to_string()),
-            };
-            if let Ok(mut f) = failure.lock() {
-                *f = Some(status);
-            }
-            Error::BadRequest(e.to_string())
-        })?;
+    let transform = |current: Option<&Value>| -> registry::Result<Value> {
+        let merged = server_side_apply(current, &applied, &mgr, force, &gvk)
+            .map_err(registry::Error::transform)?;
         let (next, warns) = store.decode_request(&ctx, merged)?;
         if let Ok(mut w) = warnings.lock() {
             *w = warns;
@@ -332,10 +295,7 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
             &w.object,
             &warnings,
         ),
-        Err(e) => match failure.lock().ok().and_then(|mut f| f.take()) {
-            Some(s) => s.into_response(),
-            None => error_response(&e),
-        },
+        Err(e) => error_response(&e),
     }
 }
 
@@ -359,7 +319,11 @@ pub(crate) fn review(review: Review, req: &Req<'_>) -> Response<Body> {
             .filter(|h| !h.is_empty())
         {
             if have != want {
-                return Status::failure(400, "BadRequest", format!("the {field} in the data ({have}) does not match the expected {field} ({want})")).into_response();
+                return status_response(Error::TypeMismatch {
+                    field,
+                    have: have.to_string(),
+                    want,
+                });
             }
         }
     }

@@ -35,7 +35,7 @@ impl PatchType {
     ];
 
     /// The patch type of a Content-Type header value; parameters such as `;charset=utf-8` are
-    /// ignored. `None` for anything else (the caller answers 415).
+    /// ignored. `None` for anything else ([`PatchError::UnsupportedMediaType`]).
     pub fn from_content_type(content_type: &str) -> Option<PatchType> {
         let essence = content_type
             .split(';')
@@ -63,58 +63,57 @@ impl PatchType {
     }
 }
 
-/// A patch that could not be applied; `code` and `reason` are the Status fields to answer with.
+/// A patch that could not be applied. The message is the Status message; the Status code
+/// and reason of each variant are chosen in endpoints/status.rs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct PatchError {
-    /// HTTP status code: 400, 413, 415 or 422.
-    pub code: u16,
-    /// Status reason: `BadRequest`, `RequestEntityTooLarge`, `UnsupportedMediaType`, `Invalid`.
-    pub reason: &'static str,
-    /// Status message.
-    pub message: String,
+#[non_exhaustive]
+pub enum PatchError {
+    /// The patch itself is malformed (BadRequest).
+    #[error("{0}")]
+    BadRequest(String),
+    /// The patch is well-formed but cannot be applied, or its result is invalid (Invalid).
+    #[error("{0}")]
+    Invalid(String),
+    /// A JSON patch with more operations than allowed (RequestEntityTooLarge).
+    #[error("The allowed maximum operations in a JSON patch is {max}, got {got}")]
+    TooManyOperations {
+        /// The limit.
+        max: usize,
+        /// The number of operations sent.
+        got: usize,
+    },
+    /// A Content-Type that is no patch type (UnsupportedMediaType; the message of
+    /// apimachinery's NewUnsupportedMediaTypeError, listing the accepted types).
+    #[error("the body of the request was in an unknown format - accepted media types include: {}", PatchType::MEDIA_TYPES.join(", "))]
+    UnsupportedMediaType,
 }
 
 impl PatchError {
-    /// 400 BadRequest: the patch itself is malformed.
+    /// [`PatchError::BadRequest`].
     pub fn bad_request(message: impl Into<String>) -> Self {
-        PatchError {
-            code: 400,
-            reason: "BadRequest",
-            message: message.into(),
-        }
+        PatchError::BadRequest(message.into())
     }
 
-    /// 422 Invalid: the patch is well-formed but cannot be applied, or its result is invalid.
+    /// [`PatchError::Invalid`].
     pub fn invalid(message: impl Into<String>) -> Self {
-        PatchError {
-            code: 422,
-            reason: "Invalid",
-            message: message.into(),
-        }
+        PatchError::Invalid(message.into())
     }
 
-    /// 415 UnsupportedMediaType for a Content-Type that is no patch type (the message of
-    /// apimachinery's NewUnsupportedMediaTypeError, listing the accepted types).
+    /// [`PatchError::UnsupportedMediaType`].
     pub fn unsupported_media_type() -> Self {
-        PatchError {
-            code: 415,
-            reason: "UnsupportedMediaType",
-            message: format!(
-                "the body of the request was in an unknown format - accepted media types include: {}",
-                PatchType::MEDIA_TYPES.join(", ")
-            ),
-        }
+        PatchError::UnsupportedMediaType
     }
 }
 
 /// Applies `patch` of `patch_type` to `current` (an object of kind `gvk`) and returns the
 /// patched object. [`PatchType::Apply`] is not a patch in this sense: use
-/// `endpoints::apply::server_side_apply`; passing it here is a 415.
+/// `endpoints::apply::server_side_apply`; passing it here is
+/// [`PatchError::UnsupportedMediaType`].
 ///
 /// # Errors
-/// 400 for malformed patch bodies, 413 for JSON patches over 10,000 operations, 422 when the
-/// operations cannot be applied (a failed `test`, a missing path) or the result is no object.
+/// [`PatchError::BadRequest`] for malformed patch bodies, [`PatchError::TooManyOperations`]
+/// for JSON patches over 10,000 operations, [`PatchError::Invalid`] when the operations cannot
+/// be applied (a failed `test`, a missing path) or the result is no object.
 pub fn apply_patch(
     patch_type: PatchType,
     current: &Value,
@@ -158,12 +157,9 @@ fn apply_json_patch(current: &Value, patch: &[u8]) -> Result<Value, PatchError> 
     let ops: json_patch::Patch =
         serde_json::from_value(raw).map_err(|e| PatchError::bad_request(e.to_string()))?;
     if ops_len > MAX_JSON_PATCH_OPERATIONS {
-        return Err(PatchError {
-            code: 413,
-            reason: "RequestEntityTooLarge",
-            message: format!(
-                "The allowed maximum operations in a JSON patch is {MAX_JSON_PATCH_OPERATIONS}, got {ops_len}"
-            ),
+        return Err(PatchError::TooManyOperations {
+            max: MAX_JSON_PATCH_OPERATIONS,
+            got: ops_len,
         });
     }
     let mut doc = current.clone();

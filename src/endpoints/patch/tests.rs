@@ -14,6 +14,11 @@ fn sa() -> GroupVersionKind {
     gvk("", "v1", "ServiceAccount")
 }
 
+/// The Status code a patch error is answered with.
+fn code(e: &PatchError) -> u16 {
+    crate::api::Status::from(e).code
+}
+
 fn smp(original: Value, patch: Value) -> Result<Value, PatchError> {
     apply_patch(
         PatchType::StrategicMerge,
@@ -78,16 +83,12 @@ fn json_patch() {
         let got = apply_patch(PatchType::Json, &cm, patch.to_string().as_bytes(), &g);
         match (got, want) {
             (Ok(v), Ok(w)) => assert_eq!(v, w, "{patch}"),
-            (Err(e), Err(code)) => assert_eq!(e.code, code, "{patch}: {e}"),
+            (Err(e), Err(want)) => assert_eq!(code(&e), want, "{patch}: {e}"),
             (got, want) => panic!("{patch}: got {got:?}, want {want:?}"),
         }
     }
-    assert_eq!(
-        apply_patch(PatchType::Json, &cm, b"[{", &g)
-            .unwrap_err()
-            .reason,
-        "BadRequest"
-    );
+    let malformed = apply_patch(PatchType::Json, &cm, b"[{", &g).unwrap_err();
+    assert_eq!(crate::api::Status::from(&malformed).reason, "BadRequest");
     let too_many: Vec<Value> = (0..10_001)
         .map(|_| json!({"op": "test", "path": "/kind", "value": "ConfigMap"}))
         .collect();
@@ -98,7 +99,15 @@ fn json_patch() {
         &g,
     )
     .unwrap_err();
-    assert_eq!((err.code, err.reason), (413, "RequestEntityTooLarge"));
+    let status = crate::api::Status::from(&err);
+    assert_eq!(
+        (status.code, status.reason.as_str()),
+        (413, "RequestEntityTooLarge")
+    );
+    assert_eq!(
+        status.message,
+        "The allowed maximum operations in a JSON patch is 10000, got 10001"
+    );
 }
 
 #[test]
@@ -140,10 +149,11 @@ fn merge_patch() {
         assert_eq!(got, want, "{orig} + {patch}");
     }
     let err = apply_patch(PatchType::Merge, &json!({}), b"{nope", &g).unwrap_err();
-    assert_eq!(err.code, 400);
+    assert_eq!(code(&err), 400);
     let err = apply_patch(PatchType::Merge, &json!({}), b"[1]", &g).unwrap_err();
     assert_eq!(
-        err.code, 422,
+        code(&err),
+        422,
         "a patch that replaces the object with a list is invalid"
     );
 }
@@ -355,12 +365,12 @@ fn strategic_merge_patch_errors() {
         ),
         ("patch is a list", json!({}), json!([1]), 400),
     ];
-    for (name, original, patch, code) in cases {
+    for (name, original, patch, want) in cases {
         let err = smp(original, patch).expect_err(name);
-        assert_eq!(err.code, code, "{name}: {err}");
+        assert_eq!(code(&err), want, "{name}: {err}");
     }
     let err = apply_patch(PatchType::StrategicMerge, &json!({}), b"{", &sa()).unwrap_err();
-    assert_eq!(err.code, 400);
+    assert_eq!(code(&err), 400);
     let err = apply_patch(PatchType::Apply, &json!({}), b"{}", &sa()).unwrap_err();
-    assert_eq!(err.code, 415);
+    assert_eq!(code(&err), 415);
 }

@@ -6,8 +6,8 @@
 
 use crate::storage::watch::{self, Hub};
 use crate::storage::{
-    Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage, WatchEvent,
-    WatchStream,
+    Chain, Error, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage,
+    WatchEvent, WatchStream,
 };
 use futures::StreamExt;
 use std::collections::{BTreeMap, VecDeque};
@@ -81,6 +81,8 @@ impl ResourceCache {
             revision_tx,
             stop: CancellationToken::new(),
         });
+        // Both detached: they hold the cache only weakly, return once its Drop cancels `stop`,
+        // have no result, and log their own errors.
         tokio::spawn(reflect(Arc::downgrade(&rc), backend, rc.stop.clone()));
         tokio::spawn(bookmarks(
             Arc::downgrade(&rc.hub),
@@ -306,7 +308,7 @@ async fn reflect(
                 };
                 c.apply(ev);
             }
-            Err(Error::Unavailable("the backend watch ended".into()))
+            Err(Error::unavailable("the backend watch ended"))
         };
         let res: Result<()> = tokio::select! {
             _ = stop.cancelled() => return,
@@ -319,7 +321,7 @@ async fn reflect(
                 need_list = true;
             }
             Err(e) => {
-                tracing::warn!(prefix = %prefix, error = %e, "watch cache lost its backend watch; retrying");
+                tracing::warn!(prefix = %prefix, error = %Chain(&e), "watch cache lost its backend watch; retrying");
                 tokio::select! {
                     _ = stop.cancelled() => return,
                     _ = tokio::time::sleep(backoff) => {}

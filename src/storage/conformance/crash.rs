@@ -24,7 +24,7 @@ fn open_store(dir: &std::path::Path) -> EmbeddedStore {
     for _ in 0..200 {
         match EmbeddedStore::open(dir, Duration::ZERO) {
             Ok(s) => return s,
-            Err(Error::Unavailable(_)) => std::thread::sleep(Duration::from_millis(25)),
+            Err(Error::Unavailable { .. }) => std::thread::sleep(Duration::from_millis(25)),
             Err(e) => panic!("reopening after a crash failed: {e}"),
         }
     }

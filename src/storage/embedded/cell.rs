@@ -40,14 +40,14 @@ impl DbCell {
     /// A read snapshot of the current database.
     pub fn snapshot(&self, what: &std::path::Path) -> Result<Snapshot> {
         let db = self.get().ok_or_else(|| {
-            Error::Unavailable(format!(
+            Error::unavailable(format!(
                 "{} is being reopened after an I/O error",
                 what.display()
             ))
         })?;
-        let txn = db
-            .begin_read()
-            .map_err(|e| Error::Unavailable(format!("{}: {e}", what.display())))?;
+        let txn = db.begin_read().map_err(|e| {
+            Error::unavailable(format!("cannot read {}", what.display())).caused_by(e)
+        })?;
         Ok(Snapshot { txn, _db: db })
     }
 

@@ -32,7 +32,7 @@ impl Index {
 
     pub fn decode(key: &str, raw: &[u8]) -> Result<Index> {
         if raw.len() != INDEX_LEN {
-            return Err(Error::Corrupt(format!(
+            return Err(Error::corrupt(format!(
                 "index entry of key {key} is damaged"
             )));
         }
@@ -78,7 +78,7 @@ impl Change<'_> {
     }
 
     pub fn decode(revision: u64, raw: &[u8]) -> Result<Change<'_>> {
-        let corrupt = || Error::Corrupt(format!("history entry of revision {revision} is damaged"));
+        let corrupt = || Error::corrupt(format!("history entry of revision {revision} is damaged"));
         let kind = *raw.first().ok_or_else(corrupt)?;
         let klen = raw
             .get(1..5)
@@ -111,7 +111,7 @@ impl Change<'_> {
 /// store is upgraded.
 pub(crate) fn decode_v1_record<'a>(key: &str, raw: &'a [u8]) -> Result<(Index, &'a [u8])> {
     if raw.len() < INDEX_LEN {
-        return Err(Error::Corrupt(format!("record of key {key} is truncated")));
+        return Err(Error::corrupt(format!("record of key {key} is truncated")));
     }
     Ok((Index::decode(key, &raw[..INDEX_LEN])?, &raw[INDEX_LEN..]))
 }

@@ -82,7 +82,7 @@ impl EmbeddedStore {
         let writer = std::thread::Builder::new()
             .name("kapi-store-writer".into())
             .spawn(move || w.run(rx))
-            .map_err(|e| Error::Io(format!("cannot start the store writer thread: {e}")))?;
+            .map_err(|e| Error::io("cannot start the store writer thread").caused_by(e))?;
         tracing::info!(path = %path.display(), revision = opened.revision, "embedded store opened");
         Ok(EmbeddedStore {
             db,
@@ -103,11 +103,11 @@ impl EmbeddedStore {
         let (tx, rx) = oneshot::channel();
         self.ops
             .as_ref()
-            .ok_or_else(|| Error::Unavailable("the store is closed".into()))?
+            .ok_or_else(|| Error::unavailable("the store is closed"))?
             .send(make(tx))
-            .map_err(|_| Error::Unavailable("the store writer has stopped".into()))?;
+            .map_err(|_| Error::unavailable("the store writer has stopped"))?;
         rx.await.map_err(|_| {
-            Error::Io("the write transaction was aborted; the write was not applied".into())
+            Error::io("the write transaction was aborted; the write was not applied")
         })?
     }
 
@@ -282,7 +282,7 @@ impl Storage for EmbeddedStore {
         let txn = self.read()?;
         read::revisions(&txn)?;
         if !self.alive.load(Ordering::Acquire) {
-            return Err(Error::Unavailable(format!(
+            return Err(Error::unavailable(format!(
                 "{}: the store writer has stopped",
                 self.path.display()
             )));

@@ -12,7 +12,7 @@ use redb::{ReadTransaction, ReadableTable};
 use std::collections::BTreeMap;
 
 fn db_err(e: impl Into<redb::Error>) -> Error {
-    Error::Unavailable(format!("embedded store read failed: {}", e.into()))
+    Error::unavailable("embedded store read failed").caused_by(e.into())
 }
 
 /// The (current, compacted) revisions in this snapshot.
@@ -20,11 +20,11 @@ pub(crate) fn revisions(txn: &ReadTransaction) -> Result<(Revision, Revision)> {
     let meta = txn.open_table(META).map_err(db_err)?;
     let get = |name: &str| -> Result<Revision> {
         let raw = meta.get(name).map_err(db_err)?;
-        let raw = raw.ok_or_else(|| Error::Corrupt(format!("store counter {name} is missing")))?;
+        let raw = raw.ok_or_else(|| Error::corrupt(format!("store counter {name} is missing")))?;
         let b: [u8; 8] = raw
             .value()
             .try_into()
-            .map_err(|_| Error::Corrupt(format!("store counter {name} is damaged")))?;
+            .map_err(|_| Error::corrupt(format!("store counter {name} is damaged")))?;
         Ok(i64::from_le_bytes(b))
     };
     Ok((get(tables::META_REVISION)?, get(tables::META_COMPACTED)?))
@@ -38,7 +38,7 @@ pub(crate) fn value_at(
     revision: Revision,
 ) -> Result<KeyValue> {
     let missing = || {
-        Error::Corrupt(format!(
+        Error::corrupt(format!(
             "the value of key {key} at revision {revision} is missing from history"
         ))
     };

@@ -87,7 +87,7 @@ impl Opener {
         let db = self.create().map_err(|e| open_error(&self.path, e))?;
         let txn = db.begin_read().map_err(|e| corrupt(&self.path, e))?;
         let found = check_tables(&txn, &self.path)?
-            .ok_or_else(|| corrupt(&self.path, "the store tables are gone"))?;
+            .ok_or_else(|| damaged(&self.path, "the store tables are gone"))?;
         drop(txn);
         let (revision, compacted) = upgrade(&db, &self.path, found)?;
         Ok(Opened {
@@ -102,17 +102,12 @@ impl Opener {
 /// Opens (creating when absent) the store under `dir`; `opener` carries test hooks.
 pub(crate) fn open_with(dir: &Path, mut opener: Opener) -> Result<Opened> {
     if dir.exists() && !dir.is_dir() {
-        return Err(Error::Corrupt(format!(
+        return Err(Error::corrupt(format!(
             "data directory {} is not a directory",
             dir.display()
         )));
     }
-    std::fs::create_dir_all(dir).map_err(|e| {
-        Error::Io(format!(
-            "cannot create data directory {}: {e}",
-            dir.display()
-        ))
-    })?;
+    std::fs::create_dir_all(dir).map_err(|e| io_error("cannot create data directory", dir, e))?;
     let path = dir.join(FILE_NAME);
     opener.path = path.clone();
     check_magic(&path)?;
@@ -138,17 +133,17 @@ fn check_magic(path: &Path) -> Result<()> {
     let mut f = match std::fs::File::open(path) {
         Ok(f) => f,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(Error::Io(format!("cannot read {}: {e}", path.display()))),
+        Err(e) => return Err(io_error("cannot read", path, e)),
     };
     let mut head = Vec::with_capacity(REDB_MAGIC.len());
     (&mut f)
         .take(REDB_MAGIC.len() as u64)
         .read_to_end(&mut head)
-        .map_err(|e| Error::Io(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| io_error("cannot read", path, e))?;
     if head.is_empty() || head == REDB_MAGIC {
         return Ok(());
     }
-    Err(Error::Corrupt(format!(
+    Err(Error::corrupt(format!(
         "{} is not a kapi data file (unknown format); move it away or choose another --data-dir",
         path.display()
     )))
@@ -156,19 +151,29 @@ fn check_magic(path: &Path) -> Result<()> {
 
 fn open_error(path: &Path, e: DatabaseError) -> Error {
     match e {
-        DatabaseError::DatabaseAlreadyOpen => Error::Unavailable(format!(
+        // The variant says all there is to say: redb's text would only repeat it.
+        DatabaseError::DatabaseAlreadyOpen => Error::unavailable(format!(
             "{} is in use by another process (is another kapi serving this --data-dir?)",
             path.display()
         )),
-        DatabaseError::Storage(redb::StorageError::Io(io)) => {
-            Error::Io(format!("cannot open {}: {io}", path.display()))
-        }
-        other => Error::Corrupt(format!("{} cannot be opened: {other}", path.display())),
+        DatabaseError::Storage(redb::StorageError::Io(io)) => io_error("cannot open", path, io),
+        other => Error::corrupt(format!("{} cannot be opened", path.display())).caused_by(other),
     }
 }
 
-fn corrupt(path: &Path, e: impl std::fmt::Display) -> Error {
-    Error::Corrupt(format!("{}: {e}", path.display()))
+/// The file at `path` is damaged, as redb found (`e`).
+fn corrupt(path: &Path, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::corrupt(path.display().to_string()).caused_by(e)
+}
+
+/// The file at `path` is damaged, as this module found.
+fn damaged(path: &Path, what: impl std::fmt::Display) -> Error {
+    Error::corrupt(format!("{}: {what}", path.display()))
+}
+
+/// `step` (e.g. "cannot upgrade") failed on `path` with the I/O or redb error `e`.
+fn io_error(step: &str, path: &Path, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::io(format!("{step} {}", path.display())).caused_by(e)
 }
 
 fn read_i64(
@@ -176,11 +181,11 @@ fn read_i64(
     path: &Path,
     name: &str,
 ) -> Result<Revision> {
-    let raw = raw.ok_or_else(|| corrupt(path, format!("the {name} counter is missing")))?;
+    let raw = raw.ok_or_else(|| damaged(path, format!("the {name} counter is missing")))?;
     let bytes: [u8; 8] = raw
         .value()
         .try_into()
-        .map_err(|_| corrupt(path, format!("the {name} counter is damaged")))?;
+        .map_err(|_| damaged(path, format!("the {name} counter is damaged")))?;
     Ok(i64::from_le_bytes(bytes))
 }
 
@@ -223,7 +228,7 @@ fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<Found
         return Ok(None);
     }
     if !names.iter().any(|n| n == META.name()) {
-        return Err(Error::Corrupt(format!(
+        return Err(Error::corrupt(format!(
             "{} is a database of another program (tables: {}); move it away or choose another --data-dir",
             path.display(),
             names.join(", ")
@@ -235,14 +240,14 @@ fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<Found
         Some(f) if f.value() == FORMAT => false,
         Some(f) if f.value() == FORMAT_1 => true,
         Some(f) => {
-            return Err(Error::Corrupt(format!(
+            return Err(Error::corrupt(format!(
                 "{} has unsupported format {:?} (this kapi reads {:?})",
                 path.display(),
                 String::from_utf8_lossy(f.value()),
                 String::from_utf8_lossy(FORMAT)
             )))
         }
-        None => return Err(corrupt(path, "the format marker is missing")),
+        None => return Err(damaged(path, "the format marker is missing")),
     };
     let revision = read_i64(
         meta.get(META_REVISION).map_err(|e| corrupt(path, e))?,
@@ -256,7 +261,7 @@ fn check_tables(txn: &redb::ReadTransaction, path: &Path) -> Result<Option<Found
     )?;
     for t in [LATEST.name(), HISTORY.name(), EXPIRY.name()] {
         if !names.iter().any(|n| n == t) {
-            return Err(corrupt(path, format!("table {t} is missing")));
+            return Err(damaged(path, format!("table {t} is missing")));
         }
     }
     Ok(Some(Found {
@@ -278,11 +283,11 @@ fn upgrade(db: &Database, path: &Path, found: Found) -> Result<(Revision, Revisi
     if !found.format_1 {
         return Ok((found.revision, found.compacted));
     }
-    let io = |e: redb::Error| Error::Io(format!("cannot upgrade {}: {e}", path.display()));
+    let io = |e: redb::Error| io_error("cannot upgrade", path, e);
     let revision = found.revision + 1;
     let mut txn = db.begin_write().map_err(|e| io(e.into()))?;
     txn.set_durability(redb::Durability::Immediate)
-        .map_err(|e| io(redb::Error::Corrupted(e.to_string())))?;
+        .map_err(|e| io_error("cannot upgrade", path, e))?;
     let keys = {
         let mut latest = txn.open_table(LATEST).map_err(|e| io(e.into()))?;
         let mut history = txn.open_table(HISTORY).map_err(|e| io(e.into()))?;
@@ -327,7 +332,7 @@ fn upgrade(db: &Database, path: &Path, found: Found) -> Result<(Revision, Revisi
 }
 
 fn initialise(db: &Database, path: &Path) -> Result<(Revision, Revision)> {
-    let io = |e: redb::Error| Error::Io(format!("cannot initialise {}: {e}", path.display()));
+    let io = |e: redb::Error| io_error("cannot initialise", path, e);
     let txn = db.begin_write().map_err(|e| io(e.into()))?;
     {
         let mut meta = txn.open_table(META).map_err(|e| io(e.into()))?;

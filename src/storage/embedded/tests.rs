@@ -16,7 +16,7 @@ fn reopen(dir: &Path) -> EmbeddedStore {
     loop {
         match EmbeddedStore::open(dir, Duration::ZERO) {
             Ok(s) => return s,
-            Err(Error::Unavailable(_)) => std::thread::sleep(Duration::from_millis(20)),
+            Err(Error::Unavailable { .. }) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => panic!("{e}"),
         }
     }
@@ -77,7 +77,7 @@ async fn refuses_foreign_file_and_leaves_it_alone() {
     let err = EmbeddedStore::open(dir.path(), Duration::ZERO)
         .err()
         .expect("must refuse");
-    assert!(matches!(err, Error::Corrupt(_)), "{err:?}");
+    assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
     assert!(err.to_string().contains(tables::FILE_NAME), "{err}");
     assert!(std::fs::read(&file).unwrap() == b"SQLite format 3\0 not ours");
 }
@@ -247,7 +247,16 @@ async fn disk_full_fails_the_write_and_later_writes_work() {
     let err = within(s.create("/d/b", Bytes::from_static(b"2"), None))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::Io(_)), "{err:?}");
+    assert!(matches!(err, Error::Io { .. }), "{err:?}");
+    // The cause stays typed: redb's error, which names the disk's failure.
+    let source = std::error::Error::source(&err).expect("the write failure keeps its source");
+    assert!(source.downcast_ref::<redb::Error>().is_some(), "{source:?}");
+    let chain = crate::storage::Chain(&err).to_string();
+    assert!(
+        chain.starts_with("storage write failed: ")
+            && chain.ends_with("No space left on device (injected)"),
+        "{chain}"
+    );
     assert!(within(s.create("/d/b", Bytes::from_static(b"2"), None))
         .await
         .is_err());

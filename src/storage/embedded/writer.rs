@@ -11,7 +11,7 @@ use super::codec::{Change, Index};
 use super::read::value_at;
 use super::tables::{self, Opener, EXPIRY, HISTORY, LATEST, META};
 use crate::storage::watch::Hub;
-use crate::storage::{Error, KeyValue, Result, Revision, WatchEvent};
+use crate::storage::{Error, KeyValue, Result, Revision, Source, WatchEvent};
 use bytes::Bytes;
 use redb::{Durability, ReadableTable, Table};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -101,13 +101,51 @@ pub(crate) fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
-fn io(e: impl std::fmt::Display) -> Error {
-    Error::Io(e.to_string())
+/// Why a write transaction failed. Every write of its batch then fails with [`Error::Io`],
+/// caused by the error inside ([`TxnError::into_source`]).
+#[derive(Debug, thiserror::Error)]
+enum TxnError {
+    /// redb refused a step (an I/O error, a full disk...).
+    #[error(transparent)]
+    Redb(#[from] redb::Error),
+    /// redb refused the durability setting.
+    #[error(transparent)]
+    Durability(#[from] redb::SetDurabilityError),
+    /// The transaction found damage in the store ([`Error::Corrupt`]).
+    #[error(transparent)]
+    Damaged(Error),
+    /// An earlier failure closed the database and it could not be reopened yet.
+    #[error("the store could not be reopened after an I/O error")]
+    Closed,
 }
 
-/// Damage found while writing fails the transaction like a redb error.
-fn corrupt(e: Error) -> redb::Error {
-    redb::Error::Corrupted(e.to_string())
+/// redb's step errors, each one a [`redb::Error`], so that `?` works on every redb call.
+macro_rules! txn_error_from_redb {
+    ($($t:ty),*) => {$(
+        impl From<$t> for TxnError {
+            fn from(e: $t) -> TxnError {
+                TxnError::Redb(e.into())
+            }
+        }
+    )*};
+}
+txn_error_from_redb!(
+    redb::TransactionError,
+    redb::TableError,
+    redb::StorageError,
+    redb::CommitError
+);
+
+impl TxnError {
+    /// The error inside, shared as the source of every failed write of the batch.
+    fn into_source(self) -> Source {
+        match self {
+            TxnError::Redb(e) => Arc::new(e),
+            TxnError::Durability(e) => Arc::new(e),
+            TxnError::Damaged(e) => Arc::new(e),
+            closed @ TxnError::Closed => Arc::new(closed),
+        }
+    }
 }
 
 impl Writer {
@@ -181,8 +219,12 @@ impl Writer {
             Err(e) => {
                 (self.revision, self.compacted) = start;
                 tracing::error!(error = %e, "embedded store: write transaction failed; its writes were not acknowledged");
+                let cause = e.into_source();
                 for r in replies {
-                    r.fail(io(&e));
+                    r.fail(
+                        Error::io("the write transaction was not committed")
+                            .with_source(cause.clone()),
+                    );
                 }
                 self.recover();
             }
@@ -214,14 +256,12 @@ impl Writer {
     }
 
     /// The open database, reopening it first if an earlier failure closed it.
-    fn database(&mut self) -> Result<Arc<redb::Database>, redb::Error> {
+    fn database(&mut self) -> Result<Arc<redb::Database>, TxnError> {
         if let Some(db) = self.db.get() {
             return Ok(db);
         }
         self.recover();
-        self.db.get().ok_or_else(|| {
-            redb::Error::Corrupted("the store could not be reopened after an I/O error".into())
-        })
+        self.db.get().ok_or(TxnError::Closed)
     }
 
     fn apply_batch(
@@ -229,11 +269,10 @@ impl Writer {
         batch: Vec<Op>,
         events: &mut Vec<WatchEvent>,
         replies: &mut Vec<Reply>,
-    ) -> Result<(), redb::Error> {
+    ) -> Result<(), TxnError> {
         let db = self.database()?;
         let mut txn = db.begin_write()?;
-        txn.set_durability(Durability::Immediate)
-            .map_err(|e| redb::Error::Corrupted(e.to_string()))?;
+        txn.set_durability(Durability::Immediate)?;
         let now = now_ms();
         {
             let mut t = Tables {
@@ -297,9 +336,9 @@ impl Writer {
         events: &mut Vec<WatchEvent>,
         now: u64,
         key: &str,
-    ) -> Result<Option<Index>, redb::Error> {
+    ) -> Result<Option<Index>, TxnError> {
         let idx = match t.latest.get(key)? {
-            Some(raw) => Index::decode(key, raw.value()).map_err(corrupt)?,
+            Some(raw) => Index::decode(key, raw.value()).map_err(TxnError::Damaged)?,
             None => return Ok(None),
         };
         if idx.expired(now) {
@@ -315,9 +354,9 @@ impl Writer {
         events: &mut Vec<WatchEvent>,
         key: &str,
         idx: Index,
-    ) -> Result<KeyValue, redb::Error> {
-        let prev =
-            value_at(&t.history, key, idx.create_revision, idx.mod_revision).map_err(corrupt)?;
+    ) -> Result<KeyValue, TxnError> {
+        let prev = value_at(&t.history, key, idx.create_revision, idx.mod_revision)
+            .map_err(TxnError::Damaged)?;
         let rev = self.next_revision();
         t.latest.remove(key)?;
         if idx.expires_at_ms != 0 {
@@ -343,7 +382,7 @@ impl Writer {
         events: &mut Vec<WatchEvent>,
         now: u64,
         put: Put,
-    ) -> Result<Result<Outcome>, redb::Error> {
+    ) -> Result<Result<Outcome>, TxnError> {
         let Put {
             key,
             value,
@@ -414,7 +453,7 @@ impl Writer {
         now: u64,
         key: &str,
         expect: Option<Revision>,
-    ) -> Result<Result<Outcome>, redb::Error> {
+    ) -> Result<Result<Outcome>, TxnError> {
         let Some(cur) = self.current(t, events, now, key)? else {
             return Ok(Ok(Outcome::Stale));
         };
@@ -433,12 +472,12 @@ impl Writer {
     /// every older delete goes. History below the last compacted revision is already reduced
     /// this way, so only the changes since then are read; each one's previous value is
     /// superseded, and a delete leaves nothing to keep.
-    fn compact(&mut self, t: &mut Tables, revision: Revision) -> Result<Result<()>, redb::Error> {
+    fn compact(&mut self, t: &mut Tables, revision: Revision) -> Result<Result<()>, TxnError> {
         if revision > self.revision {
-            return Ok(Err(Error::Aborted(format!(
-                "cannot compact to revision {revision}: the current revision is {}",
-                self.revision
-            ))));
+            return Ok(Err(Error::TooLargeRevision {
+                requested: revision,
+                current: self.revision,
+            }));
         }
         if revision <= self.compacted {
             return Ok(Ok(()));
@@ -449,7 +488,7 @@ impl Writer {
             .range(self.compacted.max(0) as u64..revision as u64)?
         {
             let (rev, raw) = item?;
-            let change = Change::decode(rev.value(), raw.value()).map_err(corrupt)?;
+            let change = Change::decode(rev.value(), raw.value()).map_err(TxnError::Damaged)?;
             if change.prev != 0 && change.prev < revision {
                 dead.push(change.prev as u64);
             }
@@ -479,11 +518,10 @@ impl Writer {
         }
         let start = self.revision;
         let mut events = Vec::new();
-        let res = (|| -> Result<(), redb::Error> {
+        let res = (|| -> Result<(), TxnError> {
             let db = self.database()?;
             let mut txn = db.begin_write()?;
-            txn.set_durability(Durability::Immediate)
-                .map_err(|e| redb::Error::Corrupted(e.to_string()))?;
+            txn.set_durability(Durability::Immediate)?;
             {
                 let mut t = Tables {
                     latest: txn.open_table(LATEST)?,
