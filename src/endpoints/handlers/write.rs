@@ -80,13 +80,8 @@ fn ensure_name(obj: &mut Value, name: &str) -> Result<(), Error> {
 /// POST to a collection.
 pub(crate) async fn create(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let info = store.strategy().info();
-    let prepared = (|| {
-        check_field_manager(req)?;
-        req.query
-            .context(req.namespace(), &req.ctx.user, "CreateOptions")
-    })();
-    let ctx = match prepared {
-        Ok(p) => p,
+    let ctx = match write_context(req, "CreateOptions") {
+        Ok(ctx) => ctx,
         Err(s) => return status_response(s),
     };
     if !req.name().is_empty() {
@@ -102,7 +97,7 @@ pub(crate) async fn create(store: &GenericStore, req: &Req<'_>) -> Response<Body
         None => {
             let body = match decode_body(req.headers, req.body, &gvk_of(info)) {
                 Ok(b) => b,
-                Err(s) => return status_response(s),
+                Err(e) => return status_response(Status::from(e)),
             };
             store.decode_request(&ctx, body)
         }
