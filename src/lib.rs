@@ -15,17 +15,20 @@ macro_rules! note {
     }};
 }
 
-pub mod api;
+pub(crate) mod api;
 pub mod cli;
 pub mod cmd;
-pub mod controllers;
-pub mod endpoints;
+pub(crate) mod controllers;
+pub(crate) mod endpoints;
 pub mod exit;
-pub mod filters;
-pub mod inspect;
+pub(crate) mod filters;
+pub(crate) mod inspect;
 pub mod logging;
-pub mod options;
-pub mod output;
-pub mod registry;
-pub mod server;
+pub(crate) mod options;
+pub(crate) mod output;
+pub(crate) mod registry;
+pub(crate) mod server;
 pub mod storage;
+
+/// The apiserver ID kube-apiserver derives from a hostname (its identity lease name).
+pub use controllers::apiserver_id;

@@ -12,13 +12,13 @@
 use bytes::Bytes;
 use std::sync::Arc;
 
-pub type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+pub(crate) type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// A handle on one HTTP/2 connection; clones share the connection as separate streams.
-pub type Conn = h2::client::SendRequest<Bytes>;
+pub(crate) type Conn = h2::client::SendRequest<Bytes>;
 
 /// A TLS client configuration with the cluster CA as the only root and the admin identity.
-pub fn tls_config(ca_pem: &str, admin_pem: &str) -> Res<Arc<rustls::ClientConfig>> {
+pub(crate) fn tls_config(ca_pem: &str, admin_pem: &str) -> Res<Arc<rustls::ClientConfig>> {
     let mut roots = rustls::RootCertStore::empty();
     for cert in rustls_pemfile::certs(&mut ca_pem.as_bytes()) {
         roots.add(cert?)?;
@@ -36,7 +36,7 @@ pub fn tls_config(ca_pem: &str, admin_pem: &str) -> Res<Arc<rustls::ClientConfig
 }
 
 /// Opens one HTTP/2 connection to `host:port` (an IP address, as in the admin kubeconfig).
-pub async fn connect(tls: Arc<rustls::ClientConfig>, host: &str, port: u16) -> Res<Conn> {
+pub(crate) async fn connect(tls: Arc<rustls::ClientConfig>, host: &str, port: u16) -> Res<Conn> {
     let tcp = tokio::net::TcpStream::connect((host, port)).await?;
     tcp.set_nodelay(true)?;
     let name = rustls::pki_types::ServerName::try_from(host.to_string())?;
@@ -63,7 +63,7 @@ pub async fn connect(tls: Arc<rustls::ClientConfig>, host: &str, port: u16) -> R
 /// Sends one request on a new stream and reads the whole response: (status is 2xx, body).
 /// `uri` is absolute (`https://host:port/path`): HTTP/2 carries scheme and authority as
 /// pseudo-headers.
-pub async fn send(
+pub(crate) async fn send(
     conn: &mut Conn,
     method: &hyper::Method,
     uri: &hyper::Uri,
@@ -106,7 +106,7 @@ pub async fn send(
 }
 
 /// `object` with the value of its first `"renewTime"` string replaced by `now`.
-pub fn with_renew_time(object: &[u8], now: &str) -> Res<Bytes> {
+pub(crate) fn with_renew_time(object: &[u8], now: &str) -> Res<Bytes> {
     const FIELD: &[u8] = b"\"renewTime\":\"";
     let start =
         memchr::memmem::find(object, FIELD).ok_or("the lease has no spec.renewTime")? + FIELD.len();

@@ -2,7 +2,7 @@
 
 /// The machine's cores, CPU model and load: figures from different CPU models do not compare
 /// (the same code's UPDATE cost 89-98 µs of server CPU on one 2-core machine, 58-65 on another).
-pub fn conditions() -> String {
+pub(crate) fn conditions() -> String {
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();

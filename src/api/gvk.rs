@@ -5,7 +5,7 @@ use std::fmt;
 
 /// A kind in an API group version, e.g. `coordination.k8s.io/v1, Kind=Lease`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct GroupVersionKind {
+pub(crate) struct GroupVersionKind {
     /// API group, empty for the core group.
     pub group: String,
     /// API version, e.g. `v1`.
@@ -16,7 +16,7 @@ pub struct GroupVersionKind {
 
 impl GroupVersionKind {
     /// Builds a GVK from its parts.
-    pub fn new(group: &str, version: &str, kind: &str) -> Self {
+    pub(crate) fn new(group: &str, version: &str, kind: &str) -> Self {
         GroupVersionKind {
             group: group.into(),
             version: version.into(),
@@ -25,12 +25,12 @@ impl GroupVersionKind {
     }
 
     /// The `apiVersion` string: `v1` for the core group, `<group>/<version>` otherwise.
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         api_version(&self.group, &self.version)
     }
 
     /// Parses an `apiVersion` + `kind` pair as found in an object.
-    pub fn from_api_version_kind(api_version: &str, kind: &str) -> Self {
+    pub(crate) fn from_api_version_kind(api_version: &str, kind: &str) -> Self {
         let (group, version) = split_api_version(api_version);
         GroupVersionKind {
             group: group.into(),
@@ -46,47 +46,8 @@ impl fmt::Display for GroupVersionKind {
     }
 }
 
-/// A resource in an API group version, e.g. `coordination.k8s.io/v1, Resource=leases`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-pub struct GroupVersionResource {
-    /// API group, empty for the core group.
-    pub group: String,
-    /// API version, e.g. `v1`.
-    pub version: String,
-    /// Plural resource name, e.g. `leases`.
-    pub resource: String,
-}
-
-impl GroupVersionResource {
-    /// Builds a GVR from its parts.
-    pub fn new(group: &str, version: &str, resource: &str) -> Self {
-        GroupVersionResource {
-            group: group.into(),
-            version: version.into(),
-            resource: resource.into(),
-        }
-    }
-
-    /// The group-qualified resource as used in error messages: `leases.coordination.k8s.io`,
-    /// or just `configmaps` for the core group.
-    pub fn group_resource(&self) -> String {
-        group_resource(&self.group, &self.resource)
-    }
-
-    /// The `apiVersion` string of the group version.
-    pub fn api_version(&self) -> String {
-        api_version(&self.group, &self.version)
-    }
-}
-
-impl fmt::Display for GroupVersionResource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}, Resource={}", self.api_version(), self.resource)
-    }
-}
-
 /// `v1` for the core group, `<group>/<version>` otherwise.
-pub fn api_version(group: &str, version: &str) -> String {
+pub(crate) fn api_version(group: &str, version: &str) -> String {
     if group.is_empty() {
         version.to_string()
     } else {
@@ -95,7 +56,7 @@ pub fn api_version(group: &str, version: &str) -> String {
 }
 
 /// `<resource>.<group>`, or `<resource>` for the core group (schema.GroupResource.String).
-pub fn group_resource(group: &str, resource: &str) -> String {
+pub(crate) fn group_resource(group: &str, resource: &str) -> String {
     if group.is_empty() {
         resource.to_string()
     } else {
@@ -104,7 +65,7 @@ pub fn group_resource(group: &str, resource: &str) -> String {
 }
 
 /// Splits an `apiVersion` into (group, version); `v1` → ("", "v1").
-pub fn split_api_version(api_version: &str) -> (&str, &str) {
+pub(crate) fn split_api_version(api_version: &str) -> (&str, &str) {
     match api_version.split_once('/') {
         Some((g, v)) => (g, v),
         None => ("", api_version),
@@ -124,10 +85,9 @@ mod tests {
             GroupVersionKind::from_api_version_kind("v1", "ConfigMap").group,
             ""
         );
-        let gvr = GroupVersionResource::new("", "v1", "configmaps");
-        assert_eq!(gvr.group_resource(), "configmaps");
+        assert_eq!(group_resource("", "configmaps"), "configmaps");
         assert_eq!(
-            GroupVersionResource::new("coordination.k8s.io", "v1", "leases").group_resource(),
+            group_resource("coordination.k8s.io", "leases"),
             "leases.coordination.k8s.io"
         );
     }

@@ -7,7 +7,7 @@ use serde_json::Value;
 /// [`Value::pointer`] for the constant pointers the server uses (`/metadata/uid`):
 /// the same result, without the two strings `Value::pointer` allocates per step to unescape
 /// `~0`/`~1` (pointers that contain `~` are handed to it).
-pub trait At {
+pub(crate) trait At {
     /// The value `pointer` names, if any.
     fn at(&self, pointer: &str) -> Option<&Value>;
 }
@@ -39,7 +39,7 @@ impl At for Value {
 const SCAN_UP_TO: usize = 16;
 
 /// `map.get(key)`, without hashing `key` when the map is small (most objects' maps are).
-pub fn field<'m>(map: &'m serde_json::Map<String, Value>, key: &str) -> Option<&'m Value> {
+pub(crate) fn field<'m>(map: &'m serde_json::Map<String, Value>, key: &str) -> Option<&'m Value> {
     field_bytes(map, key.as_bytes())
 }
 
@@ -57,7 +57,7 @@ fn field_bytes<'m>(map: &'m serde_json::Map<String, Value>, key: &[u8]) -> Optio
 /// Each entry of `new` with the value `old` has under the same key. Objects of one type
 /// usually list their keys in the same order, so `old` is walked alongside `new` and a key is
 /// looked up only where the two part.
-pub fn pair_up<'a>(
+pub(crate) fn pair_up<'a>(
     old: &'a serde_json::Map<String, Value>,
     new: &'a serde_json::Map<String, Value>,
 ) -> impl Iterator<Item = (&'a String, &'a Value, Option<&'a Value>)> {
@@ -74,7 +74,7 @@ pub fn pair_up<'a>(
 /// `a == b` (objects compare as maps, whatever their key order), without the SipHash of every
 /// key that `Value`'s own equality spends looking each key of one map up in the other: keys
 /// are paired in order first ([`pair_up`]).
-pub fn same(a: &Value, b: &Value) -> bool {
+pub(crate) fn same(a: &Value, b: &Value) -> bool {
     match (a, b) {
         // Keys are unique and the lengths equal: every key of `y` found in `x` with the same
         // value makes the maps equal.
@@ -91,7 +91,7 @@ pub fn same(a: &Value, b: &Value) -> bool {
 /// [`same`], comparing the entry `last` of two objects after all their other entries: an
 /// update usually changes an object's spec or data, while its metadata (with the large
 /// managedFields) is mostly equal and would be walked in full before the difference is found.
-pub fn same_with_last(a: &Value, b: &Value, last: &str) -> bool {
+pub(crate) fn same_with_last(a: &Value, b: &Value, last: &str) -> bool {
     let (Value::Object(x), Value::Object(y)) = (a, b) else {
         return same(a, b);
     };
@@ -108,7 +108,7 @@ pub fn same_with_last(a: &Value, b: &Value, last: &str) -> bool {
 
 /// Whether the objects `a` and `b` are [`same`] but for their entries under the keys `skip`
 /// (which may differ, or be in one only). False unless both are objects.
-pub fn same_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
+pub(crate) fn same_except(a: &Value, b: &Value, skip: &[&str]) -> bool {
     let (Value::Object(x), Value::Object(y)) = (a, b) else {
         return false;
     };

@@ -2,27 +2,27 @@
 //! authenticated user, and the per-request context handed from the chain to the endpoints.
 //! May use: nothing internal (k8s-openapi, serde, http).
 
-pub mod gvk;
-pub mod json;
-pub mod request_info;
-pub mod selectors;
-pub mod status;
-pub mod time;
-pub mod well_known;
+pub(crate) mod gvk;
+pub(crate) mod json;
+pub(crate) mod request_info;
+pub(crate) mod selectors;
+pub(crate) mod status;
+pub(crate) mod time;
+pub(crate) mod well_known;
 
-pub use gvk::{GroupVersionKind, GroupVersionResource};
-pub use json::At;
-pub use request_info::RequestInfo;
-pub use status::{Status, StatusCause, StatusDetails};
+pub(crate) use gvk::GroupVersionKind;
+pub(crate) use json::At;
+pub(crate) use request_info::RequestInfo;
+pub(crate) use status::{Status, StatusCause, StatusDetails};
 
 use bytes::Bytes;
 use tokio_util::sync::CancellationToken;
 
 /// The body of every response kapi serves: a boxed stream of bytes (watch streams are long).
-pub type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>;
+pub(crate) type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>;
 
 /// Builds a complete (non-streaming) body.
-pub fn full_body(bytes: impl Into<Bytes>) -> Body {
+pub(crate) fn full_body(bytes: impl Into<Bytes>) -> Body {
     use http_body_util::BodyExt;
     http_body_util::Full::new(bytes.into())
         .map_err(|never| match never {})
@@ -30,7 +30,7 @@ pub fn full_body(bytes: impl Into<Bytes>) -> Body {
 }
 
 /// Builds an empty body.
-pub fn empty_body() -> Body {
+pub(crate) fn empty_body() -> Body {
     full_body(Bytes::new())
 }
 
@@ -41,11 +41,11 @@ pub fn empty_body() -> Body {
 /// controller follow every lease but act on none of its renewals, and delivering each one
 /// (encoded, then decoded by them) cost about a tenth of a lease update's CPU.
 #[derive(Debug, Clone, Copy)]
-pub struct OmitRenewals;
+pub(crate) struct OmitRenewals;
 
 /// The authenticated user of a request (k8s.io/apiserver pkg/authentication/user.Info).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
-pub struct UserInfo {
+pub(crate) struct UserInfo {
     /// User name, e.g. `kapi-admin` or `system:anonymous`.
     pub name: String,
     /// Optional UID.
@@ -58,7 +58,7 @@ pub struct UserInfo {
 
 impl UserInfo {
     /// The anonymous user of a request without credentials.
-    pub fn anonymous() -> Self {
+    pub(crate) fn anonymous() -> Self {
         Self {
             name: "system:anonymous".into(),
             groups: vec!["system:unauthenticated".into()],
@@ -67,14 +67,14 @@ impl UserInfo {
     }
 
     /// Whether this is the anonymous user.
-    pub fn is_anonymous(&self) -> bool {
+    pub(crate) fn is_anonymous(&self) -> bool {
         self.name == "system:anonymous"
     }
 }
 
 /// What the handler chain hands to the endpoints with every request.
 #[derive(Debug, Clone)]
-pub struct RequestContext {
+pub(crate) struct RequestContext {
     /// Parsed once by the request-info filter.
     pub info: RequestInfo,
     /// Set by the authentication filter.

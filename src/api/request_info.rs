@@ -3,7 +3,7 @@
 
 /// Parsed request attributes (RequestInfo in k8s).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct RequestInfo {
+pub(crate) struct RequestInfo {
     /// True for /api and /apis paths (resource requests or discovery under them).
     pub is_resource_request: bool,
     /// The path as requested (without query).
@@ -31,7 +31,7 @@ pub struct RequestInfo {
 
 impl RequestInfo {
     /// Whether the verb mutates state (counts against the mutating in-flight limit).
-    pub fn is_mutating(&self) -> bool {
+    pub(crate) fn is_mutating(&self) -> bool {
         matches!(
             self.verb.as_str(),
             "create" | "update" | "patch" | "delete" | "deletecollection" | "post" | "put"
@@ -39,7 +39,7 @@ impl RequestInfo {
     }
 
     /// Whether the request is long-running (watch), exempt from the request timeout.
-    pub fn is_long_running(&self) -> bool {
+    pub(crate) fn is_long_running(&self) -> bool {
         self.verb == "watch" || self.subresource == "proxy" || self.subresource == "log"
     }
 }
@@ -49,7 +49,7 @@ const NAMESPACE_SUBRESOURCES: [&str; 2] = ["status", "finalize"];
 
 impl RequestInfo {
     /// Parses a request the way k8s's RequestInfoFactory does. `query` is the raw query string.
-    pub fn parse(method: &http::Method, path: &str, query: Option<&str>) -> RequestInfo {
+    pub(crate) fn parse(method: &http::Method, path: &str, query: Option<&str>) -> RequestInfo {
         let non_resource = || RequestInfo {
             is_resource_request: false,
             path: path.to_string(),

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 /// One label requirement operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LabelOp {
+pub(crate) enum LabelOp {
     /// `=` or `==`.
     Equals,
     /// `!=`.
@@ -28,7 +28,7 @@ pub enum LabelOp {
 
 /// One requirement of a label selector.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Requirement {
+pub(crate) struct Requirement {
     /// Label key.
     pub key: String,
     /// Operator.
@@ -39,7 +39,7 @@ pub struct Requirement {
 
 /// A parsed label selector: requirements ANDed. Empty matches everything.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct LabelSelector {
+pub(crate) struct LabelSelector {
     /// The requirements.
     pub requirements: Vec<Requirement>,
 }
@@ -264,7 +264,7 @@ impl Parser {
 
 impl LabelSelector {
     /// Parses a label selector string (labels.Parse). Errors carry kube's parser messages.
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
         let mut p = Parser {
             tokens: lex(s),
             pos: 0,
@@ -294,12 +294,12 @@ impl LabelSelector {
     }
 
     /// Whether the selector is empty (matches everything).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
 
     /// Whether a label set satisfies every requirement.
-    pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         self.requirements.iter().all(|r| {
             let v = labels.get(&r.key);
             match r.op {
@@ -328,7 +328,7 @@ impl LabelSelector {
 }
 
 /// Validates a label key (qualified name with optional DNS-subdomain prefix).
-pub fn validate_label_key(key: &str) -> Result<(), String> {
+pub(crate) fn validate_label_key(key: &str) -> Result<(), String> {
     let errs = qualified_name_errors(key);
     if errs.is_empty() {
         Ok(())
@@ -342,7 +342,7 @@ pub fn validate_label_key(key: &str) -> Result<(), String> {
 }
 
 /// Validates a label value.
-pub fn validate_label_value(v: &str) -> Result<(), String> {
+pub(crate) fn validate_label_value(v: &str) -> Result<(), String> {
     let errs = label_value_errors(v);
     if errs.is_empty() {
         Ok(())
@@ -368,12 +368,12 @@ fn is_name_part(s: &str) -> bool {
 }
 
 /// Whether `s` is a DNS-1123 subdomain (lowercase, dots, ≤253).
-pub fn is_dns1123_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
     s.len() <= 253 && !s.is_empty() && s.split('.').all(is_dns1123_label)
 }
 
 /// Whether `s` is a DNS-1123 label (lowercase alphanumerics and '-', ≤63).
-pub fn is_dns1123_label(s: &str) -> bool {
+pub(crate) fn is_dns1123_label(s: &str) -> bool {
     let b = s.as_bytes();
     !b.is_empty()
         && b.len() <= 63
@@ -384,7 +384,7 @@ pub fn is_dns1123_label(s: &str) -> bool {
 }
 
 /// The problems of a qualified name (IsQualifiedName in k8s), empty when valid.
-pub fn qualified_name_errors(value: &str) -> Vec<String> {
+pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
     let mut errs = Vec::new();
     let parts: Vec<&str> = value.split('/').collect();
     let name = match parts.as_slice() {
@@ -417,7 +417,7 @@ pub fn qualified_name_errors(value: &str) -> Vec<String> {
 }
 
 /// The problems of a label value, empty when valid.
-pub fn label_value_errors(v: &str) -> Vec<String> {
+pub(crate) fn label_value_errors(v: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if v.len() > 63 {
         errs.push("must be no more than 63 characters".into());
@@ -429,13 +429,13 @@ pub fn label_value_errors(v: &str) -> Vec<String> {
 }
 
 /// Message of IsDNS1123Subdomain.
-pub const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+pub(crate) const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 /// Message of IsDNS1123Label.
-pub const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+pub(crate) const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 
 /// One field requirement.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldRequirement {
+pub(crate) struct FieldRequirement {
     /// Field, e.g. `metadata.name`.
     pub field: String,
     /// `true` for `!=`.
@@ -446,14 +446,14 @@ pub struct FieldRequirement {
 
 /// A parsed field selector: requirements ANDed.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct FieldSelector {
+pub(crate) struct FieldSelector {
     /// The requirements.
     pub requirements: Vec<FieldRequirement>,
 }
 
 impl FieldSelector {
     /// Parses a field selector (fields.ParseSelector).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    pub(crate) fn parse(s: &str) -> Result<Self, String> {
         let mut requirements = Vec::new();
         if s.trim().is_empty() {
             return Ok(FieldSelector::default());
@@ -475,12 +475,12 @@ impl FieldSelector {
     }
 
     /// Whether the selector is empty.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
 
     /// Whether an object's field values (looked up by `get`) satisfy every requirement.
-    pub fn matches(&self, get: impl Fn(&str) -> Option<String>) -> bool {
+    pub(crate) fn matches(&self, get: impl Fn(&str) -> Option<String>) -> bool {
         self.requirements.iter().all(|r| {
             let v = get(&r.field).unwrap_or_default();
             (v == r.value) != r.negated
@@ -488,7 +488,7 @@ impl FieldSelector {
     }
 
     /// The value of a positive `field=value` requirement, if any.
-    pub fn exact(&self, field: &str) -> Option<&str> {
+    pub(crate) fn exact(&self, field: &str) -> Option<&str> {
         self.requirements
             .iter()
             .find(|r| r.field == field && !r.negated)

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 /// One cause of an error (metav1 StatusCause).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
-pub struct StatusCause {
+pub(crate) struct StatusCause {
     /// Machine-readable cause, e.g. `FieldValueInvalid`.
     #[serde(skip_serializing_if = "String::is_empty", default)]
     pub reason: String,
@@ -21,7 +21,7 @@ pub struct StatusCause {
 /// metav1 StatusDetails.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize, Default)]
 #[serde(rename_all = "camelCase")]
-pub struct StatusDetails {
+pub(crate) struct StatusDetails {
     /// Object name.
     #[serde(skip_serializing_if = "String::is_empty", default)]
     pub name: String,
@@ -44,7 +44,7 @@ pub struct StatusDetails {
 
 impl StatusDetails {
     /// Whether no field is set (then `details` is omitted).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         *self == StatusDetails::default()
     }
 }
@@ -55,7 +55,7 @@ struct EmptyMeta {}
 /// A metav1 Status (failure or success).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Status {
+pub(crate) struct Status {
     kind: &'static str,
     api_version: &'static str,
     #[serde(serialize_with = "empty_meta")]
@@ -81,7 +81,7 @@ fn empty_meta<S: serde::Serializer>(_: &(), s: S) -> Result<S::Ok, S::Error> {
 
 impl Status {
     /// A failure Status.
-    pub fn failure(code: u16, reason: &str, message: impl Into<String>) -> Self {
+    pub(crate) fn failure(code: u16, reason: &str, message: impl Into<String>) -> Self {
         Status {
             kind: "Status",
             api_version: "v1",
@@ -95,7 +95,7 @@ impl Status {
     }
 
     /// A success Status (e.g. the body of a DELETE of a collection-less resource).
-    pub fn success(details: StatusDetails) -> Self {
+    pub(crate) fn success(details: StatusDetails) -> Self {
         Status {
             status: "Success",
             details,
@@ -104,18 +104,18 @@ impl Status {
     }
 
     /// Adds details.
-    pub fn with_details(mut self, details: StatusDetails) -> Self {
+    pub(crate) fn with_details(mut self, details: StatusDetails) -> Self {
         self.details = details;
         self
     }
 
     /// 401, as kube-apiserver answers requests it cannot authenticate.
-    pub fn unauthorized() -> Self {
+    pub(crate) fn unauthorized() -> Self {
         Status::failure(401, "Unauthorized", "Unauthorized")
     }
 
     /// 403 for a non-resource path, with kube-apiserver's message.
-    pub fn forbidden_path(user: &str, verb: &str, path: &str) -> Self {
+    pub(crate) fn forbidden_path(user: &str, verb: &str, path: &str) -> Self {
         Status::failure(
             403,
             "Forbidden",
@@ -124,7 +124,7 @@ impl Status {
     }
 
     /// 404 for a path nothing serves.
-    pub fn not_found_path() -> Self {
+    pub(crate) fn not_found_path() -> Self {
         Status::failure(
             404,
             "NotFound",
@@ -134,7 +134,7 @@ impl Status {
     }
 
     /// 429 from the max-in-flight filter.
-    pub fn too_many_requests() -> Self {
+    pub(crate) fn too_many_requests() -> Self {
         Status::failure(
             429,
             "TooManyRequests",
@@ -147,7 +147,7 @@ impl Status {
     }
 
     /// 413 for a body over the limit.
-    pub fn request_entity_too_large(limit: usize) -> Self {
+    pub(crate) fn request_entity_too_large(limit: usize) -> Self {
         Status::failure(
             413,
             "RequestEntityTooLarge",
@@ -156,12 +156,12 @@ impl Status {
     }
 
     /// 500 for a handler that panicked or failed unexpectedly.
-    pub fn internal(message: impl Into<String>) -> Self {
+    pub(crate) fn internal(message: impl Into<String>) -> Self {
         Status::failure(500, "InternalError", message)
     }
 
     /// 504 for a request that hit the request timeout.
-    pub fn timeout() -> Self {
+    pub(crate) fn timeout() -> Self {
         Status::failure(
             504,
             "Timeout",
@@ -173,18 +173,13 @@ impl Status {
         })
     }
 
-    /// 503 while the server shuts down.
-    pub fn shutting_down() -> Self {
-        Status::failure(503, "ServiceUnavailable", "apiserver is shutting down")
-    }
-
     /// The compact JSON body.
-    pub fn to_json(&self) -> Vec<u8> {
+    pub(crate) fn to_json(&self) -> Vec<u8> {
         serde_json::to_vec(self).expect("Status always serializes: plain strings and numbers")
     }
 
     /// A complete response with `Content-Type: application/json` and the status code.
-    pub fn into_response(self) -> http::Response<super::Body> {
+    pub(crate) fn into_response(self) -> http::Response<super::Body> {
         let mut builder = http::Response::builder()
             .status(self.code)
             .header(http::header::CONTENT_TYPE, "application/json");

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 /// The current second as a metav1.Time (`2026-12-02T15:04:05Z`). Every create and every
 /// write that records managedFields asks for it, so each thread formats a second once and
 /// hands out copies of that text until the second changes.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     thread_local! {
         static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
     }

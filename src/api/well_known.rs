@@ -3,13 +3,13 @@
 //! annotations, pkg/controlplane/apiserver).
 
 /// Namespace of identity leases and of the control plane's leader-election locks.
-pub const KUBE_SYSTEM: &str = "kube-system";
+pub(crate) const KUBE_SYSTEM: &str = "kube-system";
 /// Label marking identity leases; its value is the server name (`kube-apiserver`).
-pub const IDENTITY_LABEL: &str = "apiserver.kubernetes.io/identity";
+pub(crate) const IDENTITY_LABEL: &str = "apiserver.kubernetes.io/identity";
 /// The component name every kube-apiserver uses in its ID and identity label.
-pub const KUBE_APISERVER: &str = "kube-apiserver";
+pub(crate) const KUBE_APISERVER: &str = "kube-apiserver";
 /// Well-known hostname label (`v1.LabelHostname`).
-pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+pub(crate) const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 /// Annotation carrying the peer proxy address `ip:port` (`v1.AnnotationPeerAdvertiseAddress`,
 /// gate UnknownVersionInteroperabilityProxy).
-pub const PEER_ADDRESS_ANNOTATION: &str = "kubernetes.io/peer-advertise-address";
+pub(crate) const PEER_ADDRESS_ANNOTATION: &str = "kubernetes.io/peer-advertise-address";

@@ -15,7 +15,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// Runs the API server to completion.
-pub fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
     let options = args.into_options();
     let errors = options.validate();
     if !errors.is_empty() {

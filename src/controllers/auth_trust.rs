@@ -21,14 +21,14 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 /// Name of the ConfigMap.
-pub const CONFIGMAP_NAME: &str = "extension-apiserver-authentication";
+pub(super) const CONFIGMAP_NAME: &str = "extension-apiserver-authentication";
 const RESYNC: Duration = Duration::from_secs(60);
 /// Certificates expired for longer than this are dropped from merged bundles.
 const EXPIRY_GRACE_SECS: i64 = 5 * 60;
 
 /// `--requestheader-*` settings (kapi has no request-header authenticator yet: None).
 #[derive(Debug, Clone, Default)]
-pub struct RequestHeaderInfo {
+pub(crate) struct RequestHeaderInfo {
     /// PEM bundle of `--requestheader-client-ca-file`.
     pub ca_pem: String,
     /// `--requestheader-username-headers`.
@@ -45,7 +45,7 @@ pub struct RequestHeaderInfo {
 
 /// What this server contributes.
 #[derive(Debug, Clone, Default)]
-pub struct AuthInfo {
+pub(crate) struct AuthInfo {
     /// The client CA bundle known at start-up.
     pub client_ca_pem: Option<String>,
     /// `--client-ca-file`, re-read on every sync so rotations propagate.
@@ -122,7 +122,7 @@ fn encode_pem(der: &[u8]) -> String {
 }
 
 /// DER certificates as one PEM bundle (consecutive CERTIFICATE blocks).
-pub fn pem_bundle<D: AsRef<[u8]>>(ders: &[D]) -> String {
+pub(crate) fn pem_bundle<D: AsRef<[u8]>>(ders: &[D]) -> String {
     ders.iter().map(|d| encode_pem(d.as_ref())).collect()
 }
 

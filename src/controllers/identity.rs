@@ -17,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-pub use crate::api::well_known::{
+pub(crate) use crate::api::well_known::{
     HOSTNAME_LABEL, IDENTITY_LABEL, KUBE_APISERVER, KUBE_SYSTEM, PEER_ADDRESS_ANNOTATION,
 };
 

@@ -38,10 +38,10 @@ mod system_namespaces;
 mod token_tracking;
 mod util;
 
-pub use auth_trust::{pem_bundle, AuthInfo, RequestHeaderInfo};
-pub use identity::{apiserver_id, HOSTNAME_LABEL, IDENTITY_LABEL, KUBE_APISERVER};
-pub use peer::{PeerEndpointStore, PeerStoreError, PEER_KEY_PREFIX, PEER_TTL};
-pub use system_namespaces::SYSTEM_NAMESPACES;
+pub(crate) use auth_trust::{pem_bundle, AuthInfo};
+pub use identity::apiserver_id;
+pub(crate) use identity::{IDENTITY_LABEL, KUBE_APISERVER};
+pub(crate) use peer::{PeerEndpointStore, PeerStoreError};
 
 use crate::options::ControllerOptions;
 use crate::server::hooks::{HookContext, HookError, PostStartHookFn, PreShutdownHookFn};
@@ -51,14 +51,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// Name of the lease the coordinated-leader-election controller itself is elected through.
-pub const CLE_LOCK_LEASE: &str = "leader-election-controller";
+pub(crate) const CLE_LOCK_LEASE: &str = "leader-election-controller";
 /// How long `storage-readiness` may hold readiness back (`--storage-initialization-timeout`).
 const STORAGE_READINESS_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Everything the controllers need: the operator's controller options plus what the server
 /// knows (addresses, CA material, peer store).
 #[derive(Clone)]
-pub struct Config {
+pub(crate) struct Config {
     /// `--feature-gates`, timers and peer flags.
     pub options: ControllerOptions,
     /// `--hostname-override` or the OS hostname.
@@ -79,7 +79,7 @@ pub struct Config {
 /// Why a [`Config`] could not be built.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// No `--hostname-override` and the OS hostname could not be read.
     #[error("reading the OS hostname failed")]
     Hostname(#[source] std::io::Error),
@@ -93,7 +93,7 @@ impl Config {
     ///
     /// # Errors
     /// The OS hostname could not be read while no override was given.
-    pub fn new(
+    pub(crate) fn new(
         options: &ControllerOptions,
         advertise_address: IpAddr,
         secure_port: u16,
@@ -122,7 +122,7 @@ impl Config {
 
     /// The peer address `ip:port`: `--peer-advertise-ip`:(`--peer-advertise-port` or the
     /// secure port) when set, else advertise address:secure port (getPeerAddress in k8s).
-    pub fn peer_address(&self) -> String {
+    pub(crate) fn peer_address(&self) -> String {
         let o = &self.options;
         let addr = match o.peer_advertise_ip {
             Some(ip) => SocketAddr::new(ip, o.peer_advertise_port.unwrap_or(self.secure_port)),
@@ -133,7 +133,7 @@ impl Config {
 }
 
 /// The hooks to register on the server, in registration order.
-pub struct Hooks {
+pub(crate) struct Hooks {
     /// `(name, hook)` post-start hooks.
     pub post_start: Vec<(String, PostStartHookFn)>,
     /// `(name, hook)` pre-shutdown hooks.
@@ -192,7 +192,7 @@ where
 }
 
 /// Builds every hook `config` enables.
-pub fn hooks(config: &Config) -> Hooks {
+pub(crate) fn hooks(config: &Config) -> Hooks {
     let mut h = Hooks {
         post_start: Vec::new(),
         pre_shutdown: Vec::new(),

@@ -15,18 +15,18 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 /// TTL of a peer endpoint entry.
-pub const PEER_TTL: Duration = Duration::from_secs(15);
+pub(crate) const PEER_TTL: Duration = Duration::from_secs(15);
 /// Reconcile interval (kube-apiserver's default).
-pub const PEER_INTERVAL: Duration = Duration::from_secs(10);
+pub(super) const PEER_INTERVAL: Duration = Duration::from_secs(10);
 /// Key prefix (relative to the storage prefix) of the peer entries.
-pub const PEER_KEY_PREFIX: &str = "peerserverleases/";
+pub(crate) const PEER_KEY_PREFIX: &str = "peerserverleases/";
 
 /// Error from a [`PeerEndpointStore`].
-pub type PeerStoreError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type PeerStoreError = Box<dyn std::error::Error + Send + Sync>;
 
 /// Where peer endpoints live: storage keys with a TTL (an etcd lease on etcd). The
 /// composition root implements it over the server's storage.
-pub trait PeerEndpointStore: Send + Sync {
+pub(crate) trait PeerEndpointStore: Send + Sync {
     /// Writes `value` under `key` (relative to the storage prefix), expiring after `ttl`.
     fn set(
         &self,

@@ -16,7 +16,7 @@ use tracing::{info, warn};
 const RETRY: Duration = Duration::from_secs(2);
 
 /// kube-apiserver's system namespaces (generic list + `kube-node-lease`).
-pub const SYSTEM_NAMESPACES: &[&str] =
+pub(crate) const SYSTEM_NAMESPACES: &[&str] =
     &["kube-system", "kube-public", "default", "kube-node-lease"];
 
 /// Set once every system namespace exists. Controllers that write into kube-system wait for

@@ -20,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
 /// Name of the ConfigMap.
-pub const CONFIGMAP_NAME: &str = "kube-apiserver-legacy-service-account-token-tracking";
+pub(super) const CONFIGMAP_NAME: &str = "kube-apiserver-legacy-service-account-token-tracking";
 /// Its only key.
-pub const SINCE_KEY: &str = "since";
+pub(super) const SINCE_KEY: &str = "since";
 const CREATE_INTERVAL: Duration = Duration::from_secs(30 * 60);
 const RESYNC: Duration = Duration::from_secs(60);
 const CREATE_RETRY: Duration = Duration::from_secs(2);

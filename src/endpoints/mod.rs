@@ -1,13 +1,13 @@
 //! HTTP ↔ REST translation (pkg/endpoints): discovery, handlers, negotiation, Status errors.
 //! May use: registry, api.
 
-pub mod apply;
+pub(crate) mod apply;
 mod discovery;
 mod handlers;
 mod negotiate;
-pub mod openapi;
-pub mod patch;
-pub mod protobuf;
+pub(crate) mod openapi;
+pub(crate) mod patch;
+pub(crate) mod protobuf;
 mod query;
 mod status;
 
@@ -17,7 +17,7 @@ use bytes::Bytes;
 use std::sync::Arc;
 
 /// The API installed on the server: everything under /api, /apis and /openapi.
-pub struct ApiServer {
+pub(crate) struct ApiServer {
     registry: Arc<Registry>,
     discovery: discovery::Discovery,
     openapi: openapi::OpenApi,
@@ -25,7 +25,7 @@ pub struct ApiServer {
 
 impl ApiServer {
     /// Installs every served group over the registry.
-    pub fn new(registry: Arc<Registry>) -> Self {
+    pub(crate) fn new(registry: Arc<Registry>) -> Self {
         let discovery = discovery::Discovery::new(&registry);
         let openapi = openapi::OpenApi::new(|group, version, plural| {
             registry.lookup(group, version, plural).is_some()
@@ -39,7 +39,7 @@ impl ApiServer {
 
     /// Serves one authenticated, authorized request whose body was read already
     /// (bounded by the chain). Unknown paths answer 404 Status.
-    pub async fn handle(
+    pub(crate) async fn handle(
         &self,
         req: http::Request<Bytes>,
         ctx: RequestContext,

@@ -21,7 +21,7 @@ const MAGIC: &[u8; 4] = b"k8s\0";
 /// A protobuf body that could not be decoded; the caller answers BadRequest with the message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ProtobufError {
+pub(crate) enum ProtobufError {
     /// The body does not start with `k8s\0`.
     #[error(
         "provided data does not appear to be a protobuf message, expected prefix [107 56 115 0]"
@@ -55,7 +55,7 @@ pub enum ProtobufError {
 ///
 /// # Errors
 /// [`ProtobufError`] for a missing magic prefix, malformed protobuf or an unserved kind.
-pub fn decode(bytes: &[u8], gvk_hint: &GroupVersionKind) -> Result<Value, ProtobufError> {
+pub(crate) fn decode(bytes: &[u8], gvk_hint: &GroupVersionKind) -> Result<Value, ProtobufError> {
     let body = bytes
         .strip_prefix(MAGIC.as_slice())
         .ok_or(ProtobufError::MissingMagic)?;

@@ -101,11 +101,10 @@ impl Query {
         })
     }
 
-    /// The registry context of a request: namespace, user, dryRun, fieldValidation.
+    /// The registry context of a request: namespace, dryRun, fieldValidation.
     pub(crate) fn context(
         &self,
         namespace: &str,
-        user: &crate::api::UserInfo,
         options_kind: &'static str,
     ) -> Result<Context, Error> {
         let dry_run = match self.get("dryRun") {
@@ -126,7 +125,6 @@ impl Query {
         };
         Ok(Context {
             namespace: namespace.to_string(),
-            user: user.clone(),
             dry_run,
             field_validation,
         })

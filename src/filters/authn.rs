@@ -13,7 +13,7 @@ use std::sync::{Arc, OnceLock};
 /// extension set by the listener for every request of the connection. Clones share the
 /// chain and its digest, computed by the first request that needs it.
 #[derive(Debug, Clone, Default)]
-pub struct PeerCertificates(Arc<Peer>);
+pub(crate) struct PeerCertificates(Arc<Peer>);
 
 #[derive(Debug, Default)]
 struct Peer {
@@ -23,7 +23,7 @@ struct Peer {
 
 impl PeerCertificates {
     /// The chain a connection presented.
-    pub fn new(chain: Vec<CertificateDer<'static>>) -> Self {
+    pub(crate) fn new(chain: Vec<CertificateDer<'static>>) -> Self {
         PeerCertificates(Arc::new(Peer {
             chain,
             digest: OnceLock::new(),
@@ -31,7 +31,7 @@ impl PeerCertificates {
     }
 
     /// The presented chain, leaf first (empty without a client certificate).
-    pub fn chain(&self) -> &[CertificateDer<'static>] {
+    pub(crate) fn chain(&self) -> &[CertificateDer<'static>] {
         &self.0.chain
     }
 
@@ -53,7 +53,7 @@ impl PeerCertificates {
 /// Why a request could not be authenticated (the client sees only 401 Unauthorized).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// A bearer token nobody issued.
     #[error("invalid bearer token")]
     InvalidToken,
@@ -77,7 +77,7 @@ pub enum Error {
 /// Why a token file could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum TokenFileError {
+pub(crate) enum TokenFileError {
     /// The file is not valid CSV.
     #[error("token file line {line}: invalid CSV")]
     Csv {
@@ -99,13 +99,13 @@ pub enum TokenFileError {
 
 /// Static bearer tokens (k8s tokenfile authenticator): token → user.
 #[derive(Debug, Default, Clone)]
-pub struct TokenAuthenticator {
+pub(crate) struct TokenAuthenticator {
     tokens: HashMap<String, UserInfo>,
 }
 
 impl TokenAuthenticator {
     /// Parses kube-apiserver's token CSV: `token,user,uid,"group1,group2"` (groups optional).
-    pub fn from_csv(data: &[u8]) -> Result<Self, TokenFileError> {
+    pub(crate) fn from_csv(data: &[u8]) -> Result<Self, TokenFileError> {
         let mut reader = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
@@ -151,7 +151,7 @@ impl TokenAuthenticator {
     }
 
     /// Adds one token (e.g. the loopback client's).
-    pub fn insert(&mut self, token: String, user: UserInfo) {
+    pub(crate) fn insert(&mut self, token: String, user: UserInfo) {
         self.tokens.insert(token, user);
     }
 
@@ -161,7 +161,7 @@ impl TokenAuthenticator {
 }
 
 /// The union of every authenticator, as kube-apiserver's union authenticator.
-pub struct Authenticator {
+pub(crate) struct Authenticator {
     tokens: TokenAuthenticator,
     x509: Option<Arc<dyn ClientCertVerifier>>,
     anonymous: bool,
@@ -175,7 +175,7 @@ const VERIFIED_CACHE_MAX: usize = 1024;
 
 impl Authenticator {
     /// Builds the authenticator; `x509` verifies client chains against the client CAs.
-    pub fn new(
+    pub(crate) fn new(
         tokens: TokenAuthenticator,
         x509: Option<Arc<dyn ClientCertVerifier>>,
         anonymous: bool,
@@ -190,7 +190,7 @@ impl Authenticator {
 
     /// Authenticates a request: any credential that verifies wins; presented credentials that
     /// all fail are an error; none at all is the anonymous user (when allowed).
-    pub fn authenticate(
+    pub(crate) fn authenticate(
         &self,
         headers: &http::HeaderMap,
         certs: Option<&PeerCertificates>,

@@ -6,7 +6,7 @@ use crate::api::{RequestInfo, UserInfo};
 
 /// An authorization decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
+pub(crate) enum Decision {
     /// Go on.
     Allow,
     /// Refuse, with the reason.
@@ -14,17 +14,17 @@ pub enum Decision {
 }
 
 /// Decides whether a user may do what a request asks.
-pub trait Authorizer: Send + Sync {
+pub(crate) trait Authorizer: Send + Sync {
     /// The decision for `user` doing `info`.
     fn authorize(&self, user: &UserInfo, info: &RequestInfo) -> Decision;
 }
 
 /// Allows every authenticated user; anonymous users only get the public info paths.
 #[derive(Debug, Default, Clone, Copy)]
-pub struct AllowAuthenticated;
+pub(crate) struct AllowAuthenticated;
 
 /// Whether a path is readable without credentials (health probes and /version).
-pub fn is_public_path(path: &str) -> bool {
+pub(crate) fn is_public_path(path: &str) -> bool {
     ["/healthz", "/livez", "/readyz"].iter().any(|p| {
         path == *p
             || path

@@ -6,10 +6,14 @@ use bytes::Bytes;
 use http_body_util::BodyExt;
 
 /// kube-apiserver's default limit of a request body.
-pub const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
+pub(crate) const MAX_REQUEST_BODY_BYTES: usize = 3 * 1024 * 1024;
 
 /// Reads the whole body, at most `limit` bytes; the error is the Status to answer.
-pub async fn collect<B>(body: B, headers: &http::HeaderMap, limit: usize) -> Result<Bytes, Status>
+pub(crate) async fn collect<B>(
+    body: B,
+    headers: &http::HeaderMap,
+    limit: usize,
+) -> Result<Bytes, Status>
 where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: std::error::Error + Send + Sync + 'static,

@@ -8,25 +8,25 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The budget of the request's kind is exhausted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TooManyRequests;
+pub(crate) struct TooManyRequests;
 
 impl TooManyRequests {
     /// The 429 Status (with Retry-After) to answer.
-    pub fn to_status(self) -> Status {
+    pub(crate) fn to_status(self) -> Status {
         Status::too_many_requests()
     }
 }
 
 /// The two in-flight budgets.
 #[derive(Debug, Clone)]
-pub struct MaxInFlight {
+pub(crate) struct MaxInFlight {
     read_only: Arc<Semaphore>,
     mutating: Arc<Semaphore>,
 }
 
 impl MaxInFlight {
     /// Budgets of `read_only` and `mutating` concurrent requests.
-    pub fn new(read_only: usize, mutating: usize) -> Self {
+    pub(crate) fn new(read_only: usize, mutating: usize) -> Self {
         MaxInFlight {
             read_only: Arc::new(Semaphore::new(read_only)),
             mutating: Arc::new(Semaphore::new(mutating)),
@@ -35,7 +35,7 @@ impl MaxInFlight {
 
     /// Takes a slot for the request (held until the response is produced), `Ok(None)` when
     /// exempt, or [`TooManyRequests`].
-    pub fn try_acquire(
+    pub(crate) fn try_acquire(
         &self,
         info: &RequestInfo,
         user: &UserInfo,

@@ -1,9 +1,9 @@
 //! The handler-chain filters (k8s.io/apiserver pkg/server/filters, pkg/endpoints/filters): each
 //! file is one step; `server::chain` orders them. May use: api.
 
-pub mod authn;
-pub mod authz;
-pub mod body_limit;
-pub mod in_flight;
-pub mod panic;
-pub mod timeout;
+pub(crate) mod authn;
+pub(crate) mod authz;
+pub(crate) mod body_limit;
+pub(crate) mod in_flight;
+pub(crate) mod panic;
+pub(crate) mod timeout;

@@ -7,7 +7,11 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 /// Runs `handler`; a panic is logged and turned into a 500 Status.
-pub async fn recover<F>(method: &http::Method, path: &str, handler: F) -> http::Response<Body>
+pub(crate) async fn recover<F>(
+    method: &http::Method,
+    path: &str,
+    handler: F,
+) -> http::Response<Body>
 where
     F: Future<Output = http::Response<Body>>,
 {

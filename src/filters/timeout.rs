@@ -6,7 +6,7 @@ use std::future::Future;
 use std::time::Duration;
 
 /// Runs `handler` under `limit`; `None` means exempt (long-running requests such as watch).
-pub async fn with_timeout<F>(limit: Option<Duration>, handler: F) -> http::Response<Body>
+pub(crate) async fn with_timeout<F>(limit: Option<Duration>, handler: F) -> http::Response<Body>
 where
     F: Future<Output = http::Response<Body>>,
 {

@@ -37,13 +37,13 @@ use super::{Cluster, Error, Result};
 use crate::output::{human_duration, Cell, Tabular, Tone};
 
 /// API group of LeaseCandidate.
-pub const GROUP: &str = "coordination.k8s.io";
+pub(crate) const GROUP: &str = "coordination.k8s.io";
 /// Versions tried, preferred first.
-pub const VERSIONS: [&str; 3] = ["v1beta1", "v1alpha2", "v1alpha1"];
+pub(crate) const VERSIONS: [&str; 3] = ["v1beta1", "v1alpha2", "v1alpha1"];
 
 /// What to list.
 #[derive(Debug, Clone, Default)]
-pub struct Query {
+pub(crate) struct Query {
     /// `-n`: one namespace; `None` = all namespaces.
     pub namespace: Option<String>,
     /// `--lease`: only candidates for this Lease name.
@@ -53,7 +53,7 @@ pub struct Query {
 /// One candidate joined with its lease.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Candidate {
+pub(crate) struct Candidate {
     /// metadata.namespace.
     pub namespace: String,
     /// metadata.name.
@@ -81,7 +81,7 @@ pub struct Candidate {
 /// The lease a candidate competes for.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LeaseSummary {
+pub(crate) struct LeaseSummary {
     /// Namespace.
     pub namespace: String,
     /// Name.
@@ -101,7 +101,7 @@ pub struct LeaseSummary {
 /// The `kapi candidates` view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CandidatesView {
+pub(crate) struct CandidatesView {
     /// The LeaseCandidate API version read.
     pub api_version: String,
     /// Candidates sorted by namespace, lease, name.
@@ -117,7 +117,7 @@ pub struct CandidatesView {
 ///
 /// # Errors
 /// [`Error::NotServed`] with the CoordinatedLeaderElection hint when no version serves it.
-pub async fn served_version(cluster: &Cluster) -> Result<&'static str> {
+pub(crate) async fn served_version(cluster: &Cluster) -> Result<&'static str> {
     let groups = cluster
         .within("API discovery (/apis)", cluster.client().list_api_groups())
         .await?;
@@ -157,7 +157,7 @@ pub async fn served_version(cluster: &Cluster) -> Result<&'static str> {
 ///
 /// # Errors
 /// Classified [`Error`]s, including [`Error::NotServed`] when the API is absent.
-pub async fn collect(cluster: &Cluster, query: &Query) -> Result<CandidatesView> {
+pub(crate) async fn collect(cluster: &Cluster, query: &Query) -> Result<CandidatesView> {
     let version = served_version(cluster).await?;
     let gvk = GroupVersionKind::gvk(GROUP, version, "LeaseCandidate");
     let ar = ApiResource::from_gvk_with_plural(&gvk, "leasecandidates");
@@ -200,7 +200,7 @@ pub async fn collect(cluster: &Cluster, query: &Query) -> Result<CandidatesView>
 }
 
 /// Marks each candidate's leader/preferred flags from its lease.
-pub fn join(candidates: &mut [Candidate], leases: &[LeaseSummary]) {
+pub(crate) fn join(candidates: &mut [Candidate], leases: &[LeaseSummary]) {
     for c in candidates {
         let lease = leases
             .iter()
@@ -224,7 +224,7 @@ fn summarize(lease: &Lease) -> LeaseSummary {
 }
 
 /// Flattens a LeaseCandidate of any served version.
-pub fn from_object(obj: &DynamicObject) -> Candidate {
+pub(crate) fn from_object(obj: &DynamicObject) -> Candidate {
     let spec = obj.data.get("spec").cloned().unwrap_or(Value::Null);
     let text = |k: &str| {
         spec.get(k)

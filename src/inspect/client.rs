@@ -12,7 +12,7 @@ use super::error::{one_line, Error, Result};
 
 /// What the operator said about reaching the cluster.
 #[derive(Debug, Clone)]
-pub struct ClusterConfig {
+pub(crate) struct ClusterConfig {
     /// `--kubeconfig`.
     pub kubeconfig: Option<PathBuf>,
     /// `--context`.
@@ -23,7 +23,7 @@ pub struct ClusterConfig {
 
 /// A connected cluster: the client plus what is needed to name it in errors and reach peers.
 #[derive(Clone)]
-pub struct Cluster {
+pub(crate) struct Cluster {
     client: kube::Client,
     config: kube::Config,
     server: String,
@@ -43,7 +43,7 @@ impl Cluster {
     ///
     /// # Errors
     /// [`Error::NoKubeconfig`] or [`Error::Kubeconfig`] when no usable configuration exists.
-    pub async fn connect(cfg: &ClusterConfig) -> Result<Self> {
+    pub(crate) async fn connect(cfg: &ClusterConfig) -> Result<Self> {
         let opts = KubeConfigOptions {
             context: cfg.context.clone(),
             ..Default::default()
@@ -101,7 +101,7 @@ impl Cluster {
     ///
     /// # Errors
     /// [`Error::Kubeconfig`] when the address does not form a URL.
-    pub fn for_peer(&self, address: &str) -> Result<Self> {
+    pub(crate) fn for_peer(&self, address: &str) -> Result<Self> {
         let mut config = self.config.clone();
         config.cluster_url =
             format!("https://{address}")
@@ -121,25 +121,20 @@ impl Cluster {
     }
 
     /// The kube client.
-    pub fn client(&self) -> &kube::Client {
+    pub(crate) fn client(&self) -> &kube::Client {
         &self.client
     }
 
     /// The server URL, for messages.
-    pub fn server(&self) -> &str {
+    pub(crate) fn server(&self) -> &str {
         &self.server
-    }
-
-    /// The per-request timeout.
-    pub fn timeout(&self) -> Duration {
-        self.timeout
     }
 
     /// Runs one kube request under the request timeout and classifies its failure.
     ///
     /// # Errors
     /// The classified [`Error`]; [`Error::Timeout`] when the timeout passes.
-    pub async fn within<T>(
+    pub(crate) async fn within<T>(
         &self,
         what: &str,
         fut: impl Future<Output = kube::Result<T>>,
@@ -164,7 +159,7 @@ impl Cluster {
     ///
     /// # Errors
     /// Transport failures, timeouts, 401/403.
-    pub async fn get_text(&self, path_and_query: &str) -> Result<(u16, String)> {
+    pub(crate) async fn get_text(&self, path_and_query: &str) -> Result<(u16, String)> {
         let what = path_and_query.split('?').next().unwrap_or(path_and_query);
         let fut = async {
             let req = http::Request::get(path_and_query)

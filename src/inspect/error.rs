@@ -6,12 +6,12 @@ use std::time::Duration;
 use crate::exit::ExitCode;
 
 /// Result of the inspect layer.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Why an inspect command could not produce its view.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// No kubeconfig and not running in a cluster.
     #[error(
         "no kubeconfig found: pass --kubeconfig FILE, set KUBECONFIG, or create ~/.kube/config"
@@ -93,7 +93,7 @@ pub enum Error {
 
 impl Error {
     /// The exit code this error produces: 1 when the cluster answered, 3 when it did not.
-    pub fn exit_code(&self) -> ExitCode {
+    pub(crate) fn exit_code(&self) -> ExitCode {
         match self {
             Error::Failed { .. } => ExitCode::Problem,
             _ => ExitCode::NoAnswer,
@@ -172,7 +172,7 @@ fn chain<'a>(
 }
 
 /// Collapses a message to one line.
-pub fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 

@@ -26,7 +26,7 @@ use crate::output::{Cell, Tabular, Tone};
 
 /// What to check.
 #[derive(Debug, Clone, Default)]
-pub struct Query {
+pub(crate) struct Query {
     /// Endpoint names without slash: `readyz`, `livez`, `healthz`.
     pub endpoints: Vec<String>,
     /// `--exclude` values, passed as repeated `?exclude=`.
@@ -37,7 +37,7 @@ pub struct Query {
 
 /// One check of one endpoint.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Check {
+pub(crate) struct Check {
     /// The check name.
     pub name: String,
     /// ok / failed / excluded.
@@ -47,7 +47,7 @@ pub struct Check {
 /// One endpoint of one replica.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct EndpointHealth {
+pub(crate) struct EndpointHealth {
     /// The replica's URL.
     pub apiserver: String,
     /// Its identity lease name, with `--all-apiservers`.
@@ -66,7 +66,7 @@ pub struct EndpointHealth {
 
 /// The `kapi health` view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HealthView {
+pub(crate) struct HealthView {
     /// Every endpoint of every reached replica is healthy and none was unreachable.
     pub healthy: bool,
     /// Per replica and endpoint.
@@ -83,7 +83,7 @@ pub struct HealthView {
 
 impl HealthView {
     /// Builds the view and its verdict from the parts.
-    pub fn new(
+    pub(crate) fn new(
         results: Vec<EndpointHealth>,
         unreachable: Vec<Unreachable>,
         multi_server: bool,
@@ -108,7 +108,10 @@ impl HealthView {
 /// # Errors
 /// Without `--all-apiservers`, any failure to get an answer; with it, only a failure to list
 /// identity leases (unreachable replicas are part of the view).
-pub async fn collect(cluster: &Cluster, query: &Query) -> Result<(HealthView, Option<String>)> {
+pub(crate) async fn collect(
+    cluster: &Cluster,
+    query: &Query,
+) -> Result<(HealthView, Option<String>)> {
     let targets = if query.all_apiservers {
         peers::discover(cluster).await?
     } else {
@@ -145,7 +148,7 @@ pub async fn collect(cluster: &Cluster, query: &Query) -> Result<(HealthView, Op
 ///
 /// # Errors
 /// No answer, 401/403, or 404 (endpoint not served).
-pub async fn check(
+pub(crate) async fn check(
     cluster: &Cluster,
     endpoint: &str,
     exclude: &[String],

@@ -16,7 +16,7 @@ use serde::Serialize;
 /// The state of one check, as the aggregate endpoint reports it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum CheckStatus {
+pub(crate) enum CheckStatus {
     /// `[+]name ok`.
     Ok,
     /// `[+]name excluded: ok` (skipped through `?exclude=`).
@@ -27,7 +27,7 @@ pub enum CheckStatus {
 
 /// One `[+]` / `[-]` line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CheckLine {
+pub(crate) struct CheckLine {
     /// The check name, e.g. `poststarthook/start-apiextensions-informers`.
     pub name: String,
     /// Its state.
@@ -36,7 +36,7 @@ pub struct CheckLine {
 
 /// The whole parsed body.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct HealthText {
+pub(crate) struct HealthText {
     /// The checks in the order the server ran them.
     pub checks: Vec<CheckLine>,
     /// `warn:` lines, without the `warn: ` prefix.
@@ -47,7 +47,7 @@ pub struct HealthText {
 }
 
 /// Parses a health body. Unknown lines are ignored so that a newer server stays readable.
-pub fn parse(body: &str) -> HealthText {
+pub(crate) fn parse(body: &str) -> HealthText {
     let mut out = HealthText::default();
     for line in body.lines() {
         let line = line.trim_end_matches('\r');

@@ -26,11 +26,11 @@ use super::{Cluster, Error, Result};
 use crate::output::{Cell, Tabular, Tone};
 
 /// Prefix of post-start hook checks.
-pub const HOOK_PREFIX: &str = "poststarthook/";
+pub(crate) const HOOK_PREFIX: &str = "poststarthook/";
 
 /// What to show.
 #[derive(Debug, Clone, Default)]
-pub struct Query {
+pub(crate) struct Query {
     /// Only the hooks that are not ok.
     pub failing: bool,
     /// Ask every replica found through identity leases.
@@ -40,7 +40,7 @@ pub struct Query {
 /// State of one hook.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum HookStatus {
+pub(crate) enum HookStatus {
     /// Finished.
     Ok,
     /// Not finished yet.
@@ -51,7 +51,7 @@ pub enum HookStatus {
 
 /// One hook.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Hook {
+pub(crate) struct Hook {
     /// The hook name (without `poststarthook/`).
     pub name: String,
     /// ok / pending / failed.
@@ -62,7 +62,7 @@ pub struct Hook {
 
 /// The hooks of one replica.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ApiserverHooks {
+pub(crate) struct ApiserverHooks {
     /// The replica's URL.
     pub apiserver: String,
     /// Its identity lease name, with `--all-apiservers`.
@@ -73,7 +73,7 @@ pub struct ApiserverHooks {
 
 /// The `kapi hooks` view.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HooksView {
+pub(crate) struct HooksView {
     /// Per reached replica.
     pub apiservers: Vec<ApiserverHooks>,
     /// Replicas that could not be asked.
@@ -85,7 +85,7 @@ pub struct HooksView {
 
 impl HooksView {
     /// True when every hook of every reached replica is ok and none was unreachable.
-    pub fn all_ok(&self) -> bool {
+    pub(crate) fn all_ok(&self) -> bool {
         self.unreachable.is_empty()
             && self
                 .apiservers
@@ -99,7 +99,10 @@ impl HooksView {
 /// # Errors
 /// Without `--all-apiservers`, any failure to get an answer; with it, only a failure to list
 /// identity leases.
-pub async fn collect(cluster: &Cluster, query: &Query) -> Result<(HooksView, Option<String>)> {
+pub(crate) async fn collect(
+    cluster: &Cluster,
+    query: &Query,
+) -> Result<(HooksView, Option<String>)> {
     let targets = if query.all_apiservers {
         peers::discover(cluster).await?
     } else {
@@ -141,7 +144,7 @@ pub async fn collect(cluster: &Cluster, query: &Query) -> Result<(HooksView, Opt
 ///
 /// # Errors
 /// No answer, 401/403, 404.
-pub async fn hooks_of(cluster: &Cluster) -> Result<Vec<Hook>> {
+pub(crate) async fn hooks_of(cluster: &Cluster) -> Result<Vec<Hook>> {
     let (code, body) = cluster.get_text("/readyz?verbose").await?;
     if code == 404 {
         return Err(Error::NotServed {
@@ -178,7 +181,7 @@ pub async fn hooks_of(cluster: &Cluster) -> Result<Vec<Hook>> {
 }
 
 /// Maps a sub-path reason to a status: `not finished` is pending, anything else failed.
-pub fn classify(reason: &str) -> (HookStatus, Option<String>) {
+pub(crate) fn classify(reason: &str) -> (HookStatus, Option<String>) {
     let status = if reason == "not finished" {
         HookStatus::Pending
     } else {

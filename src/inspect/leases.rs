@@ -33,13 +33,13 @@ use serde::Serialize;
 use super::{Cluster, Result};
 use crate::output::{human_duration, relative_time, Cell, Tabular, Tone};
 
-pub use crate::api::well_known::{
+pub(crate) use crate::api::well_known::{
     HOSTNAME_LABEL, IDENTITY_LABEL, KUBE_SYSTEM as NAMESPACE, PEER_ADDRESS_ANNOTATION,
 };
 
 /// What to list.
 #[derive(Debug, Clone, Default)]
-pub struct Query {
+pub(crate) struct Query {
     /// Include the non-identity leases of kube-system.
     pub all: bool,
     /// `-l`: an extra label selector.
@@ -50,7 +50,7 @@ pub struct Query {
 
 impl Query {
     /// The label selector sent to the server.
-    pub fn label_selector(&self) -> Option<String> {
+    pub(crate) fn label_selector(&self) -> Option<String> {
         let mut parts = Vec::new();
         match (&self.component, self.all) {
             (Some(c), _) => parts.push(format!("{IDENTITY_LABEL}={c}")),
@@ -65,7 +65,7 @@ impl Query {
 /// The kind of a lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum LeaseType {
+pub(crate) enum LeaseType {
     /// An apiserver identity lease.
     Identity,
     /// Any other lease (a leader-election lock).
@@ -74,7 +74,7 @@ pub enum LeaseType {
 
 /// Liveness of a lease.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum LeaseState {
+pub(crate) enum LeaseState {
     /// Renewed within its duration.
     Live,
     /// Not renewed within its duration (or no renew time / duration).
@@ -86,7 +86,7 @@ pub enum LeaseState {
 /// One lease, flattened.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct LeaseRow {
+pub(crate) struct LeaseRow {
     /// metadata.namespace.
     pub namespace: String,
     /// metadata.name.
@@ -122,7 +122,7 @@ pub struct LeaseRow {
 
 /// The `kapi leases` view.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct LeasesView {
+pub(crate) struct LeasesView {
     /// The leases, sorted by type (identity first) then name.
     pub leases: Vec<LeaseRow>,
     /// Whether TYPE/STRATEGY/PREFERRED-HOLDER columns are shown (`--all`).
@@ -135,7 +135,7 @@ pub struct LeasesView {
 
 impl LeasesView {
     /// True when any lease is expired.
-    pub fn any_expired(&self) -> bool {
+    pub(crate) fn any_expired(&self) -> bool {
         self.leases.iter().any(|l| l.state == LeaseState::Expired)
     }
 }
@@ -144,7 +144,7 @@ impl LeasesView {
 ///
 /// # Errors
 /// Classified [`super::Error`]s; a missing Lease API is [`super::Error::NotServed`].
-pub async fn collect(cluster: &Cluster, query: &Query) -> Result<LeasesView> {
+pub(crate) async fn collect(cluster: &Cluster, query: &Query) -> Result<LeasesView> {
     let api: Api<Lease> = Api::namespaced(cluster.client().clone(), NAMESPACE);
     let mut params = ListParams::default();
     if let Some(sel) = query.label_selector() {
@@ -168,7 +168,7 @@ pub async fn collect(cluster: &Cluster, query: &Query) -> Result<LeasesView> {
 }
 
 /// Orders rows: identity leases first, then by name.
-pub fn sort(rows: &mut [LeaseRow]) {
+pub(crate) fn sort(rows: &mut [LeaseRow]) {
     rows.sort_by(|a, b| {
         (a.lease_type != LeaseType::Identity, &a.name)
             .cmp(&(b.lease_type != LeaseType::Identity, &b.name))
@@ -182,7 +182,7 @@ pub(crate) fn to_chrono(ts: &k8s_openapi::jiff::Timestamp) -> Option<DateTime<Ut
 
 impl LeaseRow {
     /// Flattens a Lease as seen at `now`.
-    pub fn from_lease(lease: &Lease, now: DateTime<Utc>) -> Self {
+    pub(crate) fn from_lease(lease: &Lease, now: DateTime<Utc>) -> Self {
         let meta = &lease.metadata;
         let label = |k: &str| meta.labels.as_ref().and_then(|m| m.get(k)).cloned();
         let component = label(IDENTITY_LABEL);
@@ -228,7 +228,7 @@ impl LeaseRow {
     }
 
     /// The table cells of this row.
-    pub fn cells(&self, all: bool, wide: bool, now: DateTime<Utc>) -> Vec<Cell> {
+    pub(crate) fn cells(&self, all: bool, wide: bool, now: DateTime<Utc>) -> Vec<Cell> {
         let opt = |v: &Option<String>| Cell::plain(v.clone().unwrap_or_else(|| "<none>".into()));
         let mut cells = vec![Cell::plain(&self.name)];
         if all {
@@ -267,7 +267,7 @@ impl LeaseRow {
 }
 
 /// Headers for the given column set.
-pub fn headers(all: bool, wide: bool) -> Vec<&'static str> {
+pub(crate) fn headers(all: bool, wide: bool) -> Vec<&'static str> {
     let mut h = vec!["NAME"];
     if all {
         h.push("TYPE");
@@ -311,7 +311,7 @@ impl Tabular for LeasesView {
 
 /// One change seen by [`watch`].
 #[derive(Debug, Clone, PartialEq)]
-pub enum Change {
+pub(crate) enum Change {
     /// A lease was added or changed (renewed, new holder, ...).
     Updated(LeaseRow),
     /// A lease was deleted.
@@ -325,7 +325,7 @@ pub enum Change {
 ///
 /// # Cancellation
 /// Dropping the stream ends the watch.
-pub fn watch(
+pub(crate) fn watch(
     cluster: &Cluster,
     query: &Query,
     known: Vec<LeaseRow>,

@@ -7,15 +7,15 @@
 //! the cluster answered (exit 1) or did not (exit 3), and every message is one line naming the
 //! cause and the fix.
 
-pub mod candidates;
+pub(crate) mod candidates;
 mod client;
 mod error;
-pub mod health;
+pub(crate) mod health;
 mod healthtext;
-pub mod hooks;
-pub mod leases;
+pub(crate) mod hooks;
+pub(crate) mod leases;
 mod peers;
 
-pub use client::{Cluster, ClusterConfig};
-pub use error::{one_line, Error, Result};
-pub use healthtext::{parse as parse_health, CheckLine, CheckStatus, HealthText};
+pub(crate) use client::{Cluster, ClusterConfig};
+pub(crate) use error::{one_line, Error, Result};
+pub(crate) use healthtext::CheckStatus;

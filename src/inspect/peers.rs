@@ -12,7 +12,7 @@ use super::{Cluster, Result};
 /// A replica that could not be asked.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Unreachable {
+pub(crate) struct Unreachable {
     /// The replica's URL, or its identity lease name when it published no address.
     pub apiserver: String,
     /// The identity lease name, when known.

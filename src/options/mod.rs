@@ -132,7 +132,7 @@ pub struct ShutdownOptions {
 }
 
 /// The feature gates kapi knows, with their defaults in kapi.
-pub const FEATURE_GATES: &[(&str, bool)] = &[
+pub(crate) const FEATURE_GATES: &[(&str, bool)] = &[
     ("APIServerIdentity", true),
     ("CoordinatedLeaderElection", true),
     ("UnknownVersionInteroperabilityProxy", false),

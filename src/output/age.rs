@@ -5,7 +5,7 @@ use chrono::{DateTime, Utc};
 
 /// Formats a duration the way kubectl does: `5s`, `3m2s`, `45m`, `4h5m`, `20h`, `3d4h`, `30d`,
 /// `2y10d`, `9y`; `0s` for up to one second in the future, `<invalid>` beyond that.
-pub fn human_duration(d: chrono::TimeDelta) -> String {
+pub(crate) fn human_duration(d: chrono::TimeDelta) -> String {
     // Go: int(d.Seconds()) truncates toward zero; integer division on nanoseconds does too.
     let nanos = d
         .num_nanoseconds()
@@ -61,7 +61,7 @@ pub fn human_duration(d: chrono::TimeDelta) -> String {
 
 /// Formats `at` relative to `now`: `in 58m` for the future, `3s ago` for the past,
 /// `<none>` when absent. Within one second either way counts as `0s ago`.
-pub fn relative_time(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
+pub(crate) fn relative_time(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
     let Some(at) = at else {
         return "<none>".to_string();
     };

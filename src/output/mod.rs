@@ -8,8 +8,8 @@
 mod age;
 mod table;
 
-pub use age::{human_duration, relative_time};
-pub use table::{Cell, Tone};
+pub(crate) use age::{human_duration, relative_time};
+pub(crate) use table::{Cell, Tone};
 
 use std::io::{self, Write};
 
@@ -57,7 +57,7 @@ impl ColorChoice {
 
 /// Rendering options besides the format.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Options {
+pub(crate) struct Options {
     /// Leave out the header line of tables.
     pub no_headers: bool,
     /// Colour status cells with ANSI escapes.
@@ -65,7 +65,7 @@ pub struct Options {
 }
 
 /// A view that can be shown as a table.
-pub trait Tabular {
+pub(crate) trait Tabular {
     /// The column headers, UPPERCASE; `wide` appends the extra columns (never reorders).
     fn headers(&self, wide: bool) -> Vec<&'static str>;
     /// One row per item, with as many cells as [`Tabular::headers`] for the same `wide`.
@@ -79,7 +79,12 @@ pub trait Tabular {
 /// # Errors
 /// Fails only when writing fails (e.g. a closed pipe) or, for JSON/YAML, when the view
 /// cannot be serialized.
-pub fn render<V>(view: &V, format: Format, opts: Options, out: &mut dyn Write) -> io::Result<()>
+pub(crate) fn render<V>(
+    view: &V,
+    format: Format,
+    opts: Options,
+    out: &mut dyn Write,
+) -> io::Result<()>
 where
     V: serde::Serialize + Tabular + ?Sized,
 {
@@ -111,7 +116,7 @@ where
 }
 
 /// Column widths (in characters) of a table with `headers` and `rows`, for [`render_rows`].
-pub fn column_widths(headers: &[&str], rows: &[Vec<Cell>]) -> Vec<usize> {
+pub(crate) fn column_widths(headers: &[&str], rows: &[Vec<Cell>]) -> Vec<usize> {
     table::widths(headers, rows)
 }
 
@@ -120,7 +125,7 @@ pub fn column_widths(headers: &[&str], rows: &[Vec<Cell>]) -> Vec<usize> {
 ///
 /// # Errors
 /// Fails only when writing fails.
-pub fn render_rows(
+pub(crate) fn render_rows(
     rows: &[Vec<Cell>],
     widths: &[usize],
     color: bool,

@@ -7,7 +7,7 @@ use comfy_table::{CellAlignment, Color, ColumnConstraint, ContentArrangement, Ta
 
 /// The meaning of a cell, which picks its colour when colour is on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Tone {
+pub(crate) enum Tone {
     /// Plain text.
     #[default]
     Plain,
@@ -21,7 +21,7 @@ pub enum Tone {
 
 /// One table cell: text and tone.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Cell {
+pub(crate) struct Cell {
     /// The text shown.
     pub text: String,
     /// The colour hint.
@@ -30,7 +30,7 @@ pub struct Cell {
 
 impl Cell {
     /// A plain cell.
-    pub fn plain(text: impl Into<String>) -> Self {
+    pub(crate) fn plain(text: impl Into<String>) -> Self {
         Self {
             text: text.into(),
             tone: Tone::Plain,
@@ -38,7 +38,7 @@ impl Cell {
     }
 
     /// A cell with a tone.
-    pub fn toned(text: impl Into<String>, tone: Tone) -> Self {
+    pub(crate) fn toned(text: impl Into<String>, tone: Tone) -> Self {
         Self {
             text: text.into(),
             tone,

@@ -3,11 +3,11 @@
 //! a metav1 Status only in endpoints/status.rs. May use: storage, api.
 
 /// Result of a registry call.
-pub type Result<T, E = Error> = std::result::Result<T, E>;
+pub(crate) type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// One field problem of an Invalid error (field.Error in k8s).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FieldError {
+pub(crate) struct FieldError {
     /// Kind of problem.
     pub kind: FieldErrorKind,
     /// Field path, e.g. `metadata.name` or `data[a b]`.
@@ -20,7 +20,7 @@ pub struct FieldError {
 
 /// field.ErrorType in k8s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldErrorKind {
+pub(crate) enum FieldErrorKind {
     /// `Invalid value`.
     Invalid,
     /// `Required value`.
@@ -29,33 +29,29 @@ pub enum FieldErrorKind {
     Forbidden,
     /// `Unsupported value`.
     NotSupported,
-    /// `Duplicate value`.
-    Duplicate,
     /// `Too long`.
     TooLong,
 }
 
 impl FieldErrorKind {
     /// The cause reason (`FieldValueInvalid`...).
-    pub fn reason(self) -> &'static str {
+    pub(crate) fn reason(self) -> &'static str {
         match self {
             FieldErrorKind::Invalid => "FieldValueInvalid",
             FieldErrorKind::Required => "FieldValueRequired",
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::NotSupported => "FieldValueNotSupported",
-            FieldErrorKind::Duplicate => "FieldValueDuplicate",
             FieldErrorKind::TooLong => "FieldValueTooLong",
         }
     }
 
     /// The text kube prints (`Invalid value`...).
-    pub fn text(self) -> &'static str {
+    pub(crate) fn text(self) -> &'static str {
         match self {
             FieldErrorKind::Invalid => "Invalid value",
             FieldErrorKind::Required => "Required value",
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::NotSupported => "Unsupported value",
-            FieldErrorKind::Duplicate => "Duplicate value",
             FieldErrorKind::TooLong => "Too long",
         }
     }
@@ -63,7 +59,11 @@ impl FieldErrorKind {
 
 impl FieldError {
     /// An `Invalid value` error on a string value.
-    pub fn invalid(field: impl Into<String>, value: &str, detail: impl Into<String>) -> Self {
+    pub(crate) fn invalid(
+        field: impl Into<String>,
+        value: &str,
+        detail: impl Into<String>,
+    ) -> Self {
         FieldError {
             kind: FieldErrorKind::Invalid,
             field: field.into(),
@@ -73,7 +73,7 @@ impl FieldError {
     }
 
     /// An `Invalid value` error on a value rendered verbatim (numbers, booleans).
-    pub fn invalid_raw(
+    pub(crate) fn invalid_raw(
         field: impl Into<String>,
         value: impl ToString,
         detail: impl Into<String>,
@@ -87,7 +87,7 @@ impl FieldError {
     }
 
     /// A `Required value` error.
-    pub fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub(crate) fn required(field: impl Into<String>, detail: impl Into<String>) -> Self {
         FieldError {
             kind: FieldErrorKind::Required,
             field: field.into(),
@@ -97,7 +97,7 @@ impl FieldError {
     }
 
     /// A `Forbidden` error.
-    pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
+    pub(crate) fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
         FieldError {
             kind: FieldErrorKind::Forbidden,
             field: field.into(),
@@ -107,7 +107,7 @@ impl FieldError {
     }
 
     /// A `Too long` error.
-    pub fn too_long(field: impl Into<String>, max: usize) -> Self {
+    pub(crate) fn too_long(field: impl Into<String>, max: usize) -> Self {
         FieldError {
             kind: FieldErrorKind::TooLong,
             field: field.into(),
@@ -117,7 +117,7 @@ impl FieldError {
     }
 
     /// An `Unsupported value` error listing the supported values.
-    pub fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Self {
+    pub(crate) fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Self {
         let list: Vec<String> = supported.iter().map(|s| quote(s)).collect();
         FieldError {
             kind: FieldErrorKind::NotSupported,
@@ -128,7 +128,7 @@ impl FieldError {
     }
 
     /// The cause message without the field (`Invalid value: "x": detail`).
-    pub fn message(&self) -> String {
+    pub(crate) fn message(&self) -> String {
         let mut s = self.kind.text().to_string();
         if let Some(v) = &self.value {
             s.push_str(": ");
@@ -149,7 +149,7 @@ impl std::fmt::Display for FieldError {
 }
 
 /// A Go-style `%q` quoting of a string.
-pub fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""))
 }
 
@@ -157,7 +157,7 @@ pub fn quote(s: &str) -> String {
 /// (`leases.coordination.k8s.io`), `kind` the Kind, as the Status wants them.
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// 404: the object does not exist.
     #[error("{resource} {name:?} not found")]
     NotFound {
@@ -270,12 +270,12 @@ impl Error {
     }
 
     /// [`Error::Transform`]: the caller's own error, refusing an update from its transform.
-    pub fn transform(err: impl std::error::Error + Send + Sync + 'static) -> Self {
+    pub(crate) fn transform(err: impl std::error::Error + Send + Sync + 'static) -> Self {
         Error::Transform(std::sync::Arc::new(err))
     }
 
     /// A 422 with one field error.
-    pub fn invalid(group: &str, kind: &str, name: &str, errors: Vec<FieldError>) -> Self {
+    pub(crate) fn invalid(group: &str, kind: &str, name: &str, errors: Vec<FieldError>) -> Self {
         Error::Invalid {
             group: group.into(),
             kind: kind.into(),

@@ -18,7 +18,7 @@ const CAPACITY: usize = 4096;
 
 /// One object as served, at one revision.
 #[derive(Debug)]
-pub struct Decoded {
+pub(crate) struct Decoded {
     /// The served object, `metadata.resourceVersion` included.
     pub obj: Value,
     json: OnceLock<Encoded>,
@@ -88,7 +88,7 @@ impl Encoded {
 
 impl Decoded {
     /// Wraps a served object.
-    pub fn new(obj: Value) -> Decoded {
+    pub(crate) fn new(obj: Value) -> Decoded {
         Decoded {
             obj,
             json: OnceLock::new(),
@@ -96,12 +96,12 @@ impl Decoded {
     }
 
     /// The object's JSON encoding (what `serde_json::to_vec(&self.obj)` gives), made once.
-    pub fn json(&self) -> &Bytes {
+    pub(crate) fn json(&self) -> &Bytes {
         &self.encoded().bytes
     }
 
     /// The JSON of `metadata`, a slice of [`Self::json`] (None without a metadata object).
-    pub fn metadata_json(&self) -> Option<&[u8]> {
+    pub(crate) fn metadata_json(&self) -> Option<&[u8]> {
         let e = self.encoded();
         e.metadata.clone().map(|r| &e.bytes[r])
     }

@@ -2,39 +2,41 @@
 //! Sees no HTTP types. May use: storage, api.
 
 mod bounded;
-pub mod error;
-pub mod memo;
-pub mod resources;
+pub(crate) mod error;
+pub(crate) mod memo;
+pub(crate) mod resources;
 mod roundtrip;
 mod roundtrip_rest;
-pub mod store;
+pub(crate) mod store;
 mod store_codec;
-pub mod store_delete;
-pub mod store_list;
-pub mod strategy;
-pub mod validation;
+pub(crate) mod store_delete;
+pub(crate) mod store_list;
+pub(crate) mod strategy;
+pub(crate) mod validation;
 
-pub use error::{Error, FieldError, Result};
-pub use memo::Decoded;
-pub use resources::reviews::Review;
-pub use store::{DeleteOptions, GenericStore, Transform, WriteResult};
-pub use store_list::{ListOptions, ListResult, WatchEvent, WatchProgress};
-pub use strategy::{Column, Input, ResourceInfo, Strategy};
+#[cfg(test)]
+pub(crate) use error::FieldError;
+pub(crate) use error::{Error, Result};
+pub(crate) use memo::Decoded;
+pub(crate) use resources::reviews::Review;
+pub(crate) use store::{DeleteOptions, GenericStore};
+pub(crate) use store_list::{ListOptions, WatchEvent, WatchProgress};
+pub(crate) use strategy::{ResourceInfo, Strategy};
 
-use crate::api::UserInfo;
 use crate::storage::Storage;
 use std::sync::Arc;
 
 /// The Conflict reason of a stale resourceVersion (OptimisticLockErrorMsg).
-pub const OPTIMISTIC_LOCK_MSG: &str =
+pub(crate) const OPTIMISTIC_LOCK_MSG: &str =
     "the object has been modified; please apply your changes to the latest version and try again";
 
+#[cfg(test)]
 /// The default key prefix (`--etcd-prefix` default of kube-apiserver).
-pub const DEFAULT_PREFIX: &str = "/registry";
+pub(crate) const DEFAULT_PREFIX: &str = "/registry";
 
 /// fieldValidation of a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum FieldValidation {
+pub(crate) enum FieldValidation {
     /// Unknown fields are dropped silently.
     Ignore,
     /// Unknown fields are dropped with a warning (the default).
@@ -46,11 +48,9 @@ pub enum FieldValidation {
 
 /// Per-request inputs of a registry call (the request context of k8s, minus HTTP).
 #[derive(Debug, Clone, Default)]
-pub struct Context {
+pub(crate) struct Context {
     /// Namespace of the request ("" for cluster-scoped or all namespaces).
     pub namespace: String,
-    /// The requesting user.
-    pub user: UserInfo,
     /// dryRun=All.
     pub dry_run: bool,
     /// fieldValidation.
@@ -58,7 +58,7 @@ pub struct Context {
 }
 
 /// A served resource.
-pub enum Resource {
+pub(crate) enum Resource {
     /// Stored in the generic store.
     Stored(Arc<GenericStore>),
     /// A create-only review, answered from the request.
@@ -67,7 +67,7 @@ pub enum Resource {
 
 impl Resource {
     /// Discovery info.
-    pub fn info(&self) -> &'static ResourceInfo {
+    pub(crate) fn info(&self) -> &'static ResourceInfo {
         match self {
             Resource::Stored(s) => s.strategy().info(),
             Resource::Review(r) => r.info(),
@@ -76,18 +76,19 @@ impl Resource {
 }
 
 /// Every served resource, over one store.
-pub struct Registry {
+pub(crate) struct Registry {
     resources: Vec<Resource>,
 }
 
 impl Registry {
+    #[cfg(test)]
     /// Builds the registry of all served resources over `storage`, keys under `/registry`.
-    pub fn new(storage: Arc<dyn Storage>) -> Self {
+    pub(crate) fn new(storage: Arc<dyn Storage>) -> Self {
         Registry::with_prefix(storage, DEFAULT_PREFIX)
     }
 
     /// Builds the registry with keys under `prefix` (`--etcd-prefix`).
-    pub fn with_prefix(storage: Arc<dyn Storage>, prefix: &str) -> Self {
+    pub(crate) fn with_prefix(storage: Arc<dyn Storage>, prefix: &str) -> Self {
         use resources::*;
         let stored = |strategy: Arc<dyn Strategy>, key_root: &'static str| {
             Resource::Stored(Arc::new(GenericStore::new(
@@ -120,7 +121,7 @@ impl Registry {
     }
 
     /// Stops serving one resource (e.g. LeaseCandidates when CoordinatedLeaderElection is off).
-    pub fn without(mut self, group: &str, version: &str, resource: &str) -> Self {
+    pub(crate) fn without(mut self, group: &str, version: &str, resource: &str) -> Self {
         self.resources.retain(|r| {
             let i = r.info();
             !(i.group == group && i.version == version && i.resource == resource)
@@ -129,28 +130,16 @@ impl Registry {
     }
 
     /// All resources, in discovery order.
-    pub fn resources(&self) -> &[Resource] {
+    pub(crate) fn resources(&self) -> &[Resource] {
         &self.resources
     }
 
     /// The resource served at group/version/resource.
-    pub fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&Resource> {
+    pub(crate) fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&Resource> {
         self.resources.iter().find(|r| {
             let i = r.info();
             i.group == group && i.version == version && i.resource == resource
         })
-    }
-
-    /// Served group versions in discovery order: (group, version).
-    pub fn group_versions(&self) -> Vec<(&'static str, &'static str)> {
-        let mut out: Vec<(&'static str, &'static str)> = Vec::new();
-        for r in &self.resources {
-            let i = r.info();
-            if !out.contains(&(i.group, i.version)) {
-                out.push((i.group, i.version));
-            }
-        }
-        out
     }
 }
 

@@ -26,11 +26,11 @@ pub(crate) const IMMORTAL_NAMESPACES: [&str; 4] =
 
 /// The caller's transform of the current object into the desired one (rest.UpdatedObjectInfo).
 /// `None` = the object does not exist (create-on-update, e.g. server-side apply).
-pub type Transform<'a> = &'a (dyn Fn(Option<&Value>) -> Result<Value> + Send + Sync);
+pub(crate) type Transform<'a> = &'a (dyn Fn(Option<&Value>) -> Result<Value> + Send + Sync);
 
 /// DeleteOptions that reach the store.
 #[derive(Debug, Clone, Default)]
-pub struct DeleteOptions {
+pub(crate) struct DeleteOptions {
     /// Precondition on the UID.
     pub uid: Option<String>,
     /// Precondition on the resourceVersion.
@@ -43,18 +43,16 @@ pub struct DeleteOptions {
 
 /// Outcome of a write.
 #[derive(Debug, Clone)]
-pub struct WriteResult {
+pub(crate) struct WriteResult {
     /// The object as stored (or as it would be with dryRun), shared with the memo so the
     /// response and the watchers encode it once.
     pub object: Arc<Decoded>,
-    /// Warnings (unknown fields under fieldValidation=Warn).
-    pub warnings: Vec<String>,
     /// For update: whether the object was created. For delete: whether it is gone now.
     pub created_or_gone: bool,
 }
 
 /// One stored resource: storage + key layout + strategy.
-pub struct GenericStore {
+pub(crate) struct GenericStore {
     pub(crate) storage: Arc<dyn Storage>,
     pub(crate) prefix: String,
     pub(crate) strategy: Arc<dyn Strategy>,
@@ -68,7 +66,7 @@ pub struct GenericStore {
 
 impl GenericStore {
     /// A store for `strategy` under `prefix` (e.g. `/registry`).
-    pub fn new(
+    pub(crate) fn new(
         storage: Arc<dyn Storage>,
         prefix: &str,
         strategy: Arc<dyn Strategy>,
@@ -85,7 +83,7 @@ impl GenericStore {
     }
 
     /// The strategy.
-    pub fn strategy(&self) -> &Arc<dyn Strategy> {
+    pub(crate) fn strategy(&self) -> &Arc<dyn Strategy> {
         &self.strategy
     }
 
@@ -145,6 +143,9 @@ impl GenericStore {
             storage::Error::Compacted { requested, oldest } => Error::Expired {
                 message: format!("too old resource version: {requested} ({})", oldest - 1),
             },
+            storage::Error::TooLargeRevision { requested, current } => {
+                Error::TooLargeResourceVersion { requested, current }
+            }
             e @ storage::Error::Unavailable { .. } => Error::Unavailable(e.detail()),
             // Our own error, refusing an update from inside it (Error::abort).
             storage::Error::Aborted(e) => match e.downcast::<Error>() {
@@ -155,13 +156,14 @@ impl GenericStore {
         }
     }
 
+    #[cfg(test)]
     /// Reads one object.
-    pub async fn get(&self, ctx: &Context, name: &str) -> Result<Value> {
+    pub(crate) async fn get(&self, ctx: &Context, name: &str) -> Result<Value> {
         Ok(self.get_shared(ctx, name).await?.obj.clone())
     }
 
     /// Reads one object, shared with the memo (its JSON encoding is made once per revision).
-    pub async fn get_shared(&self, ctx: &Context, name: &str) -> Result<Arc<Decoded>> {
+    pub(crate) async fn get_shared(&self, ctx: &Context, name: &str) -> Result<Arc<Decoded>> {
         let kv = self
             .storage
             .get(&self.key(&ctx.namespace, name))
@@ -280,7 +282,7 @@ impl GenericStore {
     /// [`MAX_NAME_GENERATION_CREATE_ATTEMPTS`] times in all, as kube-apiserver's
     /// createWithGenerateNameRetry (KEP-4420), so clients see no collisions.
     /// The result is shared with the memo, so the response and the watchers encode it once.
-    pub async fn create(&self, ctx: &Context, obj: Value) -> Result<Arc<Decoded>> {
+    pub(crate) async fn create(&self, ctx: &Context, obj: Value) -> Result<Arc<Decoded>> {
         self.admit_namespace(&ctx.namespace, name_of(&obj)).await?;
         let generated = needs_name_generation(&obj);
         let mut obj = obj;
@@ -443,7 +445,7 @@ impl GenericStore {
 
     /// Updates (PUT, PATCH, subresources) by running `transform` on the current state,
     /// retrying on conflict. With `allow_create` a missing object is created (apply).
-    pub async fn update(
+    pub(crate) async fn update(
         &self,
         ctx: &Context,
         name: &str,
@@ -468,7 +470,6 @@ impl GenericStore {
                 self.compute_update(ctx, name, subresource, current.as_ref(), transform)?;
             return Ok(WriteResult {
                 object: Arc::new(Decoded::new(obj)),
-                warnings: vec![],
                 created_or_gone: created,
             });
         }
@@ -511,7 +512,6 @@ impl GenericStore {
         }
         Ok(WriteResult {
             object: obj,
-            warnings: vec![],
             created_or_gone: created,
         })
     }

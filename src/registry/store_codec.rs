@@ -72,7 +72,11 @@ impl GenericStore {
 
     /// Decodes a request object: apiVersion/kind must match (missing ones are filled in),
     /// then the typed round trip drops unknown fields per fieldValidation.
-    pub fn decode_request(&self, ctx: &Context, mut obj: Value) -> Result<(Value, Vec<String>)> {
+    pub(crate) fn decode_request(
+        &self,
+        ctx: &Context,
+        mut obj: Value,
+    ) -> Result<(Value, Vec<String>)> {
         let i = self.strategy.info();
         let api_version = i.api_version();
         let Some(map) = obj.as_object_mut() else {
@@ -119,7 +123,7 @@ impl GenericStore {
     /// the type's JSON (a wrong apiVersion or kind, a parse error, wrong field types: the tree
     /// path names the cause) or does not carry the URL's name (the tree path inserts or
     /// rejects it before the round trip).
-    pub fn decode_json_request(
+    pub(crate) fn decode_json_request(
         &self,
         ctx: &Context,
         body: &[u8],

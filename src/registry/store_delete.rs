@@ -16,7 +16,7 @@ use std::sync::Arc;
 impl GenericStore {
     /// Deletes one object, honouring preconditions and finalizers (graceful deletion:
     /// with finalizers the object gets a deletionTimestamp and stays).
-    pub async fn delete(
+    pub(crate) async fn delete(
         &self,
         ctx: &Context,
         name: &str,
@@ -59,7 +59,6 @@ impl GenericStore {
             if pending == current || ctx.dry_run {
                 return Ok(WriteResult {
                     object: Arc::new(Decoded::new(pending)),
-                    warnings: vec![],
                     created_or_gone: false,
                 });
             }
@@ -84,14 +83,12 @@ impl GenericStore {
                 .map_err(|e| self.storage_error(name, e))?;
             return Ok(WriteResult {
                 object: self.decode_shared(&kv)?,
-                warnings: vec![],
                 created_or_gone: false,
             });
         }
         if ctx.dry_run {
             return Ok(WriteResult {
                 object: Arc::new(Decoded::new(current)),
-                warnings: vec![],
                 created_or_gone: true,
             });
         }
@@ -114,7 +111,6 @@ impl GenericStore {
             .map_err(|e| self.storage_error(name, e))?;
         Ok(WriteResult {
             object: self.decode_shared(&deleted)?,
-            warnings: vec![],
             created_or_gone: true,
         })
     }
@@ -150,16 +146,16 @@ impl GenericStore {
 
 /// The finalizer that makes the garbage collector orphan the dependents
 /// (`metav1.FinalizerOrphanDependents`).
-pub const FINALIZER_ORPHAN: &str = "orphan";
+pub(crate) const FINALIZER_ORPHAN: &str = "orphan";
 /// The finalizer of a foreground deletion (`metav1.FinalizerDeleteDependents`).
-pub const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
+pub(crate) const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
 
 impl DeleteOptions {
     /// ValidateDeleteOptions: a 422 on `DeleteOptions.meta.k8s.io ""` naming propagationPolicy.
     ///
     /// # Errors
     /// Both orphanDependents and propagationPolicy set, or an unknown policy.
-    pub fn validate(&self) -> Result<()> {
+    pub(crate) fn validate(&self) -> Result<()> {
         let mut errs = Vec::new();
         if let Some(policy) = &self.propagation_policy {
             if self.orphan_dependents.is_some() {

@@ -23,7 +23,7 @@ pub(crate) const CONTINUE_EXPIRED_MSG: &str = "The provided continue parameter i
 
 /// List parameters (metav1.ListOptions as the registry needs them).
 #[derive(Debug, Clone, Default)]
-pub struct ListOptions {
+pub(crate) struct ListOptions {
     /// labelSelector.
     pub label: LabelSelector,
     /// fieldSelector.
@@ -48,7 +48,7 @@ pub struct ListOptions {
 
 /// One page of a list.
 #[derive(Debug, Clone, Default)]
-pub struct ListResult {
+pub(crate) struct ListResult {
     /// Matching objects, shared with the memo (`.obj` is the object).
     pub items: Vec<Arc<Decoded>>,
     /// The list's resourceVersion.
@@ -61,7 +61,7 @@ pub struct ListResult {
 
 /// One event of a watch as the registry produces it.
 #[derive(Debug, Clone)]
-pub enum WatchEvent {
+pub(crate) enum WatchEvent {
     /// ADDED (objects are shared with the memo, so every watcher reuses one encoding).
     Added(Arc<Decoded>),
     /// MODIFIED.
@@ -83,7 +83,7 @@ pub enum WatchEvent {
 /// been yielded by the stream or filtered out, so a periodic BOOKMARK may carry it and a
 /// client may resume from it. Unset until the initial events are out.
 #[derive(Debug, Clone)]
-pub struct WatchProgress(Arc<AtomicI64>);
+pub(crate) struct WatchProgress(Arc<AtomicI64>);
 
 impl Default for WatchProgress {
     fn default() -> Self {
@@ -93,13 +93,13 @@ impl Default for WatchProgress {
 
 impl WatchProgress {
     /// The revision the stream is consistent with, once known.
-    pub fn revision(&self) -> Option<Revision> {
+    pub(crate) fn revision(&self) -> Option<Revision> {
         let r = self.0.load(Ordering::Acquire);
         (r >= 0).then_some(r)
     }
 
     /// Records that the stream has caught up with `rev` (never goes back).
-    pub fn advance(&self, rev: Revision) {
+    pub(crate) fn advance(&self, rev: Revision) {
         self.0.fetch_max(rev, Ordering::AcqRel);
     }
 }
@@ -233,7 +233,7 @@ impl GenericStore {
     }
 
     /// LIST (one page when `limit` is set).
-    pub async fn list(&self, ctx: &Context, opts: &ListOptions) -> Result<ListResult> {
+    pub(crate) async fn list(&self, ctx: &Context, opts: &ListOptions) -> Result<ListResult> {
         self.check_fields(&opts.field)?;
         let prefix = self.list_prefix(&ctx.namespace);
         let (mut revision, mut start) = match &opts.continue_token {
@@ -303,9 +303,10 @@ impl GenericStore {
         Ok(out)
     }
 
+    #[cfg(test)]
     /// WATCH: a stream of events; errors found before streaming are returned, later ones
     /// (a too-old resourceVersion) arrive as an ERROR event.
-    pub async fn watch(
+    pub(crate) async fn watch(
         self: &Arc<Self>,
         ctx: &Context,
         opts: &ListOptions,
@@ -314,7 +315,7 @@ impl GenericStore {
     }
 
     /// [`Self::watch`] plus the stream's [`WatchProgress`] (for periodic bookmarks).
-    pub async fn watch_with_progress(
+    pub(crate) async fn watch_with_progress(
         self: &Arc<Self>,
         ctx: &Context,
         opts: &ListOptions,

@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// Static description of a served resource (what discovery reports).
 #[derive(Debug)]
-pub struct ResourceInfo {
+pub(crate) struct ResourceInfo {
     /// API group ("" for core).
     pub group: &'static str,
     /// API version.
@@ -49,29 +49,19 @@ pub(crate) const STORED_VERBS: &[&str] = &[
 
 impl ResourceInfo {
     /// `v1` or `<group>/<version>`.
-    pub fn api_version(&self) -> String {
+    pub(crate) fn api_version(&self) -> String {
         crate::api::gvk::api_version(self.group, self.version)
     }
 
-    /// `configmaps` or `leases.coordination.k8s.io`.
-    pub fn group_resource(&self) -> String {
-        crate::api::gvk::group_resource(self.group, self.resource)
-    }
-
-    /// `ConfigMap` or `Lease.coordination.k8s.io` (the qualified kind of Invalid messages).
-    pub fn group_kind(&self) -> String {
-        crate::api::gvk::group_resource(self.group, self.kind)
-    }
-
     /// Whether the verb is served.
-    pub fn serves(&self, verb: &str) -> bool {
+    pub(crate) fn serves(&self, verb: &str) -> bool {
         self.verbs.contains(&verb)
     }
 }
 
 /// One Table column (metav1.TableColumnDefinition).
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct Column {
+pub(crate) struct Column {
     /// Header.
     pub name: &'static str,
     /// `string`, `integer`, `date`...
@@ -117,7 +107,7 @@ pub(crate) const AGE_COLUMN: Column = col(
 );
 
 /// What the per-resource file provides to the generic store.
-pub trait Strategy: Send + Sync + 'static {
+pub(crate) trait Strategy: Send + Sync + 'static {
     /// What the resource is.
     fn info(&self) -> &'static ResourceInfo;
 
@@ -231,7 +221,7 @@ pub trait Strategy: Send + Sync + 'static {
 
 /// What [`Strategy::canonicalize`] decodes: a JSON tree, or a JSON body still in bytes (decoded
 /// straight into the typed struct, without building a tree first).
-pub enum Input<'a> {
+pub(crate) enum Input<'a> {
     /// An object already decoded (any body encoding, a patch result, an applied object).
     Value(Value),
     /// A JSON request body.

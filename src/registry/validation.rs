@@ -12,7 +12,7 @@ use serde_json::Value;
 
 /// Which name syntax a resource requires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NameRule {
+pub(crate) enum NameRule {
     /// DNS-1123 subdomain (most resources).
     Subdomain,
     /// DNS-1123 label (namespaces).

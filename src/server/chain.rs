@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// Everything the chain needs, built once by the server.
-pub struct Chain {
+pub(super) struct Chain {
     /// Authentication step.
     pub authn: Authenticator,
     /// Authorization step.
@@ -34,7 +34,7 @@ pub struct Chain {
 }
 
 /// Serves one request through every filter, in order.
-pub async fn handle<B>(chain: Arc<Chain>, req: http::Request<B>) -> http::Response<Body>
+pub(super) async fn handle<B>(chain: Arc<Chain>, req: http::Request<B>) -> http::Response<Body>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
@@ -123,7 +123,7 @@ async fn route(
 }
 
 /// The Kubernetes version kapi serves (kubectl 1.37 is the client kapi is tested with).
-pub const KUBE_VERSION: (&str, &str) = ("1", "37");
+pub(super) const KUBE_VERSION: (&str, &str) = ("1", "37");
 
 /// `/version`, shaped like kube-apiserver's version.Info.
 fn version() -> http::Response<Body> {

@@ -19,7 +19,7 @@ use std::sync::Arc;
 /// Why the server could not be configured.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// Certificates could not be loaded or generated.
     #[error("cannot set up certificates")]
     Pki(#[from] pki::Error),
@@ -47,7 +47,7 @@ pub enum Error {
 }
 
 /// The loaded configuration: certificates, bound listener, opened storage.
-pub struct Config {
+pub(crate) struct Config {
     pub(super) options: ServerOptions,
     pub(super) pki: Pki,
     pub(super) listener: tokio::net::TcpListener,
@@ -60,7 +60,7 @@ pub struct Config {
 
 impl Config {
     /// Loads certificates, binds the listener, writes the admin kubeconfig and opens storage.
-    pub async fn load(options: ServerOptions) -> Result<Config, Error> {
+    pub(crate) async fn load(options: ServerOptions) -> Result<Config, Error> {
         let s = &options.serving;
         let hostname = options
             .controllers
@@ -113,17 +113,17 @@ impl Config {
     }
 
     /// Absolute path of the written admin kubeconfig.
-    pub fn kubeconfig_path(&self) -> &Path {
+    pub(crate) fn kubeconfig_path(&self) -> &Path {
         &self.kubeconfig_path
     }
 
     /// The address actually bound (the real port when `--secure-port 0`).
-    pub fn local_addr(&self) -> SocketAddr {
+    pub(crate) fn local_addr(&self) -> SocketAddr {
         self.local_addr
     }
 
     /// The client CA certificates the server trusts (generated client CA + `--client-ca-file`).
-    pub fn client_ca_ders(&self) -> Vec<Vec<u8>> {
+    pub(crate) fn client_ca_ders(&self) -> Vec<Vec<u8>> {
         self.pki
             .client_cas
             .iter()
@@ -132,12 +132,12 @@ impl Config {
     }
 
     /// The opened storage (for the few writers that bypass the API, like peer endpoints).
-    pub fn storage(&self) -> Arc<dyn Storage> {
+    pub(crate) fn storage(&self) -> Arc<dyn Storage> {
         self.storage.clone()
     }
 
     /// Derives the loopback credentials and client, and the TLS settings.
-    pub fn complete(self) -> Result<CompletedConfig, Error> {
+    pub(crate) fn complete(self) -> Result<CompletedConfig, Error> {
         let token = uuid::Uuid::new_v4().to_string();
         let chain = loopback::ChainSlot::default();
         let loopback =
@@ -169,7 +169,7 @@ impl Config {
 }
 
 /// A configuration with every derived value filled in.
-pub struct CompletedConfig {
+pub(crate) struct CompletedConfig {
     pub(super) config: Config,
     pub(super) loopback: kube::Client,
     /// Where [`super::GenericServer::prepare_run`] publishes the chain the loopback client uses.
@@ -180,7 +180,7 @@ pub struct CompletedConfig {
 
 impl CompletedConfig {
     /// Builds the server (hooks may be added until it runs).
-    pub fn new_server(self) -> GenericServer {
+    pub(crate) fn new_server(self) -> GenericServer {
         GenericServer::new(self)
     }
 }

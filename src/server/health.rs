@@ -9,18 +9,18 @@ use std::sync::Arc;
 use tokio::time::Instant;
 
 /// A check's function: `Err` carries the reason shown on the check's sub-path.
-pub type CheckFn = Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
+pub(crate) type CheckFn = Arc<dyn Fn() -> BoxFuture<'static, Result<(), String>> + Send + Sync>;
 
 /// One named health check (healthz.HealthChecker in k8s).
 #[derive(Clone)]
-pub struct HealthCheck {
+pub(crate) struct HealthCheck {
     name: String,
     check: CheckFn,
 }
 
 impl HealthCheck {
     /// A check named `name` running `check`.
-    pub fn new(name: impl Into<String>, check: CheckFn) -> Self {
+    pub(crate) fn new(name: impl Into<String>, check: CheckFn) -> Self {
         HealthCheck {
             name: name.into(),
             check,
@@ -28,22 +28,23 @@ impl HealthCheck {
     }
 
     /// A check that always passes (`ping`).
-    pub fn ping() -> Self {
+    pub(crate) fn ping() -> Self {
         HealthCheck::new("ping", Arc::new(|| Box::pin(async { Ok(()) })))
     }
 
+    #[cfg(test)]
     /// The check's name, e.g. `poststarthook/start-system-namespaces-controller`.
-    pub fn name(&self) -> &str {
+    pub(crate) fn name(&self) -> &str {
         &self.name
     }
 
     /// Runs the check.
-    pub async fn run(&self) -> Result<(), String> {
+    pub(crate) async fn run(&self) -> Result<(), String> {
         (self.check)().await
     }
 
     /// Wraps the check so it passes without running until `deadline` (the livez grace period).
-    pub fn delayed_until(self, deadline: Instant) -> Self {
+    pub(crate) fn delayed_until(self, deadline: Instant) -> Self {
         let inner = self.check.clone();
         let check: CheckFn = Arc::new(move || {
             if Instant::now() < deadline {
@@ -60,14 +61,14 @@ impl HealthCheck {
 }
 
 /// One endpoint (`healthz`, `livez` or `readyz`) and its frozen, ordered checks.
-pub struct Endpoint {
+pub(crate) struct Endpoint {
     name: &'static str,
     checks: Vec<HealthCheck>,
 }
 
 impl Endpoint {
     /// An endpoint named `name`; an empty list gets the single check `ping`, as upstream.
-    pub fn new(name: &'static str, checks: Vec<HealthCheck>) -> Self {
+    pub(crate) fn new(name: &'static str, checks: Vec<HealthCheck>) -> Self {
         let checks = if checks.is_empty() {
             vec![HealthCheck::ping()]
         } else {
@@ -76,13 +77,12 @@ impl Endpoint {
         Endpoint { name, checks }
     }
 
-    /// The checks, in order.
-    pub fn checks(&self) -> &[HealthCheck] {
-        &self.checks
-    }
-
     /// Serves `/<name>` (aggregate) or `/<name>/<check>`; `None` when the path is neither.
-    pub async fn serve(&self, path: &str, query: Option<&str>) -> Option<http::Response<Body>> {
+    pub(crate) async fn serve(
+        &self,
+        path: &str,
+        query: Option<&str>,
+    ) -> Option<http::Response<Body>> {
         let rest = path.strip_prefix('/')?.strip_prefix(self.name)?;
         if rest.is_empty() {
             return Some(self.aggregate(query).await);
@@ -161,13 +161,13 @@ fn text(code: u16, body: String, nosniff: bool) -> http::Response<Body> {
 }
 
 /// The three health endpoints of a server.
-pub struct Health {
+pub(crate) struct Health {
     endpoints: [Endpoint; 3],
 }
 
 impl Health {
     /// Builds /healthz, /livez and /readyz from their check lists.
-    pub fn new(
+    pub(crate) fn new(
         healthz: Vec<HealthCheck>,
         livez: Vec<HealthCheck>,
         readyz: Vec<HealthCheck>,
@@ -182,14 +182,18 @@ impl Health {
     }
 
     /// Whether `path` belongs to a health endpoint (exact or a sub-path).
-    pub fn owns(path: &str) -> bool {
+    pub(crate) fn owns(path: &str) -> bool {
         ["/healthz", "/livez", "/readyz"]
             .iter()
             .any(|p| path == *p || path.strip_prefix(p).is_some_and(|r| r.starts_with('/')))
     }
 
     /// Serves a health path; `None` for unknown sub-paths (they fall through to 404).
-    pub async fn serve(&self, path: &str, query: Option<&str>) -> Option<http::Response<Body>> {
+    pub(crate) async fn serve(
+        &self,
+        path: &str,
+        query: Option<&str>,
+    ) -> Option<http::Response<Body>> {
         for endpoint in &self.endpoints {
             if let Some(resp) = endpoint.serve(path, query).await {
                 return Some(resp);

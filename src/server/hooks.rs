@@ -8,11 +8,11 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 /// Error a hook returns; logged by the supervisor, then the hook is retried.
-pub type HookError = Box<dyn std::error::Error + Send + Sync>;
+pub(crate) type HookError = Box<dyn std::error::Error + Send + Sync>;
 
 /// What every post-start hook receives.
 #[derive(Clone)]
-pub struct HookContext {
+pub(crate) struct HookContext {
     /// A privileged client to this very server (loopback, its own credentials).
     pub client: kube::Client,
     /// Cancelled when the server stops accepting requests; every loop selects on it.
@@ -22,16 +22,16 @@ pub struct HookContext {
 }
 
 /// A post-start hook: runs once the listener accepts connections; `Ok` marks it done.
-pub type PostStartHookFn =
+pub(crate) type PostStartHookFn =
     Arc<dyn Fn(HookContext) -> BoxFuture<'static, Result<(), HookError>> + Send + Sync>;
 
 /// A pre-shutdown hook: runs once at shutdown, before hook contexts are cancelled.
-pub type PreShutdownHookFn =
+pub(crate) type PreShutdownHookFn =
     Arc<dyn Fn() -> BoxFuture<'static, Result<(), HookError>> + Send + Sync>;
 
 /// Why a hook could not be registered (messages as kube-apiserver's).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum Error {
+pub(crate) enum Error {
     /// Empty name.
     #[error("missing name")]
     MissingName,
@@ -73,7 +73,7 @@ struct PostStartEntry {
 
 /// The registry of a server's hooks (postStartHooks / preShutdownHooks in k8s).
 #[derive(Default)]
-pub struct Hooks {
+pub(crate) struct Hooks {
     post_start: Vec<PostStartEntry>,
     pre_shutdown: Vec<(String, PreShutdownHookFn)>,
     started: bool,
@@ -82,7 +82,11 @@ pub struct Hooks {
 
 impl Hooks {
     /// Registers a post-start hook (AddPostStartHook in k8s).
-    pub fn add_post_start_hook(&mut self, name: &str, hook: PostStartHookFn) -> Result<(), Error> {
+    pub(crate) fn add_post_start_hook(
+        &mut self,
+        name: &str,
+        hook: PostStartHookFn,
+    ) -> Result<(), Error> {
         if name.is_empty() {
             return Err(Error::MissingName);
         }
@@ -101,7 +105,7 @@ impl Hooks {
     }
 
     /// Registers a pre-shutdown hook (AddPreShutdownHook in k8s).
-    pub fn add_pre_shutdown_hook(
+    pub(crate) fn add_pre_shutdown_hook(
         &mut self,
         name: &str,
         hook: PreShutdownHookFn,
@@ -232,7 +236,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 
 /// A post-start hook that fails `failures` times, then succeeds once the loopback client
 /// can read `/version` (`--debug-failing-hook`; also proves the loopback client works).
-pub fn failing_hook(failures: u32) -> PostStartHookFn {
+pub(crate) fn failing_hook(failures: u32) -> PostStartHookFn {
     let calls = Arc::new(std::sync::atomic::AtomicU32::new(0));
     Arc::new(move |ctx: HookContext| {
         let n = calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;

@@ -16,7 +16,7 @@ use tokio_util::task::TaskTracker;
 /// Why the server stopped other than by request.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// The accept loop ended on its own.
     #[error("stopped listening on {0} unexpectedly")]
     ServeEnded(
@@ -26,7 +26,7 @@ pub enum Error {
 }
 
 /// A server with health endpoints installed, ready to run.
-pub struct PreparedServer {
+pub(crate) struct PreparedServer {
     completed: CompletedConfig,
     hooks: Hooks,
     chain: Arc<Chain>,
@@ -55,7 +55,7 @@ impl PreparedServer {
     ///
     /// # Errors
     /// Only when the accept loop ends on its own; a requested stop returns `Ok`.
-    pub async fn run(self, cancel: CancellationToken) -> Result<(), Error> {
+    pub(crate) async fn run(self, cancel: CancellationToken) -> Result<(), Error> {
         let PreparedServer {
             completed,
             mut hooks,

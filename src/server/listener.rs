@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 /// Why TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// The serving key is not usable by rustls.
     #[error("unsupported serving private key")]
     Key(#[source] rustls::Error),
@@ -38,7 +38,7 @@ pub enum Error {
 
 /// Settings of the HTTP layer.
 #[derive(Debug, Clone)]
-pub struct HttpSettings {
+pub(crate) struct HttpSettings {
     /// Serve HTTP/1.1 only.
     pub disable_http2: bool,
     /// HTTP/2 max concurrent streams (0 = 100).
@@ -46,7 +46,7 @@ pub struct HttpSettings {
 }
 
 /// A verifier that checks client chains against the client CAs (used by authentication).
-pub fn client_verifier(pki: &Pki) -> Result<Arc<dyn ClientCertVerifier>, Error> {
+pub(crate) fn client_verifier(pki: &Pki) -> Result<Arc<dyn ClientCertVerifier>, Error> {
     let mut roots = RootCertStore::empty();
     for ca in &pki.client_cas {
         roots.add(ca.clone()).map_err(Error::ClientCa)?;
@@ -60,7 +60,7 @@ pub fn client_verifier(pki: &Pki) -> Result<Arc<dyn ClientCertVerifier>, Error> 
 
 /// Builds the rustls server config: serving cert (+ loopback cert by SNI), ALPN, TLS 1.2+,
 /// client certs requested (not required), chain checked later by the authn filter.
-pub fn server_config(
+pub(crate) fn server_config(
     pki: &Pki,
     verifier: Arc<dyn ClientCertVerifier>,
     disable_http2: bool,
@@ -161,7 +161,7 @@ impl ClientCertVerifier for RequestClientCert {
 }
 
 /// The request handler a connection feeds (the handler chain).
-pub type Handler = Arc<
+pub(crate) type Handler = Arc<
     dyn Fn(
             http::Request<hyper::body::Incoming>,
         ) -> futures::future::BoxFuture<'static, http::Response<crate::api::Body>>
@@ -171,7 +171,7 @@ pub type Handler = Arc<
 
 /// Accepts connections until `stop` fires, then stops listening, lets in-flight requests
 /// finish (HTTP/2 gets GOAWAY) for at most `drain_timeout`, and aborts what is left.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     settings: HttpSettings,

@@ -9,16 +9,16 @@
 
 mod chain;
 mod coalesce;
-pub mod config;
-pub mod health;
-pub mod hooks;
+pub(crate) mod config;
+pub(crate) mod health;
+pub(crate) mod hooks;
 mod lifecycle;
-pub mod listener;
+pub(crate) mod listener;
 mod loopback;
-pub mod pki;
+pub(crate) mod pki;
 
-pub use config::{CompletedConfig, Config};
-pub use lifecycle::PreparedServer;
+pub(crate) use config::{CompletedConfig, Config};
+pub(crate) use lifecycle::PreparedServer;
 
 use crate::filters::authn::Authenticator;
 use crate::filters::authz::AllowAuthenticated;
@@ -29,7 +29,7 @@ use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// A server with its configuration complete; hooks may still be added.
-pub struct GenericServer {
+pub(crate) struct GenericServer {
     completed: CompletedConfig,
     hooks: Hooks,
 }
@@ -43,7 +43,7 @@ impl GenericServer {
     }
 
     /// Registers a post-start hook; it runs, supervised, once the listener accepts connections.
-    pub fn add_post_start_hook(
+    pub(crate) fn add_post_start_hook(
         &mut self,
         name: &str,
         hook: PostStartHookFn,
@@ -52,7 +52,7 @@ impl GenericServer {
     }
 
     /// Registers a pre-shutdown hook; it runs once when shutdown begins.
-    pub fn add_pre_shutdown_hook(
+    pub(crate) fn add_pre_shutdown_hook(
         &mut self,
         name: &str,
         hook: PreShutdownHookFn,
@@ -60,14 +60,9 @@ impl GenericServer {
         self.hooks.add_pre_shutdown_hook(name, hook)
     }
 
-    /// The privileged loopback client hooks receive.
-    pub fn loopback_client(&self) -> kube::Client {
-        self.completed.loopback.clone()
-    }
-
     /// Installs the health endpoints (checks frozen from here on, `shutdown` last in readyz)
     /// and builds the handler chain.
-    pub fn prepare_run(self) -> PreparedServer {
+    pub(crate) fn prepare_run(self) -> PreparedServer {
         let GenericServer { completed, hooks } = self;
         let cfg = &completed.config;
         let opts = &cfg.options;

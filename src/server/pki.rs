@@ -18,17 +18,17 @@ use time::{Duration as TimeDuration, OffsetDateTime};
 /// The host name kube-apiserver's loopback client sends as SNI; kapi serves its in-memory
 /// loopback certificate for it, as kube-apiserver does (kapi's own loopback client needs no
 /// TLS: it runs in process, see `server::loopback`).
-pub const LOOPBACK_SERVER_NAME: &str = "apiserver-loopback-client";
+pub(crate) const LOOPBACK_SERVER_NAME: &str = "apiserver-loopback-client";
 
 /// User and group of the generated admin client certificate.
-pub const ADMIN_USER: &str = "kapi-admin";
+pub(crate) const ADMIN_USER: &str = "kapi-admin";
 /// The privileged group every admin credential carries.
-pub const MASTERS_GROUP: &str = "system:masters";
+pub(crate) const MASTERS_GROUP: &str = "system:masters";
 
 /// Why certificates could not be loaded or generated.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
-pub enum Error {
+pub(crate) enum Error {
     /// A file could not be read.
     #[error("cannot read {0}")]
     Read(PathBuf, #[source] std::io::Error),
@@ -44,11 +44,11 @@ pub enum Error {
 }
 
 /// Result of this module.
-pub type Result<T> = std::result::Result<T, Error>;
+pub(crate) type Result<T> = std::result::Result<T, Error>;
 
 /// A certificate with its key, as PEM text and DER.
 #[derive(Clone)]
-pub struct CertKey {
+pub(crate) struct CertKey {
     /// The certificate chain (leaf first), PEM.
     pub cert_pem: String,
     /// The private key, PEM. Never log it.
@@ -69,7 +69,7 @@ impl std::fmt::Debug for CertKey {
 
 /// Everything TLS-related the server needs.
 #[derive(Debug, Clone)]
-pub struct Pki {
+pub(crate) struct Pki {
     /// Serving certificate (generated or `--tls-cert-file`).
     pub serving: CertKey,
     /// PEM bundle clients must trust for the serving certificate (written to the kubeconfig).
@@ -83,7 +83,7 @@ pub struct Pki {
 }
 
 /// Loads or generates every certificate the options call for.
-pub fn load(opts: &ServingOptions, hostname: &str) -> Result<Pki> {
+pub(crate) fn load(opts: &ServingOptions, hostname: &str) -> Result<Pki> {
     let dir = &opts.cert_dir;
     let (serving, serving_ca_pem) = match (&opts.tls_cert_file, &opts.tls_private_key_file) {
         (Some(cert), Some(key)) => {
@@ -276,7 +276,7 @@ fn parse_certs(path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> 
 }
 
 /// Reads a PEM certificate chain and its PEM private key.
-pub fn read_pair(cert_path: &Path, key_path: &Path) -> Result<CertKey> {
+pub(crate) fn read_pair(cert_path: &Path, key_path: &Path) -> Result<CertKey> {
     let cert_pem =
         std::fs::read_to_string(cert_path).map_err(|e| Error::Read(cert_path.into(), e))?;
     let key_pem = std::fs::read_to_string(key_path).map_err(|e| Error::Read(key_path.into(), e))?;
@@ -301,7 +301,7 @@ fn write_pair(cert_path: &Path, cert: &str, key_path: &Path, key: &str) -> Resul
 }
 
 /// Creates a directory (and parents) readable only by the owner when new.
-pub fn create_private_dir(dir: &Path) -> Result<()> {
+pub(crate) fn create_private_dir(dir: &Path) -> Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -311,7 +311,7 @@ pub fn create_private_dir(dir: &Path) -> Result<()> {
 }
 
 /// Writes a file atomically (temp file + rename) with the given mode.
-pub fn write_file(path: &Path, data: &[u8], mode: u32) -> Result<()> {
+pub(crate) fn write_file(path: &Path, data: &[u8], mode: u32) -> Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
     let tmp = path.with_extension("tmp");
     let _ = std::fs::remove_file(&tmp);

@@ -30,12 +30,12 @@ struct Known {
 
 impl Remembered {
     /// The value last written or read under `key` in an update, if remembered.
-    pub fn get(&self, key: &str) -> Option<KeyValue> {
+    pub(super) fn get(&self, key: &str) -> Option<KeyValue> {
         self.lock().values.get(key).cloned()
     }
 
     /// Remembers (or, with None, forgets) the value under `key` for the next update's guess.
-    pub fn set(&self, key: &str, kv: Option<&KeyValue>) {
+    pub(super) fn set(&self, key: &str, kv: Option<&KeyValue>) {
         let mut known = self.lock();
         if let Some(old) = known.values.remove(key) {
             known.bytes -= old.value.len();

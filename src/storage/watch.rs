@@ -43,7 +43,7 @@ pub(crate) struct Subscription {
 
 impl Hub {
     /// A hub whose last published revision is `revision`.
-    pub fn new(revision: Revision, capacity: usize) -> Hub {
+    pub(super) fn new(revision: Revision, capacity: usize) -> Hub {
         Hub {
             inner: Mutex::new(Inner {
                 revision,
@@ -59,19 +59,23 @@ impl Hub {
     }
 
     /// The last published revision.
-    pub fn revision(&self) -> Revision {
+    pub(super) fn revision(&self) -> Revision {
         self.lock().revision
     }
 
     /// Number of live watchers.
     #[cfg(test)]
-    pub fn watchers(&self) -> usize {
+    pub(super) fn watchers(&self) -> usize {
         self.lock().slots.len()
     }
 
     /// Registers a watcher of `prefix`; returns the last published revision: every event after
     /// it arrives through the subscription (but heartbeats, when `without_heartbeats`).
-    pub fn subscribe(&self, prefix: &str, without_heartbeats: bool) -> (Revision, Subscription) {
+    pub(super) fn subscribe(
+        &self,
+        prefix: &str,
+        without_heartbeats: bool,
+    ) -> (Revision, Subscription) {
         let (tx, rx) = mpsc::channel(self.capacity);
         let overflow = Arc::new(AtomicBool::new(false));
         let mut inner = self.lock();
@@ -87,7 +91,7 @@ impl Hub {
     }
 
     /// Publishes committed events (in revision order) and the new store revision.
-    pub fn publish(&self, events: &[WatchEvent], revision: Revision) {
+    pub(super) fn publish(&self, events: &[WatchEvent], revision: Revision) {
         let mut inner = self.lock();
         inner.slots.retain_mut(|slot| {
             for ev in events {
@@ -107,7 +111,7 @@ impl Hub {
 
     /// Tells every watcher that missed later revisions (changes outside its prefix) that it is
     /// up to date: a progress notification at the current revision.
-    pub fn progress(&self) {
+    pub(super) fn progress(&self) {
         let mut inner = self.lock();
         let rev = inner.revision;
         inner
@@ -116,12 +120,12 @@ impl Hub {
     }
 
     /// Ends every watcher (their streams end without error).
-    pub fn close_all(&self) {
+    pub(super) fn close_all(&self) {
         self.lock().slots.clear();
     }
 
     /// Ends every watcher with `Err(Compacted)`: their view can no longer be continued.
-    pub fn cut_off_all(&self) {
+    pub(super) fn cut_off_all(&self) {
         let mut inner = self.lock();
         for slot in &inner.slots {
             slot.overflow.store(true, Ordering::Release);

@@ -643,5 +643,5 @@ async fn clean_shutdown_deletes_the_identity_lease_and_kill_leaves_it() {
 
 /// The reference's ID construction, recomputed here so the test checks the server.
 pub(crate) fn kapi_id(hostname: &str) -> String {
-    kapi::controllers::apiserver_id(hostname)
+    kapi::apiserver_id(hostname)
 }

@@ -25,7 +25,7 @@ const BEFORE_FIRST_APPLY: &str = "before-first-apply";
 /// Why an apply failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum ApplyError {
+pub(crate) enum ApplyError {
     /// Fields the applier changes are owned by other managers and `force` was not set: 409
     /// Conflict. Each cause is (field path like `.data.x`, manager as kube prints it, e.g.
     /// `"kubectl-client-side-apply" using v1`); each StatusCause is `{type:
@@ -46,8 +46,9 @@ pub enum ApplyError {
 }
 
 impl ApplyError {
+    #[cfg(test)]
     /// The Status message kube-apiserver answers a conflict with (getConflictMessage).
-    pub fn conflict_message(&self) -> Option<String> {
+    pub(crate) fn conflict_message(&self) -> Option<String> {
         match self {
             ApplyError::Conflict { causes } => Some(conflict_message(causes)),
             _ => None,
@@ -309,7 +310,7 @@ fn compare(types: &Types<'_>, old: &Value, new: &Value) -> (Set, Set) {
 /// # Errors
 /// [`ApplyError::Conflict`] when `force` is false and the apply changes fields others own;
 /// BadRequest/Invalid for malformed configurations.
-pub fn server_side_apply(
+pub(crate) fn server_side_apply(
     current: Option<&Value>,
     applied: &Value,
     manager: &str,
@@ -450,7 +451,7 @@ fn apply(
 /// from other managers; removed fields are released. `new` gets its managedFields rewritten.
 /// A request that sends `managedFields: []` clears all ownership, as kube does. More than ten
 /// update entries are capped (the `cap` module).
-pub fn update_managed_fields(
+pub(crate) fn update_managed_fields(
     old: Option<&Value>,
     new: &mut Value,
     manager: &str,

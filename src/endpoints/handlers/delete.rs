@@ -57,7 +57,7 @@ fn delete_options(req: &Req<'_>) -> Result<(DeleteOptions, Option<bool>), Status
 pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let (mut ctx, (opts, body_dry_run)) = match (
         req.query
-            .context(req.namespace(), &req.ctx.user, "DeleteOptions")
+            .context(req.namespace(), "DeleteOptions")
             .map_err(Status::from),
         delete_options(req),
     ) {
@@ -103,7 +103,7 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
 pub(crate) async fn delete_collection(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let (mut ctx, list_opts, (opts, body_dry_run)) = match (
         req.query
-            .context(req.namespace(), &req.ctx.user, "DeleteOptions")
+            .context(req.namespace(), "DeleteOptions")
             .map_err(Status::from),
         req.query.list_options().map_err(Status::from),
         delete_options(req),

@@ -15,10 +15,7 @@ use std::sync::Arc;
 
 /// GET one object.
 pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
-    let ctx = match req
-        .query
-        .context(req.namespace(), &req.ctx.user, "GetOptions")
-    {
+    let ctx = match req.query.context(req.namespace(), "GetOptions") {
         Ok(c) => c,
         Err(s) => return status_response(s),
     };
@@ -59,8 +56,7 @@ pub(crate) async fn get(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
 /// LIST a collection (one page with `limit`).
 pub(crate) async fn list(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let (ctx, opts) = match (
-        req.query
-            .context(req.namespace(), &req.ctx.user, "ListOptions"),
+        req.query.context(req.namespace(), "ListOptions"),
         req.query.list_options(),
     ) {
         (Ok(c), Ok(o)) => (c, o),

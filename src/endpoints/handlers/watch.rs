@@ -30,8 +30,7 @@ pub(crate) async fn watch(
     req: &Req<'_>,
 ) -> Response<Body> {
     let (ctx, mut opts) = match (
-        req.query
-            .context(req.namespace(), &req.ctx.user, "ListOptions"),
+        req.query.context(req.namespace(), "ListOptions"),
         req.query.list_options(),
     ) {
         (Ok(c), Ok(o)) => (c, o),

@@ -42,9 +42,7 @@ fn check_field_manager(req: &Req<'_>) -> Result<(), Error> {
 /// The registry context of an update or patch: `fieldManager` checked, then the options.
 fn write_context(req: &Req<'_>, options_kind: &'static str) -> Result<Context, Status> {
     check_field_manager(req)?;
-    Ok(req
-        .query
-        .context(req.namespace(), &req.ctx.user, options_kind)?)
+    Ok(req.query.context(req.namespace(), options_kind)?)
 }
 
 /// managedFields of a non-apply write (operation Update).
@@ -246,9 +244,7 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     let prepared = (|| {
         check_field_manager(req)?;
         let force = req.query.bool("force")?.unwrap_or(false);
-        let ctx = req
-            .query
-            .context(req.namespace(), &req.ctx.user, "PatchOptions")?;
+        let ctx = req.query.context(req.namespace(), "PatchOptions")?;
         let mut applied = yaml_to_json(req.body)?;
         if !applied.is_object() {
             return Err(Error::AppliedNotObject.into());

@@ -102,14 +102,14 @@ fn etag_of(bytes: &[u8]) -> String {
 }
 
 /// The OpenAPI documents of the resources a server actually serves, built on first use.
-pub struct OpenApi {
+pub(crate) struct OpenApi {
     served: Vec<spec::Served>,
     docs: OnceLock<Docs>,
 }
 
 impl OpenApi {
     /// Documents for the resources `is_served(group, version, plural)` accepts.
-    pub fn new(is_served: impl Fn(&str, &str, &str) -> bool) -> OpenApi {
+    pub(crate) fn new(is_served: impl Fn(&str, &str, &str) -> bool) -> OpenApi {
         OpenApi {
             served: spec::SERVED
                 .iter()
@@ -149,7 +149,7 @@ impl OpenApi {
     /// Serves the OpenAPI endpoints. `path` is the request target (path and optional query, e.g.
     /// `/openapi/v3/api/v1?hash=AB12`); `None` when the path is not an OpenAPI path, so the caller
     /// routes it elsewhere.
-    pub fn handle(&self, path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
+    pub(crate) fn handle(&self, path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let path = path.trim_end_matches('/');
         let docs = self.docs();

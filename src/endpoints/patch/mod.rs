@@ -14,7 +14,7 @@ const MAX_JSON_PATCH_OPERATIONS: usize = 10_000;
 
 /// The PATCH media types kube-apiserver accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PatchType {
+pub(crate) enum PatchType {
     /// `application/json-patch+json` (RFC 6902).
     Json,
     /// `application/merge-patch+json` (RFC 7386).
@@ -27,7 +27,7 @@ pub enum PatchType {
 
 impl PatchType {
     /// Every accepted media type, in the order kube-apiserver lists them in its 415 message.
-    pub const MEDIA_TYPES: [&'static str; 4] = [
+    pub(crate) const MEDIA_TYPES: [&'static str; 4] = [
         "application/json-patch+json",
         "application/merge-patch+json",
         "application/strategic-merge-patch+json",
@@ -36,7 +36,7 @@ impl PatchType {
 
     /// The patch type of a Content-Type header value; parameters such as `;charset=utf-8` are
     /// ignored. `None` for anything else ([`PatchError::UnsupportedMediaType`]).
-    pub fn from_content_type(content_type: &str) -> Option<PatchType> {
+    pub(crate) fn from_content_type(content_type: &str) -> Option<PatchType> {
         let essence = content_type
             .split(';')
             .next()
@@ -51,23 +51,13 @@ impl PatchType {
             _ => None,
         }
     }
-
-    /// The media type of this patch type.
-    pub fn media_type(self) -> &'static str {
-        match self {
-            PatchType::Json => Self::MEDIA_TYPES[0],
-            PatchType::Merge => Self::MEDIA_TYPES[1],
-            PatchType::StrategicMerge => Self::MEDIA_TYPES[2],
-            PatchType::Apply => Self::MEDIA_TYPES[3],
-        }
-    }
 }
 
 /// A patch that could not be applied. The message is the Status message; the Status code
 /// and reason of each variant are chosen in endpoints/status.rs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
-pub enum PatchError {
+pub(crate) enum PatchError {
     /// The patch itself is malformed (BadRequest).
     #[error("{0}")]
     BadRequest(String),
@@ -90,17 +80,17 @@ pub enum PatchError {
 
 impl PatchError {
     /// [`PatchError::BadRequest`].
-    pub fn bad_request(message: impl Into<String>) -> Self {
+    pub(crate) fn bad_request(message: impl Into<String>) -> Self {
         PatchError::BadRequest(message.into())
     }
 
     /// [`PatchError::Invalid`].
-    pub fn invalid(message: impl Into<String>) -> Self {
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
         PatchError::Invalid(message.into())
     }
 
     /// [`PatchError::UnsupportedMediaType`].
-    pub fn unsupported_media_type() -> Self {
+    pub(crate) fn unsupported_media_type() -> Self {
         PatchError::UnsupportedMediaType
     }
 }
@@ -114,7 +104,7 @@ impl PatchError {
 /// [`PatchError::BadRequest`] for malformed patch bodies, [`PatchError::TooManyOperations`]
 /// for JSON patches over 10,000 operations, [`PatchError::Invalid`] when the operations cannot
 /// be applied (a failed `test`, a missing path) or the result is no object.
-pub fn apply_patch(
+pub(crate) fn apply_patch(
     patch_type: PatchType,
     current: &Value,
     patch: &[u8],

@@ -6,6 +6,6 @@ pub(crate) mod events;
 pub(crate) mod leasecandidates;
 pub(crate) mod leases;
 pub(crate) mod namespaces;
-pub mod reviews;
+pub(crate) mod reviews;
 pub(crate) mod secrets;
 pub(crate) mod serviceaccounts;

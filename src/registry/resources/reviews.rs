@@ -54,7 +54,7 @@ pub(crate) static SELF_SUBJECT_RULES_REVIEW: ResourceInfo = ResourceInfo {
 
 /// Which review.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Review {
+pub(crate) enum Review {
     /// SelfSubjectReview.
     Subject,
     /// SelfSubjectAccessReview.
@@ -65,7 +65,7 @@ pub enum Review {
 
 impl Review {
     /// Discovery info.
-    pub fn info(self) -> &'static ResourceInfo {
+    pub(crate) fn info(self) -> &'static ResourceInfo {
         match self {
             Review::Subject => &SELF_SUBJECT_REVIEW,
             Review::Access => &SELF_SUBJECT_ACCESS_REVIEW,
@@ -74,7 +74,7 @@ impl Review {
     }
 
     /// Answers a review for `user`; `obj` was decoded already (apiVersion/kind checked).
-    pub fn create(self, obj: Value, user: &UserInfo) -> Result<Value> {
+    pub(crate) fn create(self, obj: Value, user: &UserInfo) -> Result<Value> {
         let kind = self.info().kind;
         let bad = |e: String| {
             Error::BadRequest(format!(

@@ -61,7 +61,7 @@ pub(crate) struct ResourceCache {
 
 impl ResourceCache {
     /// Starts caching `prefix` from `backend`.
-    pub fn start(
+    pub(super) fn start(
         prefix: String,
         backend: Arc<dyn Storage>,
         opts: CacherOptions,
@@ -101,7 +101,7 @@ impl ResourceCache {
     }
 
     /// Waits (at most `wait`) until the cache is ready and at least at `min`; false on timeout.
-    pub async fn wait_fresh(&self, min: Revision, wait: Duration) -> bool {
+    pub(super) async fn wait_fresh(&self, min: Revision, wait: Duration) -> bool {
         let mut rx = self.revision_tx.subscribe();
         let ok =
             tokio::time::timeout(wait, rx.wait_for(|(ready, rev)| *ready && *rev >= min)).await;
@@ -110,11 +110,11 @@ impl ResourceCache {
 
     /// A page of the cached keys under `prefix` (a sub-prefix of the resource).
     /// The cached value of `key`, if the cache holds it.
-    pub fn get(&self, key: &str) -> Option<KeyValue> {
+    pub(super) fn get(&self, key: &str) -> Option<KeyValue> {
         self.read().items.get(key).cloned()
     }
 
-    pub fn list(&self, prefix: &str, opts: &ListOptions) -> ListResult {
+    pub(super) fn list(&self, prefix: &str, opts: &ListOptions) -> ListResult {
         let st = self.read();
         let from = match &opts.start_key {
             Some(s) if s.as_str() > prefix => s.clone(),
@@ -147,7 +147,7 @@ impl ResourceCache {
     /// Watches `prefix` after `after` from the ring (leaving out heartbeats when
     /// `without_heartbeats`); None when `after` is older than the ring (the caller asks the
     /// backend instead).
-    pub fn watch(
+    pub(super) fn watch(
         &self,
         prefix: &str,
         after: Option<Revision>,
@@ -173,7 +173,7 @@ impl ResourceCache {
     }
 
     /// Whether the cache has its initial list.
-    pub fn ready(&self) -> bool {
+    pub(super) fn ready(&self) -> bool {
         self.read().ready
     }
 

@@ -49,7 +49,7 @@ fn spawn(bin: &std::path::Path, args: &[String]) -> Child {
 impl EtcdServer {
     /// Starts etcd and waits until it answers. Ports are picked free, but another test may
     /// take one before etcd binds it: then etcd exits and is started again on new ports.
-    pub async fn start() -> EtcdServer {
+    pub(crate) async fn start() -> EtcdServer {
         for _ in 0..4 {
             if let Some(server) = Self::start_on_free_ports().await {
                 return server;
@@ -88,7 +88,7 @@ impl EtcdServer {
     }
 
     /// Starts etcd again (same ports and data) after [`EtcdServer::kill`].
-    pub async fn restart(&mut self) {
+    pub(crate) async fn restart(&mut self) {
         self.kill();
         self.child = spawn(&self.bin, &self.args);
         assert!(self.wait_ready().await, "etcd exited at restart");
@@ -123,7 +123,7 @@ impl EtcdServer {
     }
 
     /// Stops etcd (kill -9) and waits for it to exit.
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

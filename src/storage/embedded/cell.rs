@@ -26,19 +26,19 @@ impl std::ops::Deref for Snapshot {
 }
 
 impl DbCell {
-    pub fn new(db: Database) -> DbCell {
+    pub(super) fn new(db: Database) -> DbCell {
         DbCell {
             db: RwLock::new(Some(Arc::new(db))),
         }
     }
 
     /// The open database, or None while it is being reopened.
-    pub fn get(&self) -> Option<Arc<Database>> {
+    pub(super) fn get(&self) -> Option<Arc<Database>> {
         self.db.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
     /// A read snapshot of the current database.
-    pub fn snapshot(&self, what: &std::path::Path) -> Result<Snapshot> {
+    pub(super) fn snapshot(&self, what: &std::path::Path) -> Result<Snapshot> {
         let db = self.get().ok_or_else(|| {
             Error::unavailable(format!(
                 "{} is being reopened after an I/O error",
@@ -53,7 +53,7 @@ impl DbCell {
 
     /// Closes the current database: takes it out and waits (bounded) until no reader holds it,
     /// so the file lock is released when this returns true.
-    pub fn close(&self) -> bool {
+    pub(super) fn close(&self) -> bool {
         let taken = self.db.write().unwrap_or_else(|e| e.into_inner()).take();
         let Some(mut db) = taken else { return true };
         let deadline = Instant::now() + Duration::from_secs(10);
@@ -76,7 +76,7 @@ impl DbCell {
     }
 
     /// Installs a newly opened database.
-    pub fn set(&self, db: Database) {
+    pub(super) fn set(&self, db: Database) {
         *self.db.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(db));
     }
 }

@@ -22,7 +22,7 @@ pub(crate) struct Index {
 const INDEX_LEN: usize = 8 + 8 + 8;
 
 impl Index {
-    pub fn encode(&self) -> [u8; INDEX_LEN] {
+    pub(super) fn encode(&self) -> [u8; INDEX_LEN] {
         let mut out = [0u8; INDEX_LEN];
         out[..8].copy_from_slice(&self.create_revision.to_le_bytes());
         out[8..16].copy_from_slice(&self.mod_revision.to_le_bytes());
@@ -30,7 +30,7 @@ impl Index {
         out
     }
 
-    pub fn decode(key: &str, raw: &[u8]) -> Result<Index> {
+    pub(super) fn decode(key: &str, raw: &[u8]) -> Result<Index> {
         if raw.len() != INDEX_LEN {
             return Err(Error::corrupt(format!(
                 "index entry of key {key} is damaged"
@@ -44,7 +44,7 @@ impl Index {
     }
 
     /// Whether the key has expired at `now_ms`.
-    pub fn expired(&self, now_ms: u64) -> bool {
+    pub(super) fn expired(&self, now_ms: u64) -> bool {
         self.expires_at_ms != 0 && self.expires_at_ms <= now_ms
     }
 }
@@ -65,7 +65,7 @@ const PUT: u8 = 0;
 const DELETE: u8 = 2;
 
 impl Change<'_> {
-    pub fn encode(&self) -> Vec<u8> {
+    pub(super) fn encode(&self) -> Vec<u8> {
         let value = self.value.unwrap_or_default();
         let mut out = Vec::with_capacity(1 + 4 + self.key.len() + 16 + value.len());
         out.push(if self.value.is_some() { PUT } else { DELETE });
@@ -77,7 +77,7 @@ impl Change<'_> {
         out
     }
 
-    pub fn decode(revision: u64, raw: &[u8]) -> Result<Change<'_>> {
+    pub(super) fn decode(revision: u64, raw: &[u8]) -> Result<Change<'_>> {
         let corrupt = || Error::corrupt(format!("history entry of revision {revision} is damaged"));
         let kind = *raw.first().ok_or_else(corrupt)?;
         let klen = raw

@@ -83,7 +83,7 @@ impl Opener {
 
     /// Reopens the file after an I/O error (redb refuses every call after one), repairing it
     /// as after a crash, and reads the persisted counters.
-    pub fn reopen(&self) -> Result<Opened> {
+    pub(super) fn reopen(&self) -> Result<Opened> {
         let db = self.create().map_err(|e| open_error(&self.path, e))?;
         let txn = db.begin_read().map_err(|e| corrupt(&self.path, e))?;
         let found = check_tables(&txn, &self.path)?

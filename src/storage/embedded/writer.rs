@@ -150,7 +150,7 @@ impl TxnError {
 
 impl Writer {
     /// Runs until every sender is dropped.
-    pub fn run(mut self, rx: Receiver<Op>) {
+    pub(super) fn run(mut self, rx: Receiver<Op>) {
         let mut next_reap = Instant::now();
         let mut next_progress = Instant::now() + PROGRESS_EVERY;
         let mut next_compaction = Instant::now() + self.compaction_interval;

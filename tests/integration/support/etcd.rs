@@ -6,7 +6,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 /// A single-member etcd in a temp dir, killed on drop.
-pub struct Etcd {
+pub(crate) struct Etcd {
     child: Child,
     /// Client URL, e.g. `http://127.0.0.1:23790`.
     pub url: String,
@@ -21,7 +21,7 @@ impl Drop for Etcd {
 }
 
 /// A loopback port that was free a moment ago.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -30,7 +30,7 @@ pub fn free_port() -> u16 {
 }
 
 /// Starts etcd and waits until it accepts connections; panics when etcd is not on PATH.
-pub async fn start_etcd() -> Etcd {
+pub(crate) async fn start_etcd() -> Etcd {
     let dir = tempfile::tempdir().unwrap();
     let (client_port, peer_port) = (free_port(), free_port());
     let url = format!("http://127.0.0.1:{client_port}");

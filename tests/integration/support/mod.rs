@@ -4,7 +4,7 @@
 //! The process is killed and reaped on drop.
 #![allow(dead_code)]
 
-pub mod etcd;
+pub(crate) mod etcd;
 
 use base64::Engine;
 use std::io::BufRead;
@@ -14,10 +14,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Upper bound for a server to become ready.
-pub const START_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const START_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Runs a future under a timeout, failing the test with `what` when it expires.
-pub async fn within<F: std::future::Future>(limit: Duration, what: &str, fut: F) -> F::Output {
+pub(crate) async fn within<F: std::future::Future>(
+    limit: Duration,
+    what: &str,
+    fut: F,
+) -> F::Output {
     tokio::time::timeout(limit, fut)
         .await
         .unwrap_or_else(|_| panic!("timed out after {limit:?}: {what}"))
@@ -25,7 +29,7 @@ pub async fn within<F: std::future::Future>(limit: Duration, what: &str, fut: F)
 
 /// How to start a server.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// Extra `kapi serve` arguments.
     pub args: Vec<String>,
     /// Path polled anonymously until it answers 200 (default `/readyz`).
@@ -49,33 +53,33 @@ impl Default for Options {
 
 impl Options {
     /// Adds `kapi serve` arguments.
-    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+    pub(crate) fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
         self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
     /// Waits for `path` instead of /readyz.
-    pub fn wait_for(mut self, path: &str) -> Self {
+    pub(crate) fn wait_for(mut self, path: &str) -> Self {
         self.wait_path = path.into();
         self
     }
 
     /// Closes the read end of the server's stderr once it has named its kubeconfig, as when
     /// the reader of `kapi serve 2>&1 | tee log` goes away.
-    pub fn close_stderr(mut self) -> Self {
+    pub(crate) fn close_stderr(mut self) -> Self {
         self.close_stderr = true;
         self
     }
 
     /// Runs in an existing data dir.
-    pub fn data_dir(mut self, dir: Arc<tempfile::TempDir>) -> Self {
+    pub(crate) fn data_dir(mut self, dir: Arc<tempfile::TempDir>) -> Self {
         self.data_dir = Some(dir);
         self
     }
 }
 
 /// A running `kapi serve` process.
-pub struct TestServer {
+pub(crate) struct TestServer {
     child: Child,
     /// The data dir (kept alive as long as the server).
     pub dir: Arc<tempfile::TempDir>,
@@ -95,12 +99,12 @@ pub struct TestServer {
 
 impl TestServer {
     /// Starts a server with default options and waits for /readyz.
-    pub async fn start() -> TestServer {
+    pub(crate) async fn start() -> TestServer {
         Self::start_with(Options::default()).await
     }
 
     /// Starts a server with `opts`.
-    pub async fn start_with(opts: Options) -> TestServer {
+    pub(crate) async fn start_with(opts: Options) -> TestServer {
         within(START_TIMEOUT, "kapi serve to start", Self::spawn(opts)).await
     }
 
@@ -205,38 +209,38 @@ impl TestServer {
     }
 
     /// Absolute URL of `path` (path may include a query).
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("{}{}", self.url, path)
     }
 
     /// The admin kubeconfig written by the server.
-    pub fn kubeconfig(&self) -> &Path {
+    pub(crate) fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
     }
 
     /// The server's stderr so far.
-    pub fn stderr(&self) -> String {
+    pub(crate) fn stderr(&self) -> String {
         self.stderr.lock().unwrap().join("\n")
     }
 
     /// The process id.
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
     /// Sends a signal (e.g. `libc::SIGTERM`).
-    pub fn signal(&self, sig: i32) {
+    pub(crate) fn signal(&self, sig: i32) {
         let rc = send_signal(self.child.id(), sig);
         assert!(rc, "kill failed");
     }
 
     /// Whether the process still runs.
-    pub fn is_running(&mut self) -> bool {
+    pub(crate) fn is_running(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
 
     /// Waits for the process to exit.
-    pub async fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
+    pub(crate) async fn wait_exit(&mut self, limit: Duration) -> ExitStatus {
         let deadline = Instant::now() + limit;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {
@@ -252,7 +256,7 @@ impl TestServer {
     }
 
     /// A kube::Client from the admin kubeconfig.
-    pub async fn client(&self) -> kube::Client {
+    pub(crate) async fn client(&self) -> kube::Client {
         let kc = kube::config::Kubeconfig::read_from(&self.kubeconfig).expect("read kubeconfig");
         let config =
             kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
@@ -262,7 +266,7 @@ impl TestServer {
     }
 
     /// An HTTPS client presenting `identity_pem` (cert + key PEM), or none.
-    pub fn http_with(&self, identity_pem: Option<&str>) -> reqwest::Client {
+    pub(crate) fn http_with(&self, identity_pem: Option<&str>) -> reqwest::Client {
         let mut builder = reqwest::Client::builder()
             .use_rustls_tls()
             .tls_built_in_root_certs(false)
@@ -275,23 +279,23 @@ impl TestServer {
     }
 
     /// An HTTPS client with the admin certificate.
-    pub fn admin_http(&self) -> reqwest::Client {
+    pub(crate) fn admin_http(&self) -> reqwest::Client {
         self.http_with(Some(&self.admin_pem))
     }
 
     /// An HTTPS client without credentials.
-    pub fn anonymous_http(&self) -> reqwest::Client {
+    pub(crate) fn anonymous_http(&self) -> reqwest::Client {
         self.http_with(None)
     }
 
     /// Runs kubectl (from PATH) with the admin kubeconfig.
-    pub async fn kubectl(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) async fn kubectl(&self, args: &[&str]) -> std::process::Output {
         kubectl_with(&self.kubeconfig, args).await
     }
 }
 
 /// Runs kubectl (from PATH) with a given kubeconfig, under a timeout.
-pub async fn kubectl_with(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) async fn kubectl_with(kubeconfig: &Path, args: &[&str]) -> std::process::Output {
     let fut = tokio::process::Command::new("kubectl")
         .arg("--kubeconfig")
         .arg(kubeconfig)
@@ -320,7 +324,7 @@ impl Drop for TestServer {
 }
 
 /// Text body and status of a GET.
-pub async fn get_text(client: &reqwest::Client, url: &str) -> (u16, String) {
+pub(crate) async fn get_text(client: &reqwest::Client, url: &str) -> (u16, String) {
     let resp = within(Duration::from_secs(30), url, client.get(url).send())
         .await
         .expect("request");
