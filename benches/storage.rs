@@ -14,11 +14,13 @@
 //! backend's rate at least 85% of the raw request's rate of the same shape, at every
 //! concurrency.
 //!
-//! The rows run in `BENCH_ROUNDS` rounds (default 3). In a round, each etcd row runs right
-//! after (or, every other round, right before) its raw reference, then the embedded store's
-//! rows, so a noisy minute hurts one round of each rather than all of one; the table shows
-//! medians over the rounds, and the etcd ratios are taken within each round (kapi's rate over
-//! the raw rate measured minutes apart would mostly measure the machine), then the median.
+//! The rows run in `BENCH_ROUNDS` rounds (default 3): in a round, raw puts, then each etcd
+//! backend row together with its raw reference, then the embedded store's rows, so a noisy
+//! minute hurts one round of each rather than all of one. A backend row and its reference are
+//! interleaved in slices of about a second (raw, backend, backend, raw, raw, ...; the other
+//! way round on odd rounds), because on a shared machine the load changes within seconds: two
+//! identical raw rows run back to back differed by up to ±50% per round. The table shows
+//! medians over the rounds; the etcd ratios are taken within each round, then the median.
 //! `BENCH_SECS` sets the seconds per row (default 5). Without `--bench` (under `cargo test
 //! --benches`) it runs a short smoke pass: 1 s rows, one round.
 
@@ -26,7 +28,7 @@
 mod machine;
 
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kapi::storage::{
     Cacher, CacherOptions, EmbeddedStore, EtcdStore, EtcdTls, ListOptions, ListRevision, Storage,
     Update, WatchEvent,
@@ -293,14 +295,36 @@ const CONCURRENCY: [usize; 3] = [1, 16, 64];
 const RAW: &str = "etcd-client (raw)";
 const ETCD: &str = "etcd";
 
-/// Runs `op(task, i)` in `conc` closed loops for the benchmark duration.
-async fn closed_loop<F, Fut>(conc: usize, op: F) -> Stats
+/// What closed loops measured: every operation's latency, the wall time, and the CPU seconds
+/// of (this process, etcd).
+#[derive(Default)]
+struct Sample {
+    lat: Vec<Duration>,
+    elapsed: Duration,
+    cpu: (f64, f64),
+}
+
+impl Sample {
+    fn add(&mut self, other: Sample) {
+        self.lat.extend(other.lat);
+        self.elapsed += other.elapsed;
+        self.cpu.0 += other.cpu.0;
+        self.cpu.1 += other.cpu.1;
+    }
+
+    fn stats(self) -> Stats {
+        stats_with_cpu(self.lat, self.elapsed, self.cpu)
+    }
+}
+
+/// Runs `op(task, i)` in `conc` closed loops for `time`.
+async fn closed_loop<F, Fut>(conc: usize, time: Duration, op: F) -> Sample
 where
     F: Fn(usize, usize) -> Fut + Send + Sync + 'static,
     Fut: std::future::Future<Output = ()> + Send,
 {
     let op = Arc::new(op);
-    let deadline = Instant::now() + secs();
+    let deadline = Instant::now() + time;
     let start = Instant::now();
     let cpu_before = cpu_now();
     let mut tasks = Vec::new();
@@ -318,14 +342,32 @@ where
             lat
         }));
     }
-    let mut all = Vec::new();
+    let mut lat = Vec::new();
     for t in tasks {
-        all.extend(t.await.expect("bench task"));
+        lat.extend(t.await.expect("bench task"));
     }
     let elapsed = start.elapsed();
     let cpu_after = cpu_now();
     let cpu = (cpu_after.0 - cpu_before.0, cpu_after.1 - cpu_before.1);
-    stats_with_cpu(all, elapsed, cpu)
+    Sample { lat, elapsed, cpu }
+}
+
+/// A prepared row: `run(slice, time)` runs its operation in closed loops for `time`; each
+/// slice of a row writes keys of its own.
+type Runner =
+    Box<dyn Fn(usize, Duration) -> futures::future::BoxFuture<'static, Sample> + Send + Sync>;
+
+/// A row of `conc` closed loops running `op(slice, task, i)`.
+fn runner<F, Fut>(conc: usize, op: F) -> Runner
+where
+    F: Fn(usize, usize, usize) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let op = Arc::new(op);
+    Box::new(move |slice, time| {
+        let op = op.clone();
+        closed_loop(conc, time, move |t, i| op(slice, t, i)).boxed()
+    })
 }
 
 /// An operation measured on the etcd backend (or the embedded store) and, for the etcd
@@ -356,39 +398,28 @@ const CREATE_TXN: &str = "create-if-absent txn";
 /// from the value it last wrote, as kube-apiserver starts from the watch cache's copy).
 const UPDATE_TXN: &str = "mod-revision txn";
 
-/// The keys a row writes: `/registry/leases/bench-{run}-{c|u}{conc}/t{task}[-{i}]`, the same
-/// length for the backend's rows and the raw ones.
-fn create_key(run: &str, conc: usize, t: usize, i: usize) -> String {
-    format!("/registry/leases/bench-{run}-c{conc}/t{t}-{i}")
+/// The keys a row writes: `/registry/leases/bench-{run}-{c|u}{conc}/t{task}[-{slice}-{i}]`,
+/// the same length for the backend's rows and the raw ones.
+fn create_key(run: &str, conc: usize, slice: usize, t: usize, i: usize) -> String {
+    format!("/registry/leases/bench-{run}-c{conc}/t{t}-{slice}-{i}")
 }
 
 fn update_key(run: &str, conc: usize, t: usize) -> String {
     format!("/registry/leases/bench-{run}-u{conc}/t{t}")
 }
 
-/// One row through the storage interface. `Get` reads the keys the `Update` row of the same
-/// run and concurrency wrote.
-async fn store_op(
-    out: &mut Rounds,
-    name: &'static str,
-    store: Arc<dyn Storage>,
-    op: Op,
-    conc: usize,
-    run: &str,
-) {
-    let st = match op {
-        Op::Create => {
+/// A row through the storage interface, its keys seeded. `Get` reads the keys the `Update`
+/// row of the same run and concurrency wrote.
+async fn store_row(store: Arc<dyn Storage>, op: Op, conc: usize, run: &str) -> Runner {
+    let r = run.to_string();
+    match op {
+        Op::Create => runner(conc, move |slice, t, i| {
             let s = store.clone();
-            let r = run.to_string();
-            closed_loop(conc, move |t, i| {
-                let s = s.clone();
-                let key = create_key(&r, conc, t, i);
-                async move {
-                    s.create(&key, value("c"), None).await.expect("create");
-                }
-            })
-            .await
-        }
+            let key = create_key(&r, conc, slice, t, i);
+            async move {
+                s.create(&key, value("c"), None).await.expect("create");
+            }
+        }),
         Op::Update => {
             for t in 0..conc {
                 store
@@ -398,10 +429,8 @@ async fn store_op(
                     .await
                     .expect("seed");
             }
-            let s = store.clone();
-            let r = run.to_string();
-            closed_loop(conc, move |t, _| {
-                let s = s.clone();
+            runner(conc, move |_, t, _| {
+                let s = store.clone();
                 let key = update_key(&r, conc, t);
                 async move {
                     s.guaranteed_update(&key, false, &|_| Ok(Update::Set(value("u"))))
@@ -409,43 +438,33 @@ async fn store_op(
                         .expect("update");
                 }
             })
-            .await
         }
-        Op::Get => {
+        Op::Get => runner(conc, move |_, t, _| {
             let s = store.clone();
-            let r = run.to_string();
-            closed_loop(conc, move |t, _| {
-                let s = s.clone();
-                let key = update_key(&r, conc, t);
-                async move {
-                    s.get(&key).await.expect("get");
-                }
-            })
-            .await
-        }
-    };
-    out.add(name, op.names().0, conc, st);
+            let key = update_key(&r, conc, t);
+            async move {
+                s.get(&key).await.expect("get");
+            }
+        }),
+    }
 }
 
 /// The same row as raw etcd-client requests of the shape the etcd backend sends.
-async fn raw_op(out: &mut Rounds, client: &etcd_client::Client, op: Op, conc: usize, run: &str) {
+async fn raw_row(client: &etcd_client::Client, op: Op, conc: usize, run: &str) -> Runner {
     use etcd_client::{Compare, CompareOp, Txn, TxnOp};
     let c = client.clone();
     let r = run.to_string();
-    let st = match op {
-        Op::Create => {
-            closed_loop(conc, move |t, i| {
-                let mut kv = c.kv_client();
-                let key = create_key(&r, conc, t, i);
-                async move {
-                    let txn = Txn::new()
-                        .when([Compare::mod_revision(key.as_str(), CompareOp::Equal, 0)])
-                        .and_then([TxnOp::put(key.as_str(), value("c").to_vec(), None)]);
-                    assert!(kv.txn(txn).await.expect("txn").succeeded());
-                }
-            })
-            .await
-        }
+    match op {
+        Op::Create => runner(conc, move |slice, t, i| {
+            let mut kv = c.kv_client();
+            let key = create_key(&r, conc, slice, t, i);
+            async move {
+                let txn = Txn::new()
+                    .when([Compare::mod_revision(key.as_str(), CompareOp::Equal, 0)])
+                    .and_then([TxnOp::put(key.as_str(), value("c").to_vec(), None)]);
+                assert!(kv.txn(txn).await.expect("txn").succeeded());
+            }
+        }),
         Op::Update => {
             // Each task's key and the mod revision its last write returned.
             let mut seeded = Vec::new();
@@ -459,7 +478,7 @@ async fn raw_op(out: &mut Rounds, client: &etcd_client::Client, op: Op, conc: us
                 seeded.push(std::sync::atomic::AtomicI64::new(rev));
             }
             let revs = Arc::new(seeded);
-            closed_loop(conc, move |t, _| {
+            runner(conc, move |_, t, _| {
                 let mut kv = c.kv_client();
                 let key = update_key(&r, conc, t);
                 let revs = revs.clone();
@@ -480,26 +499,41 @@ async fn raw_op(out: &mut Rounds, client: &etcd_client::Client, op: Op, conc: us
                     rev.store(now, std::sync::atomic::Ordering::Relaxed);
                 }
             })
-            .await
         }
-        Op::Get => {
-            closed_loop(conc, move |t, _| {
-                let mut kv = c.kv_client();
-                let key = update_key(&r, conc, t);
-                async move {
-                    let resp = kv.get(key, None).await.expect("get");
-                    assert_eq!(resp.kvs().len(), 1);
-                }
-            })
-            .await
+        Op::Get => runner(conc, move |_, t, _| {
+            let mut kv = c.kv_client();
+            let key = update_key(&r, conc, t);
+            async move {
+                let resp = kv.get(key, None).await.expect("get");
+                assert_eq!(resp.kvs().len(), 1);
+            }
+        }),
+    }
+}
+
+/// Runs a raw reference and the backend's row of the same shape in alternating slices of
+/// about a second (raw, backend, backend, raw, raw, ...; the other way round on odd rounds),
+/// so that both meet the same load from the rest of the machine and the same etcd size.
+async fn paired(out: &mut Rounds, op: Op, conc: usize, raw: Runner, ours: Runner, round: usize) {
+    let slices = secs().as_secs().max(1) as usize;
+    let time = secs() / slices as u32;
+    let (mut a, mut b) = (Sample::default(), Sample::default());
+    for slice in 0..slices {
+        if slice.is_multiple_of(2) == round.is_multiple_of(2) {
+            a.add(raw(slice, time).await);
+            b.add(ours(slice, time).await);
+        } else {
+            b.add(ours(slice, time).await);
+            a.add(raw(slice, time).await);
         }
-    };
-    out.add(RAW, op.names().1, conc, st);
+    }
+    let (name, raw_name) = op.names();
+    out.add(RAW, raw_name, conc, a.stats());
+    out.add(ETCD, name, conc, b.stats());
 }
 
 /// One round on etcd: raw puts, then each operation at each concurrency on the raw client
-/// and the backend back to back (which goes first alternates between rounds), so each ratio
-/// compares two rows seconds apart on an etcd of the same size.
+/// and on the backend, interleaved (see [`paired`]).
 async fn etcd_round(
     out: &mut Rounds,
     client: &etcd_client::Client,
@@ -508,7 +542,7 @@ async fn etcd_round(
 ) {
     for conc in CONCURRENCY {
         let c = client.clone();
-        let st = closed_loop(conc, move |t, i| {
+        let puts = runner(conc, move |_, t, i| {
             let mut kv = c.kv_client();
             async move {
                 kv.put(
@@ -519,20 +553,15 @@ async fn etcd_round(
                 .await
                 .expect("put");
             }
-        })
-        .await;
-        out.add(RAW, "put", conc, st);
+        });
+        out.add(RAW, "put", conc, puts(0, secs()).await.stats());
     }
     let (raw_run, our_run) = (format!("r{round}"), format!("x{round}"));
     for op in [Op::Create, Op::Update, Op::Get] {
         for conc in CONCURRENCY {
-            if round.is_multiple_of(2) {
-                raw_op(out, client, op, conc, &raw_run).await;
-                store_op(out, ETCD, store.clone(), op, conc, &our_run).await;
-            } else {
-                store_op(out, ETCD, store.clone(), op, conc, &our_run).await;
-                raw_op(out, client, op, conc, &raw_run).await;
-            }
+            let raw = raw_row(client, op, conc, &raw_run).await;
+            let ours = store_row(store.clone(), op, conc, &our_run).await;
+            paired(out, op, conc, raw, ours, round).await;
         }
     }
 }
@@ -754,7 +783,8 @@ fn main() {
             for op in [Op::Create, Op::Update] {
                 for conc in CONCURRENCY {
                     let run = format!("e{round}");
-                    store_op(&mut out, "embedded", embedded.clone(), op, conc, &run).await;
+                    let row = store_row(embedded.clone(), op, conc, &run).await;
+                    out.add("embedded", op.names().0, conc, row(0, secs()).await.stats());
                 }
             }
         }
