@@ -126,13 +126,15 @@ impl EtcdStore {
     }
 
     /// Writes `value` if the key's mod revision is still `expected` (0 = absent); otherwise
-    /// `Err` with the key's current value, read in the same transaction.
+    /// `Err` with the key's current value, read in the same transaction when `read_on_conflict`
+    /// (a create has no use for it: kube-apiserver's create sends no read either).
     async fn put_if(
         &self,
         key: &str,
         value: Bytes,
         expected: Revision,
         ttl: Option<Duration>,
+        read_on_conflict: bool,
     ) -> Result<std::result::Result<KeyValue, Option<KeyValue>>> {
         let mut put_opts = PutOptions::new();
         if let Some(ttl) = ttl {
@@ -141,10 +143,12 @@ impl EtcdStore {
             let granted = call(lease.grant(secs, None)).await?;
             put_opts = put_opts.with_lease(granted.id());
         }
-        let txn = etcd_client::Txn::new()
+        let mut txn = etcd_client::Txn::new()
             .when([Compare::mod_revision(key, CompareOp::Equal, expected)])
-            .and_then([TxnOp::put(key, value.to_vec(), Some(put_opts))])
-            .or_else([TxnOp::get(key, None)]);
+            .and_then([TxnOp::put(key, value.to_vec(), Some(put_opts))]);
+        if read_on_conflict {
+            txn = txn.or_else([TxnOp::get(key, None)]);
+        }
         let mut kv = self.client.kv_client();
         let resp = call(kv.txn(txn)).await?;
         if !resp.succeeded() {
@@ -366,7 +370,7 @@ impl Storage for EtcdStore {
     }
 
     async fn create(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue> {
-        match self.put_if(key, value, 0, ttl).await? {
+        match self.put_if(key, value, 0, ttl, false).await? {
             Ok(mut kv) => {
                 kv.create_revision = kv.mod_revision;
                 Ok(kv)
@@ -404,7 +408,7 @@ impl Storage for EtcdStore {
                     }
                 };
             let expected = cur.as_ref().map(|c| c.mod_revision).unwrap_or(0);
-            match self.put_if(key, value, expected, ttl).await? {
+            match self.put_if(key, value, expected, ttl, true).await? {
                 Ok(mut kv) => {
                     kv.create_revision = cur.map(|c| c.create_revision).unwrap_or(kv.mod_revision);
                     self.known.set(key, Some(&kv));
