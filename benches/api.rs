@@ -303,7 +303,7 @@ async fn run_cell(
     s: &Settings,
 ) -> Res<Cell> {
     let tls = loader::tls_config(&server.ca_pem, &server.admin_pem)?;
-    let (host, port) = host_port(&server.url)?;
+    let (host, port) = loader::host_port(&server.url)?;
     let mut clients = Vec::new();
     for _ in 0..conns {
         clients.push(loader::connect(tls.clone(), &host, port).await?);
@@ -365,17 +365,6 @@ async fn run_cell(
 }
 
 /// Host and port of an `https://host:port` URL.
-fn host_port(url: &str) -> Res<(String, u16)> {
-    let rest = url
-        .strip_prefix("https://")
-        .ok_or("server URL is not https")?;
-    let (host, port) = rest.rsplit_once(':').ok_or("server URL has no port")?;
-    Ok((
-        host.trim_matches(['[', ']']).to_string(),
-        port.trim_end_matches('/').parse()?,
-    ))
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     v.retain(|x| !x.is_nan());
     if v.is_empty() {

@@ -37,6 +37,20 @@ pub(crate) fn tls_config(ca_pem: &str, admin_pem: &str) -> Res<Arc<rustls::Clien
 
 /// Opens one HTTP/2 connection to `host:port` (an IP address, as in the admin kubeconfig).
 pub(crate) async fn connect(tls: Arc<rustls::ClientConfig>, host: &str, port: u16) -> Res<Conn> {
+    // Flow-control windows as h2load's defaults (`-w 30 -W 30`), so a 63 KB LIST response
+    // never waits for a WINDOW_UPDATE.
+    const WINDOW: u32 = (1 << 30) - 1;
+    connect_with_windows(tls, host, port, WINDOW, WINDOW).await
+}
+
+/// [`connect`] with the given stream and connection flow-control windows.
+pub(crate) async fn connect_with_windows(
+    tls: Arc<rustls::ClientConfig>,
+    host: &str,
+    port: u16,
+    stream_window: u32,
+    connection_window: u32,
+) -> Res<Conn> {
     let tcp = tokio::net::TcpStream::connect((host, port)).await?;
     tcp.set_nodelay(true)?;
     let name = rustls::pki_types::ServerName::try_from(host.to_string())?;
@@ -46,18 +60,27 @@ pub(crate) async fn connect(tls: Arc<rustls::ClientConfig>, host: &str, port: u1
     if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
         return Err("the server did not negotiate HTTP/2 (ALPN h2)".into());
     }
-    // Flow-control windows as h2load's defaults (`-w 30 -W 30`), so a 63 KB LIST response
-    // never waits for a WINDOW_UPDATE.
-    const WINDOW: u32 = (1 << 30) - 1;
     let (send, conn) = h2::client::Builder::new()
-        .initial_window_size(WINDOW)
-        .initial_connection_window_size(WINDOW)
+        .initial_window_size(stream_window)
+        .initial_connection_window_size(connection_window)
         .handshake(stream)
         .await?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
     Ok(send)
+}
+
+/// Host and port of an `https://host:port` server URL.
+pub(crate) fn host_port(url: &str) -> Res<(String, u16)> {
+    let rest = url
+        .strip_prefix("https://")
+        .ok_or("server URL is not https")?;
+    let (host, port) = rest.rsplit_once(':').ok_or("server URL has no port")?;
+    Ok((
+        host.trim_matches(['[', ']']).to_string(),
+        port.trim_end_matches('/').parse()?,
+    ))
 }
 
 /// Sends one request on a new stream and reads the whole response: (status is 2xx, body).

@@ -358,7 +358,9 @@ impl GenericStore {
         let send_initial = opts
             .send_initial_events
             .unwrap_or(rv.is_empty() || rv == "0");
-        let mut initial = Vec::new();
+        // The initial events are decoded as the client takes them, so a watcher waiting on a
+        // slow socket holds the listed keys (shared bytes), not every object decoded.
+        let mut initial: Vec<BoxStream<'static, WatchEvent>> = Vec::new();
         let after = if send_initial {
             let revision = match rv {
                 "" => ListRevision::Latest,
@@ -377,17 +379,26 @@ impl GenericStore {
                 )
                 .await
                 .map_err(|e| self.list_error(e, false))?;
-            for kv in &all.items {
-                let obj = self.decode_shared(kv)?;
-                if self.matches(&obj.obj, &opts.label, &opts.field) {
-                    initial.push(WatchEvent::Added(obj));
-                }
-            }
+            let store = Arc::clone(self);
+            let (label, field) = (opts.label.clone(), opts.field.clone());
+            let added = futures::stream::iter(all.items).filter_map(move |kv| {
+                let ev = match store.decode_shared(&kv) {
+                    Ok(obj) => store
+                        .matches(&obj.obj, &label, &field)
+                        .then_some(WatchEvent::Added(obj)),
+                    Err(e) => Some(WatchEvent::Error(e)),
+                };
+                futures::future::ready(ev)
+            });
+            initial.push(added.boxed());
             if opts.send_initial_events == Some(true) {
-                initial.push(WatchEvent::Bookmark {
-                    resource_version: all.revision.to_string(),
-                    initial_events_end: true,
-                });
+                initial.push(
+                    futures::stream::once(futures::future::ready(WatchEvent::Bookmark {
+                        resource_version: all.revision.to_string(),
+                        initial_events_end: true,
+                    }))
+                    .boxed(),
+                );
             }
             all.revision
         } else {
@@ -405,8 +416,12 @@ impl GenericStore {
         let live = match live {
             Ok(s) => s,
             Err(e @ storage::Error::Compacted { .. }) => {
-                initial.push(WatchEvent::Error(self.storage_error("", e)));
-                return Ok((futures::stream::iter(initial).boxed(), progress));
+                let error = WatchEvent::Error(self.storage_error("", e));
+                initial.push(futures::stream::once(futures::future::ready(error)).boxed());
+                return Ok((
+                    end_at_error(futures::stream::iter(initial).flatten()),
+                    progress,
+                ));
             }
             Err(e) => return Err(self.storage_error("", e)),
         };
@@ -415,31 +430,22 @@ impl GenericStore {
             (opts.label.clone(), opts.field.clone(), opts.allow_bookmarks);
         let seen = progress.clone();
         let mut renewals = opts.omit_renewals.then(Renewals::default);
-        let live = live
-            .filter_map(move |ev| {
-                // Skipped renewals still count as progress: bookmarks carry their revisions.
-                if let Ok(e) = &ev {
-                    seen.advance(e.revision());
-                }
-                // The key is taken before the conversion consumes the event.
-                let key = (renewals.as_ref())
-                    .and(ev.as_ref().ok())
-                    .map(|e| e.key().to_string());
-                let out = store.convert_event(ev, &label, &field, bookmarks);
-                let out = match (&mut renewals, key) {
-                    (Some(r), Some(key)) => out.and_then(|ev| r.pass(&*store.strategy, key, ev)),
-                    _ => out,
-                };
-                futures::future::ready(out)
-            })
-            .scan(false, |ended, ev| {
-                // Nothing follows an ERROR event.
-                if *ended {
-                    return futures::future::ready(None);
-                }
-                *ended = matches!(ev, WatchEvent::Error(_));
-                futures::future::ready(Some(ev))
-            });
+        let live = live.filter_map(move |ev| {
+            // Skipped renewals still count as progress: bookmarks carry their revisions.
+            if let Ok(e) = &ev {
+                seen.advance(e.revision());
+            }
+            // The key is taken before the conversion consumes the event.
+            let key = (renewals.as_ref())
+                .and(ev.as_ref().ok())
+                .map(|e| e.key().to_string());
+            let out = store.convert_event(ev, &label, &field, bookmarks);
+            let out = match (&mut renewals, key) {
+                (Some(r), Some(key)) => out.and_then(|ev| r.pass(&*store.strategy, key, ev)),
+                _ => out,
+            };
+            futures::future::ready(out)
+        });
         // Progress starts at `after` only once the initial events are out.
         let start = progress.clone();
         let caught_up = futures::stream::once(async move {
@@ -448,10 +454,10 @@ impl GenericStore {
         })
         .filter_map(futures::future::ready);
         let stream = futures::stream::iter(initial)
+            .flatten()
             .chain(caught_up)
-            .chain(live)
-            .boxed();
-        Ok((stream, progress))
+            .chain(live);
+        Ok((end_at_error(stream), progress))
     }
 
     fn convert_event(
@@ -498,6 +504,21 @@ impl GenericStore {
             Err(e) => Some(WatchEvent::Error(self.storage_error("", e))),
         }
     }
+}
+
+/// `events` up to and including its first ERROR event: nothing follows an ERROR.
+fn end_at_error(
+    events: impl futures::Stream<Item = WatchEvent> + Send + 'static,
+) -> BoxStream<'static, WatchEvent> {
+    events
+        .scan(false, |ended, ev| {
+            if *ended {
+                return futures::future::ready(None);
+            }
+            *ended = matches!(ev, WatchEvent::Error(_));
+            futures::future::ready(Some(ev))
+        })
+        .boxed()
 }
 
 /// A watch's filter of renewals ([`ListOptions::omit_renewals`]): the last object of each key

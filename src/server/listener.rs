@@ -169,6 +169,13 @@ pub(crate) type Handler = Arc<
         + Sync,
 >;
 
+/// Response bytes one HTTP/2 stream may have queued (beyond what the peer's flow-control
+/// window lets out) before its body is no longer polled: with a slow reader, a response stops
+/// here and the watch queue behind it ([`crate::storage`]'s hub) decides when to give up on
+/// it. One body chunk (a LIST page, a watch event) always goes out whole, so this never splits
+/// or slows a response; it bounds what a stalled stream holds to this plus one chunk.
+const SEND_BUFFER_PER_STREAM: usize = 64 * 1024;
+
 /// Accepts connections until `stop` fires, then stops listening, lets in-flight requests
 /// finish (HTTP/2 gets GOAWAY) for at most `drain_timeout`, and aborts what is left.
 pub(crate) async fn serve(
@@ -196,6 +203,7 @@ pub(crate) async fn serve(
         .timer(TokioTimer::new())
         .max_concurrent_streams(streams)
         .max_frame_size(256 * 1024)
+        .max_send_buf_size(SEND_BUFFER_PER_STREAM)
         .initial_stream_window_size(256 * 1024)
         .initial_connection_window_size(256 * 1024 * streams);
     let builder = if settings.disable_http2 {

@@ -9,7 +9,9 @@ use crate::endpoints::negotiate::Output;
 use crate::endpoints::status::error_response;
 use crate::registry::{Decoded, GenericStore};
 use bytes::Bytes;
+use futures::StreamExt;
 use http::Response;
+use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -94,7 +96,7 @@ pub(crate) async fn list(store: &GenericStore, req: &Req<'_>) -> Response<Body> 
                 "apiVersion": info.api_version(),
                 "metadata": meta,
             });
-            respond_bytes(200, list_json(&head, &page.items), "application/json", &[])
+            list_response(&head, page.items)
         }
         Output::Yaml => {
             let items: Vec<&Value> = page.items.iter().map(|d| &d.obj).collect();
@@ -109,22 +111,85 @@ pub(crate) async fn list(store: &GenericStore, req: &Req<'_>) -> Response<Body> 
     }
 }
 
-/// `head` with `"items": [...]` appended, spliced from each item's memoized JSON: the same
-/// bytes as serializing the whole list, without encoding every item again.
-fn list_json(head: &Value, items: &[Arc<Decoded>]) -> Bytes {
-    let mut out = serde_json::to_vec(head).unwrap_or_default();
-    out.pop(); // the head's closing brace
+/// Bodies up to this size go out as one buffer; larger LIST bodies are streamed in chunks of
+/// about this size, encoded as the client takes them.
+const LIST_CHUNK: usize = 64 * 1024;
+
+/// A JSON list response: `head` with `"items": [...]` appended, spliced from each item's
+/// memoized JSON (the same bytes as serializing the whole list). A large list is streamed: a
+/// client reading it slowly holds its items (shared with the memo) and one chunk, never a
+/// second copy of the whole list.
+fn list_response(head: &Value, items: Vec<Arc<Decoded>>) -> Response<Body> {
     let len: usize = items.iter().map(|d| d.json().len() + 1).sum();
-    out.reserve(len + 12);
-    out.extend_from_slice(b",\"items\":[");
-    for (i, d) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
-        }
-        out.extend_from_slice(d.json());
+    let chunks = ListChunks::new(head, items);
+    if len <= LIST_CHUNK {
+        return respond_bytes(200, chunks.concat(), "application/json", &[]);
     }
-    out.extend_from_slice(b"]}");
-    Bytes::from(out)
+    let frames = futures::stream::iter(chunks)
+        .map(|chunk| Ok::<_, std::io::Error>(hyper::body::Frame::data(chunk)));
+    let mut resp = Response::new(http_body_util::StreamBody::new(frames).boxed_unsync());
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("application/json"),
+    );
+    resp
+}
+
+/// The chunks of a JSON list body (see [`list_response`]), each item encoded and let go as
+/// its chunk is made.
+struct ListChunks {
+    head: Option<Vec<u8>>,
+    items: std::vec::IntoIter<Arc<Decoded>>,
+    first: bool,
+    done: bool,
+}
+
+impl ListChunks {
+    fn new(head: &Value, items: Vec<Arc<Decoded>>) -> ListChunks {
+        let mut out = serde_json::to_vec(head).unwrap_or_default();
+        out.pop(); // the head's closing brace
+        out.extend_from_slice(b",\"items\":[");
+        ListChunks {
+            head: Some(out),
+            items: items.into_iter(),
+            first: true,
+            done: false,
+        }
+    }
+
+    /// The whole body in one buffer.
+    fn concat(self) -> Bytes {
+        let mut out = Vec::new();
+        for chunk in self {
+            out.extend_from_slice(&chunk);
+        }
+        Bytes::from(out)
+    }
+}
+
+impl Iterator for ListChunks {
+    type Item = Bytes;
+
+    fn next(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        let mut out = self.head.take().unwrap_or_default();
+        out.reserve(LIST_CHUNK);
+        while out.len() < LIST_CHUNK {
+            let Some(item) = self.items.next() else {
+                out.extend_from_slice(b"]}");
+                self.done = true;
+                break;
+            };
+            if !self.first {
+                out.push(b',');
+            }
+            self.first = false;
+            out.extend_from_slice(item.json());
+        }
+        Some(Bytes::from(out))
+    }
 }
 
 #[cfg(test)]
@@ -147,11 +212,34 @@ mod tests {
         let mut whole = head.clone();
         whole["items"] = json!(objs);
         assert_eq!(
-            list_json(&head, &items),
+            ListChunks::new(&head, items).concat(),
             serde_json::to_vec(&whole).unwrap()
         );
         let mut empty = head.clone();
         empty["items"] = json!([]);
-        assert_eq!(list_json(&head, &[]), serde_json::to_vec(&empty).unwrap());
+        assert_eq!(
+            ListChunks::new(&head, vec![]).concat(),
+            serde_json::to_vec(&empty).unwrap()
+        );
+    }
+
+    #[test]
+    fn large_list_is_streamed_in_bounded_chunks_of_the_same_bytes() {
+        let head = json!({"kind": "ConfigMapList", "apiVersion": "v1", "metadata": {}});
+        let objs: Vec<Value> = (0..2000)
+            .map(|i| json!({"metadata": {"name": format!("cm-{i}")}, "data": {"k": "v".repeat(100)}}))
+            .collect();
+        let items: Vec<Arc<Decoded>> = objs
+            .iter()
+            .cloned()
+            .map(|o| Arc::new(Decoded::new(o)))
+            .collect();
+        let chunks: Vec<Bytes> = ListChunks::new(&head, items).collect();
+        assert!(chunks.len() > 3, "{} chunks", chunks.len());
+        // No chunk holds much more than the bound (one item at most beyond it).
+        assert!(chunks.iter().all(|c| c.len() < LIST_CHUNK + 1024));
+        let mut whole = head.clone();
+        whole["items"] = json!(objs);
+        assert_eq!(chunks.concat(), serde_json::to_vec(&whole).unwrap());
     }
 }

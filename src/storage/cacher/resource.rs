@@ -45,7 +45,7 @@ struct State {
     revision: Revision,
     /// Every event after this revision is in `ring`.
     ring_start: Revision,
-    ring: VecDeque<WatchEvent>,
+    ring: VecDeque<Arc<WatchEvent>>,
     ready: bool,
 }
 
@@ -162,7 +162,7 @@ impl ResourceCache {
         if after < st.ring_start {
             return None;
         }
-        let replay: Vec<WatchEvent> = st
+        let replay: Vec<Arc<WatchEvent>> = st
             .ring
             .iter()
             .filter(|e| e.revision() > after && e.key().starts_with(prefix))
@@ -214,8 +214,9 @@ impl ResourceCache {
                     st.ring_start = old.revision();
                 }
             }
+            let ev = Arc::new(ev);
             st.ring.push_back(ev.clone());
-            self.hub.publish(std::slice::from_ref(&ev), rev);
+            self.hub.publish_shared(std::slice::from_ref(&ev), rev);
         } else {
             self.hub.publish(&[], rev);
         }
@@ -290,32 +291,41 @@ async fn reflect(
             if need_list {
                 let (items, rev) = list_all(backend.as_ref(), &prefix).await?;
                 let Some(c) = cache.upgrade() else {
-                    return Ok(());
+                    return Ok(true);
                 };
                 c.replace(items, rev);
                 need_list = false;
             }
             let from = match cache.upgrade() {
                 Some(c) => c.read().revision,
-                None => return Ok(()),
+                None => return Ok(true),
             };
             let mut stream = backend.watch(&prefix, Some(from)).await?;
             backoff = Duration::from_millis(100);
             while let Some(ev) = stream.next().await {
                 let ev = ev?;
                 let Some(c) = cache.upgrade() else {
-                    return Ok(());
+                    return Ok(true);
                 };
                 c.apply(ev);
             }
-            Err(Error::unavailable("the backend watch ended"))
+            // The backend closed the watch (it fell behind, or was restarted): resume.
+            Ok(false)
         };
-        let res: Result<()> = tokio::select! {
+        let res: Result<bool> = tokio::select! {
             _ = stop.cancelled() => return,
             r = step => r,
         };
         match res {
-            Ok(()) => return,
+            Ok(true) => return,
+            Ok(false) => {
+                tracing::debug!(prefix = %prefix, "watch cache's backend watch ended; resuming");
+                // Never a busy loop, should a backend end watches at once.
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+                }
+            }
             Err(Error::Compacted { .. }) => {
                 tracing::info!(prefix = %prefix, "watch cache fell behind compaction; relisting");
                 need_list = true;

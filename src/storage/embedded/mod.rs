@@ -267,7 +267,11 @@ impl Storage for EmbeddedStore {
         let (published, sub) = self.hub.subscribe(prefix, false);
         let after = after.unwrap_or(published);
         let replay = read::history(&*self.read()?, prefix, after, published)?;
-        Ok(watch::stream(replay, sub, after))
+        Ok(watch::stream(
+            replay.into_iter().map(Arc::new).collect(),
+            sub,
+            after,
+        ))
     }
 
     async fn current_revision(&self) -> Result<Revision> {
