@@ -28,6 +28,7 @@ mod loader;
 #[path = "common/machine.rs"]
 mod machine;
 #[path = "api/server.rs"]
+#[allow(dead_code)]
 mod server;
 
 use bytes::Bytes;
