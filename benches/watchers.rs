@@ -3,7 +3,8 @@
 //! The scenario of the reliability issue: many watch streams on the ConfigMaps of one
 //! namespace (default 10 HTTP/2 connections x 100 streams), all read and decoded by ONE client
 //! thread, so together they read slower than events arrive, while writers (default 16: 4
-//! connections x 4 streams) create ConfigMaps in that namespace as fast as kapi takes them.
+//! connections x 4 streams) create ConfigMaps in that namespace at the issue's rate (about
+//! 1,300/s in all, `KAPI_WATCH_RATE`; 0 for as fast as kapi takes them).
 //! A watcher whose stream ends re-watches from the last resourceVersion it saw, and after a
 //! 410 Expired from a fresh resourceVersion (a `limit=1` LIST), as client-go and kube-rs
 //! reflectors resume. Optionally some streams per connection never read at all ("stalled").
@@ -18,7 +19,7 @@
 //! Environment: `KAPI_WATCH_SECS` (default 60), `KAPI_WATCH_CONNS` (10),
 //! `KAPI_WATCH_STREAMS` (streams per connection, 100), `KAPI_WATCH_STALLED` (of those, how
 //! many never read, 0), `KAPI_WATCH_WRITERS` (16, as 4 per connection),
-//! `KAPI_WATCH_MAX_RSS_MIB` (300), plus the API bench's `KAPI_BENCH_BIN` and
+//! `KAPI_WATCH_RATE` (creates/s in all, 1300), `KAPI_WATCH_MAX_RSS_MIB` (300), plus the API bench's `KAPI_BENCH_BIN` and
 //! `KAPI_BENCH_SERVE_ARGS`. Without `--bench` (under `cargo test --benches`) it runs the short
 //! form: 15 s, 2 x 50 streams of which 25 per connection are stalled, bound 200 MiB.
 
@@ -51,6 +52,8 @@ struct Settings {
     streams: usize,
     stalled: usize,
     writers: usize,
+    /// Creates per second in all (0: unpaced).
+    rate: u64,
     max_rss_mib: f64,
     smoke: bool,
 }
@@ -70,6 +73,7 @@ impl Settings {
                 streams: 50,
                 stalled: 25,
                 writers: 16,
+                rate: get("KAPI_WATCH_RATE", 1300),
                 max_rss_mib: get("KAPI_WATCH_MAX_RSS_MIB", 200) as f64,
                 smoke,
             };
@@ -80,6 +84,7 @@ impl Settings {
             streams: get("KAPI_WATCH_STREAMS", 100).max(1) as usize,
             stalled: get("KAPI_WATCH_STALLED", 0) as usize,
             writers: get("KAPI_WATCH_WRITERS", 16).max(1) as usize,
+            rate: get("KAPI_WATCH_RATE", 1300),
             max_rss_mib: get("KAPI_WATCH_MAX_RSS_MIB", 300) as f64,
             smoke,
         }
@@ -262,11 +267,22 @@ async fn watchers(
     Ok(())
 }
 
-/// One writer creating ConfigMaps until `end`.
-async fn writer(mut conn: loader::Conn, uri: hyper::Uri, i: usize, end: Instant) -> WriteStats {
+/// One writer creating ConfigMaps until `end`, one every `interval` (or back to back).
+async fn writer(
+    mut conn: loader::Conn,
+    uri: hyper::Uri,
+    i: usize,
+    interval: Option<Duration>,
+    end: Instant,
+) -> WriteStats {
     let mut stats = WriteStats::default();
     let body = configmap_body(i);
+    let mut next = Instant::now();
     while Instant::now() < end {
+        if let Some(interval) = interval {
+            tokio::time::sleep_until(next.into()).await;
+            next += interval;
+        }
         let start = Instant::now();
         let mut req = hyper::Request::new(());
         *req.method_mut() = Method::POST;
@@ -346,12 +362,19 @@ async fn bench(s: Settings) -> Res<bool> {
     let end = Instant::now() + secs;
     let create: hyper::Uri = format!("{url}/api/v1/namespaces/{NS}/configmaps").parse()?;
     let per_conn = 4;
+    let interval = (s.rate > 0).then(|| Duration::from_secs_f64(s.writers as f64 / s.rate as f64));
     let mut writers = Vec::new();
     for c in 0..s.writers.div_ceil(per_conn) {
         let conn = loader::connect(tls.clone(), &host, port).await?;
         for i in 0..per_conn.min(s.writers - c * per_conn) {
             let n = c * per_conn + i;
-            writers.push(tokio::spawn(writer(conn.clone(), create.clone(), n, end)));
+            writers.push(tokio::spawn(writer(
+                conn.clone(),
+                create.clone(),
+                n,
+                interval,
+                end,
+            )));
         }
     }
     // RSS every 100 ms, /readyz every 500 ms, until the writers are done.
@@ -367,6 +390,9 @@ async fn bench(s: Settings) -> Res<bool> {
         peak = peak.max(rss);
         samples.push(rss);
         tick += 1;
+        if tick % 20 == 0 && std::env::var_os("KAPI_WATCH_TRACE").is_some() {
+            println!("  at {:>3} s: RSS {rss:.0} MiB", tick / 10);
+        }
         if tick % 5 == 0 {
             let ok = tokio::time::timeout(
                 Duration::from_secs(5),
@@ -392,6 +418,9 @@ async fn bench(s: Settings) -> Res<bool> {
         .map_err(|_| "the watcher thread panicked")??;
     let after_rss = rss_mib(pid);
     let log = server.stderr_text();
+    if let Some(path) = std::env::var_os("KAPI_WATCH_LOG") {
+        std::fs::write(path, &log)?;
+    }
     server.stop().await?;
 
     writes.latencies_us.sort_unstable();
@@ -406,8 +435,17 @@ async fn bench(s: Settings) -> Res<bool> {
         .collect();
     let watchers_total = s.conns * s.streams;
     println!(
-        "{} watch streams ({} x {}, {} stalled each), {} writers, {:.0} s:",
-        watchers_total, s.conns, s.streams, s.stalled, s.writers, elapsed
+        "{} watch streams ({} x {}, {} stalled each), {} writers at {}, {:.0} s:",
+        watchers_total,
+        s.conns,
+        s.streams,
+        s.stalled,
+        s.writers,
+        match s.rate {
+            0 => "full speed".to_string(),
+            r => format!("{r} creates/s"),
+        },
+        elapsed
     );
     println!(
         "  RSS: idle {idle_rss:.0} MiB, peak {peak:.0} MiB (bar < {:.0}), after {after_rss:.0} MiB; samples {}",

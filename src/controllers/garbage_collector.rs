@@ -225,15 +225,27 @@ enum Error {
     List(&'static str, #[source] kube::Error),
 }
 
-/// Lists the metadata of every served kind.
+/// Objects per page of a pass's lists: a pass over many objects never makes the server
+/// decode and encode them all in one response (upstream's pager uses 500 too).
+const PAGE: u32 = 500;
+
+/// Lists the metadata of every served kind, page by page.
 async fn snapshot(client: &Client) -> Result<Snapshot, Error> {
     let mut objects = Vec::new();
     for (i, k) in KINDS.iter().enumerate() {
-        let list = api(client, i, "")
-            .list_metadata(&ListParams::default())
-            .await
-            .map_err(|e| Error::List(k.plural, e))?;
-        objects.extend(list.items.into_iter().map(|o| Obj::new(i, o.metadata)));
+        let api = api(client, i, "");
+        let mut params = ListParams::default().limit(PAGE);
+        loop {
+            let list = api
+                .list_metadata(&params)
+                .await
+                .map_err(|e| Error::List(k.plural, e))?;
+            objects.extend(list.items.into_iter().map(|o| Obj::new(i, o.metadata)));
+            match list.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => break,
+            }
+        }
     }
     Ok(Snapshot::new(objects))
 }

@@ -2,8 +2,9 @@
 //! (`<prefix>/<resource>/`) one backend watch feeds an in-memory copy and every watcher of
 //! that resource. Served from memory: lists at `Any` / `NotOlderThan` (after waiting briefly
 //! for the cache to catch up, else from the backend) and watches whose start is still in the
-//! cache's event ring, and [`Storage::get_cached`] of a key the cache holds. Everything else — reads at `Latest` or `Exact`, writes, older watches —
-//! goes to the backend. A watch without heartbeats ([`Storage::watch_without_heartbeats`])
+//! cache's event ring, and [`Storage::get_cached`] of a key the cache holds. A watch from
+//! before the ring is `Err(Compacted)` (upstream's "too old resource version"). Everything
+//! else — reads at `Latest` or `Exact`, writes — goes to the backend. A watch without heartbeats ([`Storage::watch_without_heartbeats`])
 //! is not sent the updates the writer marked as heartbeats, live or replayed from the ring.
 
 mod resource;
@@ -71,8 +72,9 @@ impl Cacher {
 }
 
 impl Cacher {
-    /// A watch from the cache's ring, or from the backend when `after` is older than the ring
-    /// (every event comes from there, heartbeats too).
+    /// A watch from the cache's ring (`Err(Compacted)` when `after` is older than the ring),
+    /// or from the backend while the cache has no initial list (every event comes from there,
+    /// heartbeats too).
     async fn watch_from(
         &self,
         prefix: &str,
@@ -81,7 +83,7 @@ impl Cacher {
     ) -> Result<WatchStream> {
         if let Some(rc) = self.cache(prefix).await {
             if let Some(stream) = rc.watch(prefix, after, without_heartbeats) {
-                return Ok(stream);
+                return stream;
             }
         }
         self.backend.watch(prefix, after).await

@@ -3,6 +3,13 @@
 //! watch-from-revision, and a [`Hub`] fanning events out to every watcher of the resource.
 //! Events are applied and published under the same lock that watchers subscribe under, so a
 //! watcher's replay from the ring and its live queue neither overlap nor leave a gap.
+//!
+//! The ring keeps at least [`CacherOptions::history_age`] of events (upstream's
+//! eventFreshDuration, 75 s), between [`HISTORY_FLOOR`] and [`CacherOptions::history`] events,
+//! so a watcher closed for being slow can resume where it was instead of relisting. A replay
+//! is read from the ring lazily, a batch at a time as the client takes it: a watcher holds
+//! a cursor, not a copy of the history, and subscribes to the live queue only once it has
+//! caught up.
 
 use crate::storage::watch::{self, Hub};
 use crate::storage::{
@@ -12,15 +19,24 @@ use crate::storage::{
 use futures::StreamExt;
 use std::collections::{BTreeMap, VecDeque};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::watch as tokio_watch;
 use tokio_util::sync::CancellationToken;
+
+/// Events the ring keeps whatever their age.
+const HISTORY_FLOOR: usize = 1024;
+/// Events a replay takes from the ring per lock, and the ring entries it scans at most.
+const REPLAY_BATCH: usize = 64;
+const REPLAY_SCAN: usize = 4096;
 
 /// Tunables of the watch cache.
 #[derive(Debug, Clone)]
 pub struct CacherOptions {
-    /// Events kept per resource for watch-from-revision.
+    /// At most this many events are kept per resource for watch-from-revision (upstream's
+    /// upper bound of the watch cache, 100 Ki events).
     pub history: usize,
+    /// Events younger than this stay in the ring (up to `history`).
+    pub history_age: Duration,
     /// Bound of one watcher's queue; a watcher that falls behind it is closed with Compacted.
     pub watcher_queue: usize,
     /// How often watchers that saw no event get a progress notification (bookmark).
@@ -32,7 +48,8 @@ pub struct CacherOptions {
 impl Default for CacherOptions {
     fn default() -> Self {
         CacherOptions {
-            history: 4096,
+            history: 100 * 1024,
+            history_age: Duration::from_secs(75),
             watcher_queue: watch::DEFAULT_QUEUE,
             bookmark_interval: Duration::from_secs(1),
             fresh_wait: Duration::from_millis(250),
@@ -45,7 +62,8 @@ struct State {
     revision: Revision,
     /// Every event after this revision is in `ring`.
     ring_start: Revision,
-    ring: VecDeque<Arc<WatchEvent>>,
+    /// Events in revision order, with when they were applied.
+    ring: VecDeque<(Instant, Arc<WatchEvent>)>,
     ready: bool,
 }
 
@@ -145,31 +163,45 @@ impl ResourceCache {
     }
 
     /// Watches `prefix` after `after` from the ring (leaving out heartbeats when
-    /// `without_heartbeats`); None when `after` is older than the ring (the caller asks the
-    /// backend instead).
+    /// `without_heartbeats`); None while the cache has no initial list (the caller asks the
+    /// backend instead). A revision older than the ring is `Err(Compacted)`, as upstream's
+    /// watch cache answers "too old resource version": the client relists. (Replaying it
+    /// from the backend instead let every lagging watcher hold its own copy of the history.)
     pub(super) fn watch(
-        &self,
+        self: &Arc<Self>,
         prefix: &str,
         after: Option<Revision>,
         without_heartbeats: bool,
-    ) -> Option<WatchStream> {
+    ) -> Option<Result<WatchStream>> {
         let st = self.read();
         if !st.ready {
             return None;
         }
-        let (published, sub) = self.hub.subscribe(prefix, without_heartbeats);
-        let after = after.unwrap_or(published);
-        if after < st.ring_start {
-            return None;
-        }
-        let replay: Vec<Arc<WatchEvent>> = st
-            .ring
-            .iter()
-            .filter(|e| e.revision() > after && e.key().starts_with(prefix))
-            .filter(|e| !(without_heartbeats && e.is_heartbeat()))
-            .cloned()
-            .collect();
-        Some(watch::stream(replay, sub, after))
+        let after = match after {
+            Some(a) if a < st.ring_start => {
+                return Some(Err(Error::Compacted {
+                    requested: a,
+                    oldest: st.ring_start + 1,
+                }))
+            }
+            Some(a) => a,
+            None => {
+                // From now: straight to the live queue.
+                let (published, sub) = self.hub.subscribe(prefix, without_heartbeats);
+                return Some(Ok(watch::stream(vec![], sub, published)));
+            }
+        };
+        drop(st);
+        let replay = Replay {
+            cache: Arc::clone(self),
+            prefix: prefix.to_string(),
+            without_heartbeats,
+            after,
+            cursor: after,
+            sent: after,
+            batch: VecDeque::new(),
+        };
+        Some(Ok(replay.into_stream()))
     }
 
     /// Whether the cache has its initial list.
@@ -209,13 +241,19 @@ impl ResourceCache {
         }
         st.revision = st.revision.max(rev);
         if !matches!(ev, WatchEvent::Progress(_)) {
-            if st.ring.len() >= self.opts.history.max(1) {
-                if let Some(old) = st.ring.pop_front() {
-                    st.ring_start = old.revision();
+            let now = Instant::now();
+            let max = self.opts.history.max(1);
+            while let Some((at, old)) = st.ring.front() {
+                let aged = st.ring.len() >= HISTORY_FLOOR.min(max)
+                    && now.duration_since(*at) > self.opts.history_age;
+                if st.ring.len() < max && !aged {
+                    break;
                 }
+                st.ring_start = old.revision();
+                st.ring.pop_front();
             }
             let ev = Arc::new(ev);
-            st.ring.push_back(ev.clone());
+            st.ring.push_back((now, ev.clone()));
             self.hub.publish_shared(std::slice::from_ref(&ev), rev);
         } else {
             self.hub.publish(&[], rev);
@@ -223,6 +261,100 @@ impl ResourceCache {
         let revision = st.revision;
         drop(st);
         self.revision_tx.send_replace((true, revision));
+    }
+}
+
+/// A watch from a revision still in the ring: events are taken from the ring a batch at a
+/// time; once the cursor reaches the ring's end the watcher subscribes to the live queue
+/// under the same lock (no gap, no overlap). Should the ring drop events past the cursor
+/// before they are taken (a watcher reading slower than the ring ages), the stream ends with
+/// `Err(Compacted)`.
+struct Replay {
+    cache: Arc<ResourceCache>,
+    prefix: String,
+    without_heartbeats: bool,
+    /// Where the watch started: nothing at or before it is sent.
+    after: Revision,
+    /// The revision up to which the ring was read.
+    cursor: Revision,
+    /// The revision of the last event handed out (or `after`).
+    sent: Revision,
+    batch: VecDeque<Arc<WatchEvent>>,
+}
+
+/// What one look at the ring gives a replay.
+enum Step {
+    /// More events (possibly none yet, when the scan budget ran out).
+    More,
+    /// Caught up: the live stream goes on from here.
+    Live(WatchStream),
+    Gone(Error),
+}
+
+impl Replay {
+    fn into_stream(self) -> WatchStream {
+        enum State {
+            Replay(Box<Replay>),
+            Live(WatchStream),
+            Done,
+        }
+        futures::stream::unfold(State::Replay(Box::new(self)), |state| async move {
+            match state {
+                State::Done => None,
+                State::Live(mut live) => live.next().await.map(|item| (item, State::Live(live))),
+                State::Replay(mut r) => loop {
+                    if let Some(ev) = r.batch.pop_front() {
+                        r.sent = ev.revision();
+                        return Some((Ok(Arc::unwrap_or_clone(ev)), State::Replay(r)));
+                    }
+                    match r.step() {
+                        Step::More => {}
+                        // The last events of the replay were left out (heartbeats, other
+                        // prefixes): say how far the watcher is, as a progress notification.
+                        Step::Live(live) if r.cursor > r.sent => {
+                            let progress = WatchEvent::Progress(r.cursor);
+                            return Some((Ok(progress), State::Live(live)));
+                        }
+                        Step::Live(mut live) => {
+                            return live.next().await.map(|item| (item, State::Live(live)));
+                        }
+                        Step::Gone(e) => return Some((Err(e), State::Done)),
+                    }
+                },
+            }
+        })
+        .boxed()
+    }
+
+    /// Takes the next batch from the ring, or subscribes once there is nothing left.
+    fn step(&mut self) -> Step {
+        let st = self.cache.read();
+        if self.cursor < st.ring_start {
+            return Step::Gone(Error::Compacted {
+                requested: self.cursor,
+                oldest: st.ring_start + 1,
+            });
+        }
+        let start = st
+            .ring
+            .partition_point(|(_, e)| e.revision() <= self.cursor);
+        for (_, ev) in st.ring.range(start..).take(REPLAY_SCAN) {
+            self.cursor = ev.revision();
+            if ev.key().starts_with(self.prefix.as_str())
+                && !(self.without_heartbeats && ev.is_heartbeat())
+            {
+                self.batch.push_back(ev.clone());
+                if self.batch.len() >= REPLAY_BATCH {
+                    break;
+                }
+            }
+        }
+        if !self.batch.is_empty() || start + REPLAY_SCAN < st.ring.len() {
+            return Step::More;
+        }
+        // Every event up to the hub's published revision is in the ring, and this is its end.
+        let (_, sub) = (self.cache.hub).subscribe(&self.prefix, self.without_heartbeats);
+        Step::Live(watch::stream(vec![], sub, self.after.max(self.cursor)))
     }
 }
 
@@ -339,5 +471,75 @@ async fn reflect(
                 backoff = (backoff * 2).min(Duration::from_secs(5));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{Cacher, EmbeddedStore};
+    use bytes::Bytes;
+
+    async fn next(w: &mut WatchStream) -> Result<WatchEvent> {
+        loop {
+            let item = tokio::time::timeout(Duration::from_secs(10), w.next())
+                .await
+                .expect("no watch event within 10s")
+                .expect("watch ended");
+            if !matches!(item, Ok(WatchEvent::Progress(_))) {
+                return item;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn replays_from_the_ring_then_goes_live_and_refuses_older_revisions() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend: Arc<dyn Storage> =
+            Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).unwrap());
+        let opts = CacherOptions {
+            history: 8,
+            ..CacherOptions::default()
+        };
+        let cache = Cacher::new(backend, "/registry", opts);
+        let p = "/registry/configmaps/";
+        // Starts the resource's cache before the writes.
+        let any = ListOptions {
+            revision: ListRevision::Any,
+            ..ListOptions::default()
+        };
+        cache.list(p, any).await.unwrap();
+        let mut revs = Vec::new();
+        for i in 0..20 {
+            let key = format!("{p}ns/cm-{i:02}");
+            revs.push(
+                cache
+                    .create(&key, Bytes::from("x"), None)
+                    .await
+                    .unwrap()
+                    .mod_revision,
+            );
+        }
+        // Wait until the cache has applied every write.
+        let mut w = cache.watch(p, Some(revs[18])).await.unwrap();
+        assert_eq!(next(&mut w).await.unwrap().revision(), revs[19]);
+        // Only the last 8 events are kept: from before them is "too old".
+        match cache.watch(p, Some(revs[5])).await {
+            Err(Error::Compacted { requested, oldest }) => {
+                assert_eq!((requested, oldest), (revs[5], revs[12]));
+            }
+            Ok(_) => panic!("a watch from before the ring was accepted"),
+            Err(e) => panic!("unexpected {e:?}"),
+        }
+        // From the ring's start: all 8 in order, then a live one.
+        let mut w = cache.watch(p, Some(revs[11])).await.unwrap();
+        for want in &revs[12..] {
+            assert_eq!(next(&mut w).await.unwrap().revision(), *want);
+        }
+        let live = cache
+            .create(&format!("{p}ns/live"), Bytes::from("y"), None)
+            .await
+            .unwrap();
+        assert_eq!(next(&mut w).await.unwrap().revision(), live.mod_revision);
     }
 }

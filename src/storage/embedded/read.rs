@@ -187,6 +187,27 @@ pub(crate) fn list(
     let mut base_next: Option<(String, Index)> = None;
     let mut base_done = false;
     loop {
+        if next_key.is_some() {
+            // Past the page: count the rest without reading values, decoding indexes or
+            // copying keys (a `limit=1` LIST of a large resource must not cost a full scan's
+            // work). Keys that expired but are not reaped yet count too: upstream's
+            // remainingItemCount is an estimate as well.
+            if let Some((bk, _)) = base_next.take() {
+                remaining += i64::from(!overlay.contains_key(&bk));
+            }
+            if !base_done {
+                for item in base.by_ref() {
+                    let (k, _) = item.map_err(db_err)?;
+                    let key = k.value();
+                    if !key.starts_with(prefix) {
+                        break;
+                    }
+                    remaining += i64::from(!overlay.contains_key(key));
+                }
+            }
+            remaining += over.filter(|(_, v)| v.is_some()).count() as i64;
+            break;
+        }
         if base_next.is_none() && !base_done {
             match base.next() {
                 Some(item) => {
