@@ -429,7 +429,10 @@ impl GenericStore {
         let (label, field, bookmarks) =
             (opts.label.clone(), opts.field.clone(), opts.allow_bookmarks);
         let seen = progress.clone();
-        let mut renewals = opts.omit_renewals.then(Renewals::default);
+        // Only resources with renewals need the last object of every key remembered (for
+        // every other kind that map was a decoded copy of each object the watch ever saw).
+        let mut renewals =
+            (opts.omit_renewals && self.strategy.has_renewals()).then(Renewals::default);
         let live = live.filter_map(move |ev| {
             // Skipped renewals still count as progress: bookmarks carry their revisions.
             if let Ok(e) = &ev {

@@ -185,6 +185,12 @@ pub(crate) trait Strategy: Send + Sync + 'static {
         false
     }
 
+    /// Whether [`Self::is_renewal`] can ever be true: a watch that skips renewals remembers
+    /// the last object of every key only for such resources.
+    fn has_renewals(&self) -> bool {
+        false
+    }
+
     /// Converts a stored object to the served form.
     fn to_served(&self, obj: Value) -> Value {
         obj

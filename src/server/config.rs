@@ -3,6 +3,7 @@
 //! TLS settings, and [`CompletedConfig::new_server`] builds the [`GenericServer`].
 //! May use: options, filters, endpoints, registry, storage, api.
 
+use super::control_runtime::ControlRuntime;
 use super::pki::{self, Pki, ADMIN_USER, MASTERS_GROUP};
 use super::{listener, loopback, GenericServer};
 use crate::api::UserInfo;
@@ -41,6 +42,9 @@ pub(crate) enum Error {
     /// TLS could not be set up.
     #[error("cannot set up TLS")]
     Tls(#[from] listener::Error),
+    /// The control plane's runtime could not be started.
+    #[error("cannot start the control-plane runtime")]
+    ControlRuntime(#[source] std::io::Error),
     /// The loopback client could not be built.
     #[error("cannot build the loopback client")]
     Loopback(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -140,8 +144,12 @@ impl Config {
     pub(crate) fn complete(self) -> Result<CompletedConfig, Error> {
         let token = uuid::Uuid::new_v4().to_string();
         let chain = loopback::ChainSlot::default();
-        let loopback =
-            loopback::client(chain.clone(), &token).map_err(|e| Error::Loopback(e.into()))?;
+        let control = ControlRuntime::start().map_err(Error::ControlRuntime)?;
+        // Made inside the control runtime: the client's dispatch task runs there too.
+        let loopback = {
+            let _inside = control.handle().enter();
+            loopback::client(chain.clone(), &token).map_err(|e| Error::Loopback(e.into()))?
+        };
         let mut config = self;
         config.tokens.insert(
             token,
@@ -160,6 +168,7 @@ impl Config {
         )?;
         Ok(CompletedConfig {
             config,
+            control,
             loopback,
             chain,
             verifier,
@@ -171,6 +180,8 @@ impl Config {
 /// A configuration with every derived value filled in.
 pub(crate) struct CompletedConfig {
     pub(super) config: Config,
+    /// Where the post-start hooks and the loopback client run.
+    pub(super) control: ControlRuntime,
     pub(super) loopback: kube::Client,
     /// Where [`super::GenericServer::prepare_run`] publishes the chain the loopback client uses.
     pub(super) chain: loopback::ChainSlot,

@@ -146,12 +146,14 @@ impl Hooks {
             .collect()
     }
 
-    /// Starts every post-start hook under supervision; their tasks go to `ctx.tasks`.
-    pub(crate) fn start(&mut self, ctx: &HookContext) {
+    /// Starts every post-start hook under supervision on `runtime` (the tasks a hook spawns
+    /// run there too); their tasks go to `ctx.tasks`.
+    pub(crate) fn start(&mut self, ctx: &HookContext, runtime: &tokio::runtime::Handle) {
         self.started = true;
         for entry in &self.post_start {
             let (name, hook, state) = (entry.name.clone(), entry.hook.clone(), entry.state.clone());
-            ctx.tasks.spawn(supervise(name, hook, state, ctx.clone()));
+            ctx.tasks
+                .spawn_on(supervise(name, hook, state, ctx.clone()), runtime);
         }
     }
 
@@ -316,7 +318,7 @@ mod tests {
             cancel: CancellationToken::new(),
             tasks: TaskTracker::new(),
         };
-        hooks.start(&ctx);
+        hooks.start(&ctx, &tokio::runtime::Handle::current());
         tokio::time::sleep(Duration::from_millis(150)).await;
         let err = checks[0].run().await.unwrap_err();
         assert!(err.contains("failing on purpose (attempt 2 of 2)"), "{err}");

@@ -65,6 +65,7 @@ impl PreparedServer {
         } = self;
         let CompletedConfig {
             config,
+            control,
             loopback,
             tls,
             ..
@@ -92,11 +93,14 @@ impl PreparedServer {
 
         let hook_cancel = CancellationToken::new();
         let hook_tasks = TaskTracker::new();
-        hooks.start(&HookContext {
-            client: loopback,
-            cancel: hook_cancel.clone(),
-            tasks: hook_tasks.clone(),
-        });
+        hooks.start(
+            &HookContext {
+                client: loopback,
+                cancel: hook_cancel.clone(),
+                tasks: hook_tasks.clone(),
+            },
+            &control.handle(),
+        );
 
         let ended = tokio::select! {
             _ = cancel.cancelled() => None,
@@ -134,6 +138,7 @@ impl PreparedServer {
             tracing::warn!("post-start hook tasks did not stop in time");
         }
         tracing::info!("[graceful-termination] hooks stopped, apiserver is exiting");
+        drop(control);
         drop(config.storage);
         Ok(())
     }

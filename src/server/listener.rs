@@ -174,7 +174,7 @@ pub(crate) type Handler = Arc<
 /// here and the watch queue behind it ([`crate::storage`]'s hub) decides when to give up on
 /// it. One body chunk (a LIST page, a watch event) always goes out whole, so this never splits
 /// or slows a response; it bounds what a stalled stream holds to this plus one chunk.
-const SEND_BUFFER_PER_STREAM: usize = 64 * 1024;
+const SEND_BUFFER_PER_STREAM: usize = 16 * 1024;
 
 /// Accepts connections until `stop` fires, then stops listening, lets in-flight requests
 /// finish (HTTP/2 gets GOAWAY) for at most `drain_timeout`, and aborts what is left.

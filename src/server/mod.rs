@@ -10,6 +10,7 @@
 mod chain;
 mod coalesce;
 pub(crate) mod config;
+mod control_runtime;
 pub(crate) mod health;
 pub(crate) mod hooks;
 mod lifecycle;

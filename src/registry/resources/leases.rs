@@ -86,6 +86,10 @@ impl Strategy for Leases {
         }
         errs
     }
+    fn has_renewals(&self) -> bool {
+        true
+    }
+
     /// A renewal by the holder (client-go's leader election, node heartbeats): a new
     /// `spec.renewTime` and what every write changes (resourceVersion, managedFields); the
     /// holder, durations, transitions and all other metadata as they were.
