@@ -19,7 +19,10 @@
 //! Environment: `KAPI_WATCH_SECS` (default 60), `KAPI_WATCH_CONNS` (10),
 //! `KAPI_WATCH_STREAMS` (streams per connection, 100), `KAPI_WATCH_STALLED` (of those, how
 //! many never read, 0), `KAPI_WATCH_WRITERS` (16, as 4 per connection),
-//! `KAPI_WATCH_RATE` (creates/s in all, 1300), `KAPI_WATCH_MAX_RSS_MIB` (300), plus the API bench's `KAPI_BENCH_BIN` and
+//! `KAPI_WATCH_RATE` (writes/s in all, 1300), `KAPI_WATCH_MAX_RSS_MIB` (300),
+//! `KAPI_WATCH_KEEP` (soak form: each writer deletes its oldest ConfigMap beyond this many, so
+//! the object count stays flat), `KAPI_WATCH_FLAT_PCT` (soak form: fail when RSS after the
+//! first fifth of the run varies by more than this many percent), plus the API bench's `KAPI_BENCH_BIN` and
 //! `KAPI_BENCH_SERVE_ARGS`. Without `--bench` (under `cargo test --benches`) it runs the short
 //! form: 15 s, 2 x 50 streams of which 25 per connection are stalled, bound 200 MiB.
 
@@ -54,6 +57,10 @@ struct Settings {
     writers: usize,
     /// Creates per second in all (0: unpaced).
     rate: u64,
+    /// Soak form: each writer deletes its oldest ConfigMap beyond this many.
+    keep: Option<usize>,
+    /// Soak form: RSS after the first fifth of the run may vary by at most this (percent).
+    flat_pct: Option<f64>,
     max_rss_mib: f64,
     smoke: bool,
 }
@@ -74,6 +81,8 @@ impl Settings {
                 stalled: 25,
                 writers: 16,
                 rate: get("KAPI_WATCH_RATE", 1300),
+                keep: None,
+                flat_pct: None,
                 max_rss_mib: get("KAPI_WATCH_MAX_RSS_MIB", 200) as f64,
                 smoke,
             };
@@ -85,6 +94,12 @@ impl Settings {
             stalled: get("KAPI_WATCH_STALLED", 0) as usize,
             writers: get("KAPI_WATCH_WRITERS", 16).max(1) as usize,
             rate: get("KAPI_WATCH_RATE", 1300),
+            keep: std::env::var("KAPI_WATCH_KEEP")
+                .ok()
+                .and_then(|v| v.parse().ok()),
+            flat_pct: std::env::var("KAPI_WATCH_FLAT_PCT")
+                .ok()
+                .and_then(|v| v.parse().ok()),
             max_rss_mib: get("KAPI_WATCH_MAX_RSS_MIB", 300) as f64,
             smoke,
         }
@@ -267,52 +282,88 @@ async fn watchers(
     Ok(())
 }
 
-/// One writer creating ConfigMaps until `end`, one every `interval` (or back to back).
+/// One writer creating ConfigMaps until `end`, one every `interval` (or back to back). With
+/// `keep`, it also deletes its oldest ConfigMap once it has more than `keep`, so the number of
+/// objects stays flat (the soak's form).
 async fn writer(
     mut conn: loader::Conn,
     uri: hyper::Uri,
     i: usize,
     interval: Option<Duration>,
+    keep: Option<usize>,
     end: Instant,
 ) -> WriteStats {
     let mut stats = WriteStats::default();
     let body = configmap_body(i);
     let mut next = Instant::now();
+    let mut mine = std::collections::VecDeque::new();
     while Instant::now() < end {
         if let Some(interval) = interval {
             tokio::time::sleep_until(next.into()).await;
             next += interval;
         }
         let start = Instant::now();
-        let mut req = hyper::Request::new(());
-        *req.method_mut() = Method::POST;
-        *req.uri_mut() = uri.clone();
-        req.headers_mut().insert(
-            "content-type",
-            hyper::header::HeaderValue::from_static("application/json"),
-        );
-        let result: Res<u16> = async {
-            std::future::poll_fn(|cx| conn.poll_ready(cx)).await?;
-            let (response, mut stream) = conn.send_request(req, false)?;
-            stream.send_data(body.clone(), true)?;
-            let response = response.await?;
-            let status = response.status().as_u16();
-            let mut recv = response.into_body();
-            while let Some(chunk) = recv.data().await {
-                let _ = recv.flow_control().release_capacity(chunk?.len());
+        let delete = keep.is_some_and(|k| mine.len() > k);
+        let result = match delete.then(|| mine.pop_front()).flatten() {
+            Some(name) => {
+                let target = format!("{uri}/{name}").parse::<hyper::Uri>();
+                match target {
+                    Ok(t) => call(&mut conn, Method::DELETE, t, None).await,
+                    Err(e) => Err(e.into()),
+                }
             }
-            Ok(status)
-        }
-        .await;
+            None => call(&mut conn, Method::POST, uri.clone(), Some(body.clone())).await,
+        };
         match result {
-            Ok(201) => stats
-                .latencies_us
-                .push(start.elapsed().as_micros().min(u32::MAX as u128) as u32),
-            Ok(code) if code >= 500 => stats.server_errors += 1,
+            Ok((200 | 201, response)) => {
+                stats
+                    .latencies_us
+                    .push(start.elapsed().as_micros().min(u32::MAX as u128) as u32);
+                if keep.is_some() && !delete {
+                    let obj: Value = serde_json::from_slice(&response).unwrap_or_default();
+                    if let Some(name) = obj["metadata"]["name"].as_str() {
+                        mine.push_back(name.to_string());
+                    }
+                }
+            }
+            Ok((code, _)) if code >= 500 => stats.server_errors += 1,
             _ => stats.other_errors += 1,
         }
     }
     stats
+}
+
+/// One request: (status, body).
+async fn call(
+    conn: &mut loader::Conn,
+    method: Method,
+    uri: hyper::Uri,
+    body: Option<Bytes>,
+) -> Res<(u16, Bytes)> {
+    let mut req = hyper::Request::new(());
+    *req.method_mut() = method;
+    *req.uri_mut() = uri;
+    if body.is_some() {
+        req.headers_mut().insert(
+            "content-type",
+            hyper::header::HeaderValue::from_static("application/json"),
+        );
+    }
+    std::future::poll_fn(|cx| conn.poll_ready(cx)).await?;
+    let (response, mut stream) = conn.send_request(req, body.is_none())?;
+    if let Some(body) = body {
+        stream.send_data(body, true)?;
+    }
+    let response = response.await?;
+    let status = response.status().as_u16();
+    let mut recv = response.into_body();
+    let mut out = Vec::new();
+    while let Some(chunk) = recv.data().await {
+        let chunk = chunk?;
+        let _ = recv.flow_control().release_capacity(chunk.len());
+        out.extend_from_slice(&chunk);
+    }
+    Ok((status, Bytes::from(out)))
 }
 
 fn percentile(sorted: &[u32], p: f64) -> f64 {
@@ -373,6 +424,7 @@ async fn bench(s: Settings) -> Res<bool> {
                 create.clone(),
                 n,
                 interval,
+                s.keep,
                 end,
             )));
         }
@@ -390,10 +442,10 @@ async fn bench(s: Settings) -> Res<bool> {
         peak = peak.max(rss);
         samples.push(rss);
         tick += 1;
-        if tick % 20 == 0 && std::env::var_os("KAPI_WATCH_TRACE").is_some() {
+        if tick.is_multiple_of(20) && std::env::var_os("KAPI_WATCH_TRACE").is_some() {
             println!("  at {:>3} s: RSS {rss:.0} MiB", tick / 10);
         }
-        if tick % 5 == 0 {
+        if tick.is_multiple_of(5) {
             let ok = tokio::time::timeout(
                 Duration::from_secs(5),
                 anon.get(format!("{url}/readyz")).send(),
@@ -453,7 +505,7 @@ async fn bench(s: Settings) -> Res<bool> {
         samples.len()
     );
     println!(
-        "  creates: {creates} ({:.0}/s), p50 {p50:.1} ms, p99 {p99:.1} ms; 5xx {}, other failures {}",
+        "  writes: {creates} ({:.0}/s), p50 {p50:.1} ms, p99 {p99:.1} ms; 5xx {}, other failures {}",
         creates as f64 / elapsed,
         writes.server_errors,
         writes.other_errors
@@ -486,7 +538,7 @@ async fn bench(s: Settings) -> Res<bool> {
         ));
     }
     if writes.server_errors > 0 {
-        fail(format!("{} creates answered 5xx", writes.server_errors));
+        fail(format!("{} writes answered 5xx", writes.server_errors));
     }
     if ready_failures > 0 {
         fail(format!("/readyz failed {ready_failures} times"));
@@ -498,13 +550,24 @@ async fn bench(s: Settings) -> Res<bool> {
         fail("a watcher saw a resourceVersion go backwards".into());
     }
     if creates == 0 {
-        fail("no create succeeded".into());
+        fail("no write succeeded".into());
+    }
+    if let Some(pct) = s.flat_pct {
+        // After the first fifth of the run (warm-up), RSS stays within `pct` of its minimum.
+        let settled = &samples[samples.len() / 5..];
+        let lo = settled.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = settled.iter().copied().fold(0.0, f64::max);
+        let drift = (hi - lo) / lo * 100.0;
+        println!("  RSS after warm-up: {lo:.0}..{hi:.0} MiB ({drift:.1}% apart, bar {pct}%)");
+        if drift > pct {
+            fail(format!("RSS drifted {drift:.1}% after warm-up"));
+        }
     }
     if s.stalled > 0 && forced == 0 {
         fail("stalled watchers were never closed".into());
     }
     if !s.smoke && p99 >= P99_BAR_MS {
-        fail(format!("create p99 {p99:.1} ms >= {P99_BAR_MS} ms"));
+        fail(format!("write p99 {p99:.1} ms >= {P99_BAR_MS} ms"));
     }
     Ok(ok)
 }
