@@ -6,6 +6,7 @@ mod apply_list;
 mod auth;
 mod badinput;
 mod bookmarks;
+mod chaos;
 mod clients;
 mod controllers;
 mod crud;
