@@ -11,6 +11,7 @@ mod clients;
 mod controllers;
 mod crud;
 mod discovery;
+mod disk;
 mod gc;
 mod generated;
 mod ha;
