@@ -2,9 +2,10 @@
 //! calls over every `--etcd-servers` endpoint and goes on picking one whose member is dead (the
 //! call fails with "connection refused") or stopped (the call hangs until its time limit), so
 //! one bad member of three made a third of all requests fail. A monitor probes each endpoint
-//! on its own connection, as `etcdctl endpoint health` does (a linearizable read of the key
-//! `health`), takes the endpoints that do not answer out of the shared client's balance and
-//! puts them back once they answer again. When no endpoint answers, all of them stay in: a
+//! on its own connection (a serializable read of the key `health`, which a running member
+//! answers at once, even while the cluster elects a leader: a linearizable read made every
+//! member look dead during elections), takes the endpoints that do not answer out of the
+//! shared client's balance and puts them back once they answer again. When no endpoint answers, all of them stay in: a
 //! whole-cluster outage must leave the client something to reconnect to. The monitor also logs
 //! etcd going away and coming back.
 //!
@@ -53,7 +54,7 @@ pub(super) async fn monitor(
         }
         let results = futures::future::join_all(endpoints.iter().map(|ep| async {
             match &ep.probe {
-                Some(c) => probe_linearizable(c, timeout).await,
+                Some(c) => probe_serializable(c, timeout).await,
                 None => Err(Error::unavailable("cannot build a client")),
             }
         }))
@@ -105,11 +106,11 @@ pub(super) async fn monitor(
     }
 }
 
-/// A linearizable read of the key `health`: answered only by a member that is running and
-/// part of a quorum with a leader.
-async fn probe_linearizable(client: &Client, timeout: Duration) -> Result<()> {
+/// A serializable read of the key `health`: answered by any running member.
+async fn probe_serializable(client: &Client, timeout: Duration) -> Result<()> {
     let mut kv = client.kv_client();
-    let get = kv.get("health", Some(GetOptions::new().with_count_only()));
+    let opts = GetOptions::new().with_serializable().with_count_only();
+    let get = kv.get("health", Some(opts));
     match tokio::time::timeout(timeout, get).await {
         Ok(Ok(_)) => Ok(()),
         Ok(Err(e)) => Err(Error::unavailable("etcd health probe failed").caused_by(e)),
