@@ -7,12 +7,14 @@
 //!
 //! An etcd that cannot be reached is not fatal: connections are made lazily (gRPC reconnects
 //! with backoff on its own), every call fails with [`Error::Unavailable`] meanwhile, and a
-//! monitor task logs when etcd goes away and comes back.
+//! monitor task logs when etcd goes away and comes back. The same monitor keeps members that
+//! do not answer out of the client's balance (`etcd_endpoints.rs`), so one dead or stopped
+//! member of a cluster costs nothing but its share of in-flight calls.
 
 use super::remembered::Remembered;
 use super::{
-    update_round, Chain, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision,
-    Result, Revision, Round, Storage, UpdateFn, WatchEvent, WatchStream,
+    update_round, DeleteCheck, Error, KeyValue, ListOptions, ListResult, ListRevision, Result,
+    Revision, Round, Storage, UpdateFn, WatchEvent, WatchStream,
 };
 use bytes::Bytes;
 use etcd_client::{
@@ -23,10 +25,6 @@ use futures::StreamExt;
 use std::time::Duration;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-/// Backoff bounds of the reachability monitor.
-const MONITOR_MIN: Duration = Duration::from_secs(1);
-const MONITOR_MAX: Duration = Duration::from_secs(30);
-const MONITOR_STEADY: Duration = Duration::from_secs(10);
 /// Time limit of one unary call (watches are not limited).
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// How often a watch asks etcd for a progress notification (etcd's own periodic one comes
@@ -71,15 +69,34 @@ impl EtcdStore {
         if tls.ca_file.is_some() || tls.cert_file.is_some() {
             opts = opts.with_tls(tls_options(tls)?);
         }
-        let client = Client::connect(servers, Some(opts)).await.map_err(|e| {
-            Error::unavailable(format!("--etcd-servers {}", servers.join(","))).caused_by(e)
-        })?;
+        // The monitor adds and removes endpoints by URL, as the client spelt them.
+        let scheme = if tls.ca_file.is_some() || tls.cert_file.is_some() {
+            "https://"
+        } else {
+            "http://"
+        };
+        let urls: Vec<String> = servers
+            .iter()
+            .map(|s| {
+                if s.contains("://") {
+                    s.clone()
+                } else {
+                    format!("{scheme}{s}")
+                }
+            })
+            .collect();
+        let client = Client::connect(&urls, Some(opts.clone()))
+            .await
+            .map_err(|e| {
+                Error::unavailable(format!("--etcd-servers {}", servers.join(","))).caused_by(e)
+            })?;
         let token = CancellationToken::new();
         // Detached: it returns once the store's DropGuard cancels `token`, has no result, and
         // logs what it finds.
-        tokio::spawn(monitor(
+        tokio::spawn(super::etcd_endpoints::monitor(
             client.clone(),
-            servers.join(","),
+            urls,
+            opts,
             health_timeout,
             token.clone(),
         ));
@@ -256,35 +273,6 @@ fn version_at_least(version: &str, min: (u64, u64, u64)) -> bool {
         parts.next().unwrap_or(0),
     );
     v >= min
-}
-
-/// Logs etcd going away and coming back, probing with backoff while it is away.
-async fn monitor(client: Client, servers: String, timeout: Duration, stop: CancellationToken) {
-    let mut healthy = true;
-    let mut delay = MONITOR_MIN;
-    loop {
-        let ok = probe(&client, timeout).await;
-        match (&ok, healthy) {
-            (Err(e), true) => {
-                tracing::error!(servers = %servers, error = %Chain(e), "etcd is unreachable; retrying with backoff");
-                healthy = false;
-                delay = MONITOR_MIN;
-            }
-            (Ok(()), false) => {
-                tracing::info!(servers = %servers, "etcd is reachable again");
-                healthy = true;
-            }
-            _ => {}
-        }
-        let wait = if healthy { MONITOR_STEADY } else { delay };
-        if !healthy {
-            delay = (delay * 2).min(MONITOR_MAX);
-        }
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(wait) => {}
-        }
-    }
 }
 
 /// One health probe: a read of the key `health`, as kube-apiserver's etcd check does.

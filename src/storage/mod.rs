@@ -10,6 +10,7 @@ mod conformance;
 mod embedded;
 mod error;
 mod etcd;
+mod etcd_endpoints;
 mod remembered;
 mod watch;
 

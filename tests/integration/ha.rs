@@ -14,7 +14,7 @@ use kube::{Api, Client};
 use std::sync::Arc;
 use std::time::Duration;
 
-fn replica_options(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Options {
+pub(crate) fn replica_options(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Options {
     Options::default().args([
         "--etcd-servers",
         etcd,
@@ -37,7 +37,7 @@ fn replica_options(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Option
     ])
 }
 
-async fn lease(client: &Client, name: &str) -> Option<Lease> {
+pub(crate) async fn lease(client: &Client, name: &str) -> Option<Lease> {
     let api: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
     within(Duration::from_secs(10), "GET lease", api.get_opt(name))
         .await
@@ -46,7 +46,7 @@ async fn lease(client: &Client, name: &str) -> Option<Lease> {
 }
 
 /// Index of the replica holding the CLE controller's own lease.
-async fn cle_leader(client: &Client, hosts: &[&str], exclude: Option<usize>) -> usize {
+pub(crate) async fn cle_leader(client: &Client, hosts: &[&str], exclude: Option<usize>) -> usize {
     eventually(
         Duration::from_secs(30),
         "a CLE controller leader",

@@ -99,6 +99,49 @@ impl EmbeddedStore {
         self.db.snapshot(&self.path)
     }
 
+    /// Runs `f` on a read snapshot; when the database failed under it (a write's I/O error,
+    /// as on a full disk), runs it again once on the reopened database.
+    fn reading<T>(&self, f: impl Fn(&redb::ReadTransaction) -> Result<T>) -> Result<T> {
+        let snap = self.read()?;
+        match f(&snap) {
+            Err(e) if cell::failed_under_reader(&e) => {
+                f(&*self.db.snapshot_after(&self.path, snap)?)
+            }
+            other => other,
+        }
+    }
+
+    /// One LIST in one snapshot.
+    fn list_in(
+        &self,
+        txn: &redb::ReadTransaction,
+        prefix: &str,
+        opts: &ListOptions,
+    ) -> Result<ListResult> {
+        let at = match opts.revision {
+            ListRevision::Latest | ListRevision::Any => None,
+            ListRevision::NotOlderThan(r) => {
+                let (current, _) = read::revisions(txn)?;
+                if r > current {
+                    return Err(Error::TooLargeRevision {
+                        requested: r,
+                        current,
+                    });
+                }
+                None
+            }
+            ListRevision::Exact(r) => Some(r),
+        };
+        read::list(
+            txn,
+            prefix,
+            at,
+            opts.start_key.as_deref(),
+            opts.limit,
+            now_ms(),
+        )
+    }
+
     async fn submit<T>(&self, make: impl FnOnce(oneshot::Sender<Result<T>>) -> Op) -> Result<T> {
         let (tx, rx) = oneshot::channel();
         self.ops
@@ -149,35 +192,14 @@ impl Drop for EmbeddedStore {
 #[async_trait::async_trait]
 impl Storage for EmbeddedStore {
     async fn get(&self, key: &str) -> Result<KeyValue> {
-        read::get(&*self.read()?, key, now_ms())?.ok_or_else(|| Error::NotFound {
-            key: key.to_string(),
-        })
+        self.reading(|txn| read::get(txn, key, now_ms()))?
+            .ok_or_else(|| Error::NotFound {
+                key: key.to_string(),
+            })
     }
 
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult> {
-        let txn = self.read()?;
-        let at = match opts.revision {
-            ListRevision::Latest | ListRevision::Any => None,
-            ListRevision::NotOlderThan(r) => {
-                let (current, _) = read::revisions(&txn)?;
-                if r > current {
-                    return Err(Error::TooLargeRevision {
-                        requested: r,
-                        current,
-                    });
-                }
-                None
-            }
-            ListRevision::Exact(r) => Some(r),
-        };
-        read::list(
-            &txn,
-            prefix,
-            at,
-            opts.start_key.as_deref(),
-            opts.limit,
-            now_ms(),
-        )
+        self.reading(|txn| self.list_in(txn, prefix, &opts))
     }
 
     async fn create(&self, key: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue> {
@@ -197,7 +219,7 @@ impl Storage for EmbeddedStore {
     ) -> Result<KeyValue> {
         // Start from the value this store last wrote under the key (the writer checks its
         // mod revision); read the snapshot only when that is unknown or turned out stale.
-        let fresh = || -> Result<Option<KeyValue>> { read::get(&*self.read()?, key, now_ms()) };
+        let fresh = || self.reading(|txn| read::get(txn, key, now_ms()));
         let mut cur = self.known.get(key);
         let mut guessed = cur.is_some();
         if !guessed {
@@ -238,9 +260,11 @@ impl Storage for EmbeddedStore {
 
     async fn delete(&self, key: &str, check: DeleteCheck<'_>) -> Result<KeyValue> {
         for _ in 0..MAX_RETRIES {
-            let cur = read::get(&*self.read()?, key, now_ms())?.ok_or_else(|| Error::NotFound {
-                key: key.to_string(),
-            })?;
+            let cur = self
+                .reading(|txn| read::get(txn, key, now_ms()))?
+                .ok_or_else(|| Error::NotFound {
+                    key: key.to_string(),
+                })?;
             check(&cur)?;
             match self
                 .submit(|reply| Op::Delete {
@@ -266,7 +290,7 @@ impl Storage for EmbeddedStore {
     async fn watch(&self, prefix: &str, after: Option<Revision>) -> Result<WatchStream> {
         let (published, sub) = self.hub.subscribe(prefix, false);
         let after = after.unwrap_or(published);
-        let replay = read::history(&*self.read()?, prefix, after, published)?;
+        let replay = self.reading(|txn| read::history(txn, prefix, after, published))?;
         Ok(watch::stream(
             replay.into_iter().map(Arc::new).collect(),
             sub,
@@ -283,8 +307,7 @@ impl Storage for EmbeddedStore {
     }
 
     async fn check_health(&self) -> Result<()> {
-        let txn = self.read()?;
-        read::revisions(&txn)?;
+        self.reading(read::revisions)?;
         if !self.alive.load(Ordering::Acquire) {
             return Err(Error::unavailable(format!(
                 "{}: the store writer has stopped",
