@@ -7,6 +7,11 @@
 #           etcd leader, kill -9 of a replica, SIGSTOP of the etcd leader for 10 s, under 64
 #           writers. One line per round: acknowledged writes, lost writes (must be 0), the
 #           slowest /readyz recovery per fault in seconds, the round's duration.
+#   watchers  benches/watchers.rs for KAPI_WATCH_SECS (default 600) s: 1,000 slow watch
+#           streams and 64 writers that create ConfigMaps and delete each writer's oldest beyond
+#           100 (so the object count stays flat), RSS sampled every 100 ms; fails when RSS after
+#           the first fifth moves by more than 10%, peak RSS >= 300 MiB, any 5xx or failed
+#           /readyz. Prints the bench's summary lines.
 #
 # Needs etcd on PATH (scripts/test.sh installs it into .tools/venv).
 set -euo pipefail
@@ -36,7 +41,14 @@ soak_chaos() {
         run_test chaos::etcd_and_replica_faults_lose_no_acknowledged_write "chaos round"
 }
 
-SOAKS=(chaos)
+soak_watchers() {
+    KAPI_WATCH_SECS="${KAPI_WATCH_SECS:-600}" KAPI_WATCH_WRITERS=64 KAPI_WATCH_KEEP=100 \
+        KAPI_WATCH_FLAT_PCT=10 cargo bench --locked --bench watchers 2>&1 |
+        grep -v '^\s*\(Compiling\|Finished\|Running\)'
+    return "${PIPESTATUS[0]}"
+}
+
+SOAKS=(chaos watchers)
 selected=("$@")
 [ ${#selected[@]} -eq 0 ] && selected=("${SOAKS[@]}")
 status=0
