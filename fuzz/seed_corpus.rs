@@ -85,6 +85,8 @@ fn query(s: &mut Seeds) {
         "watch=1&resourceVersion=3&allowWatchBookmarks=true&timeoutSeconds=30&includeObject=Metadata",
         "dryRun=All&fieldValidation=Strict&fieldManager=kubectl-client-side-apply",
         "resourceVersion=abc&resourceVersionMatch=Newest&limit=-1&sendInitialEvents=yes",
+        // Crashed once: the watch deadline overflowed the clock.
+        "watch=1&timeoutSeconds=9223372036854775807",
     ]
     .iter()
     .enumerate()
