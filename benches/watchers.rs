@@ -367,7 +367,7 @@ async fn bench(s: Settings) -> Res<bool> {
         peak = peak.max(rss);
         samples.push(rss);
         tick += 1;
-        if tick % 5 == 0 {
+        if tick.is_multiple_of(5) {
             let ok = tokio::time::timeout(
                 Duration::from_secs(5),
                 anon.get(format!("{url}/readyz")).send(),
