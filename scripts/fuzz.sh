@@ -38,10 +38,10 @@ skip() {
 # is a -Z flag, which a stable rustc takes only with RUSTC_BOOTSTRAP)?
 probe="$(mktemp -d)"
 trap 'rm -rf "$probe"' EXIT
-echo 'fn main() {}' >"$probe/probe.rs"
+echo 'pub fn probe() {}' >"$probe/probe.rs"
 flags=(-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4)
 [ "$sanitizer" = none ] || flags+=("-Zsanitizer=$sanitizer")
-if ! rustc "${flags[@]}" --out-dir "$probe" "$probe/probe.rs" >"$probe/log" 2>&1; then
+if ! rustc "${flags[@]}" --crate-type lib --emit obj --out-dir "$probe" "$probe/probe.rs" >"$probe/log" 2>&1; then
     skip "this Rust toolchain refuses the flags libFuzzer needs ($(head -n1 "$probe/log"))"
 fi
 
