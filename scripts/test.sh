@@ -4,7 +4,8 @@
 # Kubernetes Python client (PyPI kubernetes). Without arguments it checks formatting
 # (cargo fmt --check) and lints (cargo clippy --all-targets -D warnings), then runs every test
 # target plus a short smoke pass of each benchmark (a bench fails on any failed request); extra
-# arguments go to `cargo test` instead.
+# arguments go to `cargo test` instead. Without arguments it ends with a short fuzzing pass
+# (scripts/fuzz.sh: every target for KAPI_FUZZ_SECS seconds, default 20; 0 skips it).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -26,6 +27,11 @@ if [ $# -eq 0 ]; then
     cargo fmt --all -- --check
     cargo clippy --locked --all-targets -- -D warnings
     cargo test --locked --lib --bins --tests --benches
+    # Then every fuzz target for KAPI_FUZZ_SECS seconds (0: none); scripts/fuzz.sh skips with
+    # one line where the toolchain cannot build them.
+    if [ "${KAPI_FUZZ_SECS:-20}" != 0 ]; then
+        scripts/fuzz.sh all "${KAPI_FUZZ_SECS:-20}"
+    fi
 else
     cargo test --locked "$@"
 fi

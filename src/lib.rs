@@ -22,6 +22,9 @@ pub(crate) mod controllers;
 pub(crate) mod endpoints;
 pub mod exit;
 pub(crate) mod filters;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub(crate) mod inspect;
 pub mod logging;
 pub(crate) mod options;

@@ -8,7 +8,7 @@ mod negotiate;
 pub(crate) mod openapi;
 pub(crate) mod patch;
 pub(crate) mod protobuf;
-mod query;
+pub(crate) mod query;
 mod status;
 
 use crate::api::{Body, RequestContext, Status};

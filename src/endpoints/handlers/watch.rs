@@ -64,7 +64,7 @@ pub(crate) async fn watch(
         Ok(i) => i,
         Err(s) => return status_response(s),
     };
-    let deadline = tokio::time::Instant::now() + timeout;
+    let deadline = deadline_after(tokio::time::Instant::now(), timeout);
     let events = match store.watch_with_progress(&ctx, &opts).await {
         Ok((events, progress)) if opts.allow_bookmarks => {
             with_bookmarks(events, progress, deadline, BOOKMARK_FREQUENCY)
@@ -93,6 +93,17 @@ pub(crate) async fn watch(
         HeaderValue::from_static("application/json"),
     );
     resp
+}
+
+/// How long a watch may last at most: a `timeoutSeconds` beyond it (any up to i64::MAX is
+/// valid) waits this long instead of overflowing the clock.
+const MAX_TIMEOUT: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// The deadline of a watch that started at `now` and lasts `timeout` (at most [`MAX_TIMEOUT`]).
+fn deadline_after(now: tokio::time::Instant, timeout: Duration) -> tokio::time::Instant {
+    now.checked_add(timeout.min(MAX_TIMEOUT))
+        .or_else(|| now.checked_add(Duration::from_secs(3600)))
+        .unwrap_or(now)
 }
 
 /// Encodes events as lines, remembering whether the Table columns were sent.
@@ -204,6 +215,17 @@ fn event_line(kind: &str, object: Value) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn huge_timeout_seconds_waits_the_longest_watch_instead_of_overflowing() {
+        // Found by fuzzing (target query): `?watch=1&timeoutSeconds=9223372036854775807`
+        // panicked adding the timeout to the clock.
+        let now = tokio::time::Instant::now();
+        let huge = Duration::from_secs(i64::MAX as u64);
+        assert_eq!(deadline_after(now, huge) - now, MAX_TIMEOUT);
+        let short = Duration::from_secs(5);
+        assert_eq!(deadline_after(now, short) - now, short);
+    }
 
     #[test]
     fn spliced_event_line_is_byte_identical_to_serde() {
