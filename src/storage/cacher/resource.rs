@@ -5,7 +5,8 @@
 //! watcher's replay from the ring and its live queue neither overlap nor leave a gap.
 //!
 //! The ring keeps at least [`CacherOptions::history_age`] of events (upstream's
-//! eventFreshDuration, 75 s), between [`HISTORY_FLOOR`] and [`CacherOptions::history`] events,
+//! eventFreshDuration, 75 s), between [`HISTORY_FLOOR`] and [`CacherOptions::history`] events
+//! and within [`CacherOptions::history_bytes`],
 //! so a watcher closed for being slow can resume where it was instead of relisting. A replay
 //! is read from the ring lazily, a batch at a time as the client takes it: a watcher holds
 //! a cursor, not a copy of the history, and subscribes to the live queue only once it has
@@ -37,6 +38,9 @@ pub struct CacherOptions {
     pub history: usize,
     /// Events younger than this stay in the ring (up to `history`).
     pub history_age: Duration,
+    /// ... and up to this many bytes of keys and values (an update keeps the value before it
+    /// alive, so lease renewals at 20,000/s would otherwise hold 100 Ki old leases).
+    pub history_bytes: usize,
     /// Bound of one watcher's queue; a watcher that falls behind it is closed with Compacted.
     pub watcher_queue: usize,
     /// How often watchers that saw no event get a progress notification (bookmark).
@@ -50,6 +54,7 @@ impl Default for CacherOptions {
         CacherOptions {
             history: 100 * 1024,
             history_age: Duration::from_secs(75),
+            history_bytes: 64 << 20,
             watcher_queue: watch::DEFAULT_QUEUE,
             bookmark_interval: Duration::from_secs(1),
             fresh_wait: Duration::from_millis(250),
@@ -64,6 +69,8 @@ struct State {
     ring_start: Revision,
     /// Events in revision order, with when they were applied.
     ring: VecDeque<(Instant, Arc<WatchEvent>)>,
+    /// Bytes of keys and values the ring's events hold ([`event_bytes`]).
+    ring_bytes: usize,
     ready: bool,
 }
 
@@ -92,6 +99,7 @@ impl ResourceCache {
                 revision: 0,
                 ring_start: 0,
                 ring: VecDeque::new(),
+                ring_bytes: 0,
                 ready: false,
             }),
             hub: Arc::new(Hub::new(0, opts.watcher_queue)),
@@ -216,6 +224,7 @@ impl ResourceCache {
         st.revision = revision;
         st.ring_start = revision;
         st.ring.clear();
+        st.ring_bytes = 0;
         st.ready = true;
         self.hub.cut_off_all();
         self.hub.publish(&[], revision);
@@ -243,16 +252,21 @@ impl ResourceCache {
         if !matches!(ev, WatchEvent::Progress(_)) {
             let now = Instant::now();
             let max = self.opts.history.max(1);
+            let size = event_bytes(&ev);
             while let Some((at, old)) = st.ring.front() {
                 let aged = st.ring.len() >= HISTORY_FLOOR.min(max)
                     && now.duration_since(*at) > self.opts.history_age;
-                if st.ring.len() < max && !aged {
+                let full = st.ring_bytes + size > self.opts.history_bytes;
+                if st.ring.len() < max && !aged && !full {
                     break;
                 }
-                st.ring_start = old.revision();
+                let (start, bytes) = (old.revision(), event_bytes(old));
+                st.ring_start = start;
+                st.ring_bytes -= bytes;
                 st.ring.pop_front();
             }
             let ev = Arc::new(ev);
+            st.ring_bytes += size;
             st.ring.push_back((now, ev.clone()));
             self.hub.publish_shared(std::slice::from_ref(&ev), rev);
         } else {
@@ -261,6 +275,17 @@ impl ResourceCache {
         let revision = st.revision;
         drop(st);
         self.revision_tx.send_replace((true, revision));
+    }
+}
+
+/// The bytes of keys and values an event keeps alive, as the ring counts them.
+fn event_bytes(ev: &WatchEvent) -> usize {
+    let kv = |kv: &crate::storage::KeyValue| kv.key.len() + kv.value.len();
+    match ev {
+        WatchEvent::Created(new) => kv(new),
+        WatchEvent::Updated { kv: new, prev, .. } => kv(new) + kv(prev),
+        WatchEvent::Deleted { prev, .. } => kv(prev),
+        WatchEvent::Progress(_) => 0,
     }
 }
 
@@ -541,5 +566,43 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(next(&mut w).await.unwrap().revision(), live.mod_revision);
+    }
+
+    #[tokio::test]
+    async fn the_ring_keeps_within_its_byte_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let backend: Arc<dyn Storage> =
+            Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).unwrap());
+        let p = "/registry/configmaps/";
+        let key = |i: usize| format!("{p}ns/cm-{i:02}");
+        // Room for three creates of a 100-byte value.
+        let opts = CacherOptions {
+            history_bytes: 3 * (key(0).len() + 100),
+            ..CacherOptions::default()
+        };
+        let cache = Cacher::new(backend, "/registry", opts);
+        let any = ListOptions {
+            revision: ListRevision::Any,
+            ..ListOptions::default()
+        };
+        cache.list(p, any).await.unwrap();
+        let mut revs = Vec::new();
+        for i in 0..10 {
+            let value = Bytes::from(vec![b'x'; 100]);
+            revs.push(
+                cache
+                    .create(&key(i), value, None)
+                    .await
+                    .unwrap()
+                    .mod_revision,
+            );
+        }
+        let mut w = cache.watch(p, Some(revs[8])).await.unwrap();
+        assert_eq!(next(&mut w).await.unwrap().revision(), revs[9]);
+        assert!(cache.watch(p, Some(revs[6])).await.is_ok());
+        assert!(matches!(
+            cache.watch(p, Some(revs[5])).await,
+            Err(Error::Compacted { .. })
+        ));
     }
 }
