@@ -549,7 +549,12 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
             () = &mut timer => {
                 due = None;
                 last = Instant::now();
-                let done = match pass(&client).await {
+                // A pass over many objects takes a while (pages of 500): shutdown does not wait.
+                let passed = tokio::select! {
+                    () = &mut cancelled => return,
+                    p = pass(&client) => p,
+                };
+                let done = match passed {
                     Ok((snap, done)) => {
                         seen.reset(&snap);
                         done
