@@ -32,7 +32,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("inspect", &["output", "api", "exit"]),
     ("cmd", &["*"]),
     // The fuzz targets' entry points (feature `fuzzing`) wire a registry to the endpoints.
-    ("fuzzing", &["endpoints", "registry", "storage", "api", "note"]),
+    (
+        "fuzzing",
+        &["endpoints", "registry", "storage", "api", "note"],
+    ),
 ];
 
 fn layer_of(rel: &Path) -> String {
