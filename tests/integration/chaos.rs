@@ -12,7 +12,7 @@
 //! line of figures.
 
 use crate::controllers::{eventually, kapi_id};
-use crate::ha::{cle_leader, lease, replica_options};
+use crate::ha::{cle_leader, lease, start_replicas};
 use crate::support::etcd::EtcdCluster;
 use crate::support::{within, TestServer};
 use futures::StreamExt;
@@ -342,23 +342,7 @@ async fn chaos_round() -> Figures {
     let mut etcd = EtcdCluster::start(3).await;
     let pki = tempfile::tempdir().unwrap();
     let hosts = ["chaos-0", "chaos-1", "chaos-2"];
-    let mut replicas = Vec::new();
-    for host in hosts {
-        replicas.push(TestServer::start_with(replica_options(&etcd.urls, pki.path(), host)).await);
-    }
-    let mut clients = Vec::new();
-    for r in &replicas {
-        clients.push(r.client().await);
-    }
-    for host in hosts {
-        let id = kapi_id(host);
-        eventually(
-            Duration::from_secs(30),
-            &format!("identity lease of {host}"),
-            || lease(&clients[0], &id),
-        )
-        .await;
-    }
+    let (mut replicas, clients) = start_replicas(&etcd.urls, pki.path(), &hosts).await;
 
     let stop = CancellationToken::new();
     let mut tasks = Vec::new();

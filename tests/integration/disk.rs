@@ -1,11 +1,12 @@
 //! The embedded store on a file system that stops taking writes, under load: a small tmpfs
-//! that fills up, and one remounted read-only. Writes must fail quickly with a 5xx Status
-//! naming the cause, reads go on, nothing acknowledged is lost (checked after a kill -9 and a
-//! restart on the same data dir), and writes resume once the file system takes them again,
-//! without restarting kapi. Needs permission to mount a tmpfs (root); skips with one line
-//! otherwise. Linux refuses `remount,ro` (EBUSY) while a file on the file system is open for
-//! writing, as kapi's store file is, so the read-only test says so and skips where that is
-//! the case.
+//! that fills up. Writes must fail quickly with a 5xx Status naming the cause, reads go on,
+//! nothing acknowledged is lost (checked after a kill -9 and a restart on the same data dir),
+//! and writes resume once the file system takes them again, without restarting kapi. Needs
+//! permission to mount a tmpfs (root); skips with one line otherwise.
+//!
+//! Not covered: a store file made read-only under load. Linux refuses `remount,ro` (EBUSY)
+//! while a file on the file system is open for writing, as kapi's store file always is, so a
+//! test built on it could only ever skip.
 
 use crate::support::{within, Options, TestServer};
 use std::collections::BTreeSet;
@@ -40,25 +41,18 @@ impl Tmpfs {
         Ok(Tmpfs { dir })
     }
 
-    /// `mount -o remount,<opts>`, or why it failed.
-    fn try_remount(&self, opts: &str) -> Result<(), String> {
+    /// `mount -o remount,<opts>`.
+    fn remount(&self, opts: &str) {
         let out = Command::new("mount")
             .args(["-o", &format!("remount,{opts}")])
             .arg(self.dir.path())
             .output()
-            .map_err(|e| e.to_string())?;
-        if out.status.success() {
-            Ok(())
-        } else {
-            Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-        }
-    }
-
-    /// `mount -o remount,<opts>`.
-    fn remount(&self, opts: &str) {
-        if let Err(e) = self.try_remount(opts) {
-            panic!("remount,{opts}: {e}");
-        }
+            .unwrap_or_else(|e| panic!("remount,{opts}: {e}"));
+        assert!(
+            out.status.success(),
+            "remount,{opts}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
 }
 
@@ -304,52 +298,5 @@ async fn a_full_disk_fails_writes_keeps_reads_and_loses_nothing() {
         !seen.failures.iter().any(|(c, _)| *c == 0),
         "no write hung or lost its connection"
     );
-    assert_kept_after_restart(server, &fs, &seen.acknowledged).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn a_read_only_file_system_fails_writes_until_remounted_rw() {
-    let fs = match Tmpfs::mount("64m") {
-        Ok(fs) => fs,
-        Err(e) => {
-            eprintln!("skipping: cannot mount a tmpfs here: {e}");
-            return;
-        }
-    };
-    let mut server = TestServer::start_with(Options::default().data_dir(fs.dir.clone())).await;
-    let load = Load::start(&server, "ro", 1024);
-    load.until(Duration::from_secs(30), "some writes", |a, _| a >= 50)
-        .await;
-    if let Err(e) = fs.try_remount("ro") {
-        // Linux refuses to make a file system read-only while a file on it is open for
-        // writing (EBUSY), which kapi's store always is.
-        load.stop().await;
-        eprintln!("skipping: the kernel refuses remount,ro under load: {e}");
-        return;
-    }
-    load.until(Duration::from_secs(30), "writes to fail", |_, e| {
-        e >= WRITERS * 4
-    })
-    .await;
-    assert_failures(&load.seen, "read-only file system");
-    assert_no_panic(&mut server);
-    let some = load.seen.lock().unwrap().acknowledged[0].clone();
-    assert_reads(&server, &some).await;
-    // Still failing, still answering, after a while.
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    assert_reads(&server, &some).await;
-
-    let (acked, _) = load.counts();
-    fs.remount("rw");
-    load.until(Duration::from_secs(30), "writes to resume", |a, _| {
-        a >= acked + 20
-    })
-    .await;
-    let seen = load.stop().await;
-    assert!(
-        !seen.failures.iter().any(|(c, _)| *c == 0),
-        "no write hung or lost its connection"
-    );
-    assert_no_panic(&mut server);
     assert_kept_after_restart(server, &fs, &seen.acknowledged).await;
 }

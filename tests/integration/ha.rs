@@ -62,15 +62,16 @@ pub(crate) async fn cle_leader(client: &Client, hosts: &[&str], exclude: Option<
     .await
 }
 
-#[tokio::test]
-async fn three_replicas_on_etcd_fail_over() {
-    let etcd = start_etcd().await;
-    let pki = Arc::new(tempfile::tempdir().unwrap());
-    let hosts = ["replica-0", "replica-1", "replica-2"];
+/// One replica per host on `etcd` sharing `cert_dir` (the first creates the PKI, the others
+/// reuse it), with a client each, once every replica's identity lease is published.
+pub(crate) async fn start_replicas(
+    etcd: &str,
+    cert_dir: &std::path::Path,
+    hosts: &[&str],
+) -> (Vec<TestServer>, Vec<Client>) {
     let mut replicas = Vec::new();
-    // The first replica creates the shared PKI; the others reuse it.
     for host in hosts {
-        replicas.push(TestServer::start_with(replica_options(&etcd.url, pki.path(), host)).await);
+        replicas.push(TestServer::start_with(replica_options(etcd, cert_dir, host)).await);
     }
     let mut clients = Vec::new();
     for r in &replicas {
@@ -79,12 +80,21 @@ async fn three_replicas_on_etcd_fail_over() {
     for host in hosts {
         let id = kapi_id(host);
         eventually(
-            Duration::from_secs(20),
+            Duration::from_secs(30),
             &format!("identity lease of {host}"),
-            || lease(&clients[2], &id),
+            || lease(&clients[0], &id),
         )
         .await;
     }
+    (replicas, clients)
+}
+
+#[tokio::test]
+async fn three_replicas_on_etcd_fail_over() {
+    let etcd = start_etcd().await;
+    let pki = Arc::new(tempfile::tempdir().unwrap());
+    let hosts = ["replica-0", "replica-1", "replica-2"];
+    let (mut replicas, clients) = start_replicas(&etcd.url, pki.path(), &hosts).await;
 
     let leader = cle_leader(&clients[0], &hosts, None).await;
     let ns = "kube-system";
