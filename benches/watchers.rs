@@ -308,13 +308,13 @@ async fn writer(
             Some(name) => {
                 let target = format!("{uri}/{name}").parse::<hyper::Uri>();
                 match target {
-                    Ok(t) => call(&mut conn, Method::DELETE, t, None).await,
+                    Ok(t) => loader::request(&mut conn, &Method::DELETE, &t, None).await,
                     Err(e) => Err(e.into()),
                 }
             }
-            None => call(&mut conn, Method::POST, uri.clone(), Some(body.clone())).await,
+            None => loader::request(&mut conn, &Method::POST, &uri, Some(body.clone())).await,
         };
-        match result {
+        match result.map(|(status, body)| (status.as_u16(), body)) {
             Ok((200 | 201, response)) => {
                 stats
                     .latencies_us
@@ -331,39 +331,6 @@ async fn writer(
         }
     }
     stats
-}
-
-/// One request: (status, body).
-async fn call(
-    conn: &mut loader::Conn,
-    method: Method,
-    uri: hyper::Uri,
-    body: Option<Bytes>,
-) -> Res<(u16, Bytes)> {
-    let mut req = hyper::Request::new(());
-    *req.method_mut() = method;
-    *req.uri_mut() = uri;
-    if body.is_some() {
-        req.headers_mut().insert(
-            "content-type",
-            hyper::header::HeaderValue::from_static("application/json"),
-        );
-    }
-    std::future::poll_fn(|cx| conn.poll_ready(cx)).await?;
-    let (response, mut stream) = conn.send_request(req, body.is_none())?;
-    if let Some(body) = body {
-        stream.send_data(body, true)?;
-    }
-    let response = response.await?;
-    let status = response.status().as_u16();
-    let mut recv = response.into_body();
-    let mut out = Vec::new();
-    while let Some(chunk) = recv.data().await {
-        let chunk = chunk?;
-        let _ = recv.flow_control().release_capacity(chunk.len());
-        out.extend_from_slice(&chunk);
-    }
-    Ok((status, Bytes::from(out)))
 }
 
 fn percentile(sorted: &[u32], p: f64) -> f64 {

@@ -92,6 +92,17 @@ pub(crate) async fn send(
     uri: &hyper::Uri,
     body: Option<Bytes>,
 ) -> Res<(bool, Bytes)> {
+    let (status, body) = request(conn, method, uri, body).await?;
+    Ok((status.is_success(), body))
+}
+
+/// [`send`] with the response's status.
+pub(crate) async fn request(
+    conn: &mut Conn,
+    method: &hyper::Method,
+    uri: &hyper::Uri,
+    body: Option<Bytes>,
+) -> Res<(hyper::StatusCode, Bytes)> {
     let mut req = hyper::Request::new(());
     *req.method_mut() = method.clone();
     *req.uri_mut() = uri.clone();
@@ -112,7 +123,7 @@ pub(crate) async fn send(
         stream.send_data(body, true)?;
     }
     let response = response.await?;
-    let ok = response.status().is_success();
+    let status = response.status();
     let mut recv = response.into_body();
     let mut chunks = Vec::new();
     while let Some(chunk) = recv.data().await {
@@ -125,7 +136,7 @@ pub(crate) async fn send(
         1 => chunks.swap_remove(0),
         _ => Bytes::from(chunks.concat()),
     };
-    Ok((ok, body))
+    Ok((status, body))
 }
 
 /// `object` with the value of its first `"renewTime"` string replaced by `now`.

@@ -103,27 +103,19 @@ impl Hub {
 
     /// Publishes committed events (in revision order) and the new store revision.
     pub(super) fn publish(&self, events: &[WatchEvent], revision: Revision) {
-        let shared: Vec<Arc<WatchEvent>> = events.iter().cloned().map(Arc::new).collect();
-        self.publish_shared(&shared, revision);
+        let mut inner = self.lock();
+        // Shared only when someone listens: a store without watchers allocates nothing here.
+        if !inner.slots.is_empty() {
+            let shared: Vec<Arc<WatchEvent>> = events.iter().cloned().map(Arc::new).collect();
+            fan_out(&mut inner, &shared, self.capacity);
+        }
+        inner.revision = inner.revision.max(revision);
     }
 
     /// [`Self::publish`] of events already shared (the watch cache keeps them in its ring too).
     pub(super) fn publish_shared(&self, events: &[Arc<WatchEvent>], revision: Revision) {
         let mut inner = self.lock();
-        let capacity = self.capacity;
-        inner.slots.retain_mut(|slot| {
-            for ev in events {
-                if !ev.key().starts_with(slot.prefix.as_str())
-                    || (slot.without_heartbeats && ev.is_heartbeat())
-                {
-                    continue;
-                }
-                if !send(slot, ev.clone(), capacity) {
-                    return false;
-                }
-            }
-            true
-        });
+        fan_out(&mut inner, events, self.capacity);
         inner.revision = inner.revision.max(revision);
     }
 
@@ -152,6 +144,21 @@ impl Hub {
         }
         inner.slots.clear();
     }
+}
+
+/// Queues `events` for every watcher of their keys, dropping the watchers that are gone or
+/// unresponsive.
+fn fan_out(inner: &mut Inner, events: &[Arc<WatchEvent>], capacity: usize) {
+    inner.slots.retain_mut(|slot| {
+        for ev in events {
+            let wanted = ev.key().starts_with(slot.prefix.as_str())
+                && !(slot.without_heartbeats && ev.is_heartbeat());
+            if wanted && !send(slot, ev.clone(), capacity) {
+                return false;
+            }
+        }
+        true
+    });
 }
 
 /// Sends one event; false when the watcher is gone or is closed for being unresponsive (its

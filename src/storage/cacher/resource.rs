@@ -517,23 +517,29 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn replays_from_the_ring_then_goes_live_and_refuses_older_revisions() {
+    /// A watch cache with `opts` over an embedded store in a temp dir, its cache of
+    /// `prefix`'s resource started (before any write).
+    async fn started(prefix: &str, opts: CacherOptions) -> (tempfile::TempDir, Cacher) {
         let dir = tempfile::tempdir().unwrap();
         let backend: Arc<dyn Storage> =
             Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).unwrap());
-        let opts = CacherOptions {
-            history: 8,
-            ..CacherOptions::default()
-        };
         let cache = Cacher::new(backend, "/registry", opts);
-        let p = "/registry/configmaps/";
-        // Starts the resource's cache before the writes.
         let any = ListOptions {
             revision: ListRevision::Any,
             ..ListOptions::default()
         };
-        cache.list(p, any).await.unwrap();
+        cache.list(prefix, any).await.unwrap();
+        (dir, cache)
+    }
+
+    #[tokio::test]
+    async fn replays_from_the_ring_then_goes_live_and_refuses_older_revisions() {
+        let p = "/registry/configmaps/";
+        let opts = CacherOptions {
+            history: 8,
+            ..CacherOptions::default()
+        };
+        let (_dir, cache) = started(p, opts).await;
         let mut revs = Vec::new();
         for i in 0..20 {
             let key = format!("{p}ns/cm-{i:02}");
@@ -570,9 +576,6 @@ mod tests {
 
     #[tokio::test]
     async fn the_ring_keeps_within_its_byte_budget() {
-        let dir = tempfile::tempdir().unwrap();
-        let backend: Arc<dyn Storage> =
-            Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).unwrap());
         let p = "/registry/configmaps/";
         let key = |i: usize| format!("{p}ns/cm-{i:02}");
         // Room for three creates of a 100-byte value.
@@ -580,12 +583,7 @@ mod tests {
             history_bytes: 3 * (key(0).len() + 100),
             ..CacherOptions::default()
         };
-        let cache = Cacher::new(backend, "/registry", opts);
-        let any = ListOptions {
-            revision: ListRevision::Any,
-            ..ListOptions::default()
-        };
-        cache.list(p, any).await.unwrap();
+        let (_dir, cache) = started(p, opts).await;
         let mut revs = Vec::new();
         for i in 0..10 {
             let value = Bytes::from(vec![b'x'; 100]);
