@@ -1,6 +1,7 @@
 //! REST semantics over storage (pkg/registry): one generic store plus per-resource strategies.
 //! Sees no HTTP types. May use: storage, api.
 
+pub(crate) mod apiextensions;
 mod bounded;
 pub(crate) mod error;
 pub(crate) mod memo;

@@ -1,0 +1,2 @@
+//! A CRD version's structural schema applied to custom objects: validation, pruning and
+//! defaulting, as apiextensions-apiserver's pkg/apiserver/schema does them.

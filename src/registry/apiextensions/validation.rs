@@ -1,0 +1,2 @@
+//! Validation of CustomResourceDefinitions, as apiextensions-apiserver's
+//! pkg/apis/apiextensions/validation does it.
