@@ -10,14 +10,19 @@
 //! rusqlite), and its typed tables map directly onto our four tables (see `tables.rs`).
 //!
 //! Writes go through one writer thread that batches everything pending into one transaction
-//! and one fsync (group commit, `writer.rs`); a write is acknowledged only after that commit.
+//! (group commit, `writer.rs`), made durable by one append and one fsync to a write-ahead log
+//! (`wal.rs`) before redb commits it without an fsync of its own; redb is made durable, and the
+//! log emptied, once a second. A write is acknowledged only after its log record is on disk.
 //! Reads run on the caller in a read snapshot (`read.rs`). Watchers are fed by a [`Hub`] after
 //! each commit, with older events replayed from the history table.
 
+mod apply;
 mod cell;
 mod codec;
 mod read;
 mod tables;
+mod upkeep;
+mod wal;
 mod writer;
 
 use super::remembered::Remembered;
@@ -77,6 +82,8 @@ impl EmbeddedStore {
             revision: opened.revision,
             compacted: opened.compacted,
             compaction_interval,
+            wal: opened.wal,
+            checkpointed: std::time::Instant::now(),
             alive: alive.clone(),
         };
         let writer = std::thread::Builder::new()

@@ -49,6 +49,8 @@ fn builder() -> redb::Builder {
 pub(crate) struct Opened {
     pub db: Database,
     pub opener: Opener,
+    /// The write-ahead log, replayed into `db` and emptied.
+    pub wal: super::wal::Wal,
     pub revision: Revision,
     pub compacted: Revision,
 }
@@ -60,6 +62,9 @@ pub(crate) struct Opener {
     /// Test hook: while set, writes to the file fail as on a full disk.
     #[cfg(test)]
     pub fault: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Test hook: while set, writes to the write-ahead log fail as on a full disk.
+    #[cfg(test)]
+    pub wal_fault: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl Opener {
@@ -90,9 +95,11 @@ impl Opener {
             .ok_or_else(|| damaged(&self.path, "the store tables are gone"))?;
         drop(txn);
         let (revision, compacted) = upgrade(&db, &self.path, found)?;
+        let (wal, revision) = super::wal::recover(&db, self, revision)?;
         Ok(Opened {
             db,
             opener: self.clone(),
+            wal,
             revision,
             compacted,
         })
@@ -120,9 +127,11 @@ pub(crate) fn open_with(dir: &Path, mut opener: Opener) -> Result<Opened> {
         Some(found) => upgrade(&db, &path, found)?,
         None => initialise(&db, &path)?,
     };
+    let (wal, revision) = super::wal::recover(&db, &opener, revision)?;
     Ok(Opened {
         db,
         opener,
+        wal,
         revision,
         compacted,
     })

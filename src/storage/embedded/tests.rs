@@ -233,10 +233,24 @@ async fn list_pages_old_revisions_watch_replay_and_compaction() {
 
 #[tokio::test]
 async fn disk_full_fails_the_write_and_later_writes_work() {
+    disk_full(true).await;
+}
+
+/// The log takes the batch but redb's commit fails (its file cannot grow): the write fails
+/// and the log record is cut off, so it does not come back on replay.
+#[tokio::test]
+async fn a_failed_commit_after_the_log_append_is_not_replayed() {
+    disk_full(false).await;
+}
+
+/// Writes fail while the store file (and the write-ahead log, when `wal_too`) cannot be
+/// written, then work again; nothing failed shows up, nothing acknowledged is lost.
+async fn disk_full(wal_too: bool) {
     let dir = tempfile::tempdir().unwrap();
     let fault = Arc::new(AtomicBool::new(false));
     let opener = tables::Opener {
         fault: Some(fault.clone()),
+        wal_fault: wal_too.then(|| fault.clone()),
         ..Default::default()
     };
     let s = EmbeddedStore::open_with(dir.path(), Duration::ZERO, opener).unwrap();
@@ -248,9 +262,21 @@ async fn disk_full_fails_the_write_and_later_writes_work() {
         .await
         .unwrap_err();
     assert!(matches!(err, Error::Io { .. }), "{err:?}");
-    // The cause stays typed: redb's error, which names the disk's failure.
+    // The cause stays typed: the log's or redb's error, which names the disk's failure.
     let source = std::error::Error::source(&err).expect("the write failure keeps its source");
-    assert!(source.downcast_ref::<redb::Error>().is_some(), "{source:?}");
+    if wal_too {
+        assert!(
+            source.downcast_ref::<wal::AppendError>().is_some(),
+            "{source:?}"
+        );
+    } else {
+        assert!(source.downcast_ref::<redb::Error>().is_some(), "{source:?}");
+    }
+    if wal_too {
+        // The log refused the batch before redb saw it: reads go on meanwhile, from the same
+        // open database.
+        assert_eq!(within(s.get("/d/a")).await.unwrap(), a);
+    }
     let chain = crate::storage::Chain(&err).to_string();
     assert!(
         chain.starts_with("storage write failed: ")
@@ -418,4 +444,90 @@ async fn a_format_1_store_is_upgraded_in_place() {
         meta.get(tables::META_FORMAT).unwrap().unwrap().value(),
         tables::FORMAT
     );
+}
+
+/// Copies the store's files as a crash would leave them: redb's file holds its last durable
+/// commit, the write-ahead log everything acknowledged since.
+fn crash_image(from: &std::path::Path, to: &std::path::Path) -> u64 {
+    std::fs::copy(from.join(tables::FILE_NAME), to.join(tables::FILE_NAME)).unwrap();
+    std::fs::copy(from.join(wal::FILE_NAME), to.join(wal::FILE_NAME)).unwrap()
+}
+
+#[tokio::test]
+async fn acknowledged_writes_since_the_last_checkpoint_are_replayed_from_the_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    let mut written = Vec::new();
+    for i in 0..50 {
+        let key = format!("/w/{i}");
+        written.push(
+            within(s.create(&key, Bytes::from(key.clone()), None))
+                .await
+                .unwrap(),
+        );
+    }
+    within(s.delete("/w/7", &|_| Ok(()))).await.unwrap();
+    let logged = crash_image(dir.path(), image.path());
+    drop(s);
+    assert!(
+        logged > 0,
+        "the writes should still be in the log, not yet checkpointed"
+    );
+    // A crash in the middle of the next append leaves part of a record.
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(image.path().join(wal::FILE_NAME))
+        .unwrap();
+    std::io::Write::write_all(&mut f, &[9, 0, 0, 0, 1, 2]).unwrap();
+    drop(f);
+
+    let s = open(image.path());
+    for kv in &written {
+        if kv.key == "/w/7" {
+            assert!(matches!(
+                within(s.get(&kv.key)).await,
+                Err(Error::NotFound { .. })
+            ));
+        } else {
+            assert_eq!(&within(s.get(&kv.key)).await.unwrap(), kv);
+        }
+    }
+    // The delete took the revision after the last create.
+    assert_eq!(
+        within(s.current_revision()).await.unwrap(),
+        written[49].mod_revision + 1
+    );
+    // The replay was made durable and the log emptied.
+    assert_eq!(
+        std::fs::metadata(image.path().join(wal::FILE_NAME))
+            .unwrap()
+            .len(),
+        0
+    );
+}
+
+#[tokio::test]
+async fn a_log_with_a_gap_in_its_revisions_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let image = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    for i in 0..3 {
+        within(s.create(&format!("/g/{i}"), Bytes::from_static(b"v"), None))
+            .await
+            .unwrap();
+    }
+    crash_image(dir.path(), image.path());
+    drop(s);
+    // Drop the first record: the second then starts past redb's revision.
+    let path = image.path().join(wal::FILE_NAME);
+    let raw = std::fs::read(&path).unwrap();
+    let first = 8 + u32::from_le_bytes(raw[..4].try_into().unwrap()) as usize;
+    assert!(first < raw.len(), "expected several records");
+    std::fs::write(&path, &raw[first..]).unwrap();
+    let err = EmbeddedStore::open(image.path(), Duration::ZERO)
+        .err()
+        .expect("a log with missing records must not open");
+    assert!(matches!(err, Error::Corrupt { .. }), "{err:?}");
+    assert!(err.to_string().contains("records are missing"), "{err}");
 }

@@ -1,26 +1,28 @@
 //! The single writer thread of the embedded store, with group commit: callers queue
-//! operations, the thread takes everything pending, applies it in one redb write transaction
-//! and one fsync (`Durability::Immediate`), publishes the events to watchers and only then
-//! answers each caller. Preconditions (expected mod revision, absence) are checked here against
+//! operations, the thread takes everything pending, applies it in one redb write transaction,
+//! makes it durable with one record in the write-ahead log and one fsync (see [`super::wal`]),
+//! commits it to redb, publishes the events to watchers and only then answers each caller. Preconditions (expected mod revision, absence) are checked here against
 //! the latest state, inside the transaction, so a lost race surfaces as [`Outcome::Stale`] and
 //! the caller re-reads and retries. The same thread reaps expired keys, compacts history
 //! periodically and sends progress notifications.
 
+use super::apply::{record, Tables};
 use super::cell::DbCell;
 use super::codec::{Change, Index};
 use super::read::value_at;
 use super::tables::{self, Opener, EXPIRY, HISTORY, LATEST, META};
+use super::wal::{self, AppendError, Log, Wal};
 use crate::storage::watch::Hub;
 use crate::storage::{Error, KeyValue, Result, Revision, Source, WatchEvent};
 use bytes::Bytes;
-use redb::{Durability, ReadableTable, Table};
+use redb::{Durability, ReadableTable};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::oneshot;
 
 /// Most operations folded into one transaction.
-const MAX_BATCH: usize = 4096;
+pub(super) const MAX_BATCH: usize = 4096;
 /// How often expired keys are looked for.
 const REAP_EVERY: Duration = Duration::from_millis(250);
 /// How often watchers that saw no event learn the current revision.
@@ -84,6 +86,10 @@ pub(crate) struct Writer {
     pub revision: Revision,
     pub compacted: Revision,
     pub compaction_interval: Duration,
+    /// Where batches are made durable between checkpoints.
+    pub wal: Wal,
+    /// When redb was last made durable (and the log emptied).
+    pub checkpointed: Instant,
     /// Cleared when the thread ends.
     pub alive: Arc<std::sync::atomic::AtomicBool>,
 }
@@ -104,7 +110,7 @@ pub(crate) fn now_ms() -> u64 {
 /// Why a write transaction failed. Every write of its batch then fails with [`Error::Io`],
 /// caused by the error inside ([`TxnError::into_source`]).
 #[derive(Debug, thiserror::Error)]
-enum TxnError {
+pub(super) enum TxnError {
     /// redb refused a step (an I/O error, a full disk...).
     #[error(transparent)]
     Redb(#[from] redb::Error),
@@ -117,6 +123,9 @@ enum TxnError {
     /// An earlier failure closed the database and it could not be reopened yet.
     #[error("the store could not be reopened after an I/O error")]
     Closed,
+    /// The batch could not be written to the write-ahead log; redb was not touched.
+    #[error(transparent)]
+    Wal(#[from] AppendError),
 }
 
 /// redb's step errors, each one a [`redb::Error`], so that `?` works on every redb call.
@@ -144,6 +153,7 @@ impl TxnError {
             TxnError::Durability(e) => Arc::new(e),
             TxnError::Damaged(e) => Arc::new(e),
             closed @ TxnError::Closed => Arc::new(closed),
+            TxnError::Wal(e) => Arc::new(e),
         }
     }
 }
@@ -160,6 +170,9 @@ impl Writer {
             let mut deadline = next_reap.min(next_progress);
             if !self.compaction_interval.is_zero() {
                 deadline = deadline.min(next_compaction);
+            }
+            if self.wal.len() > 0 {
+                deadline = deadline.min(self.checkpointed + wal::CHECKPOINT_EVERY);
             }
             match rx.recv_timeout(deadline.saturating_duration_since(now)) {
                 Ok(op) => {
@@ -184,6 +197,9 @@ impl Writer {
                 self.hub.progress();
                 next_progress = now + PROGRESS_EVERY;
             }
+            if self.checkpoint_due() {
+                self.checkpoint();
+            }
             if !self.compaction_interval.is_zero() && now >= next_compaction {
                 // Like kube-apiserver: compact to the revision seen one interval ago, so about
                 // one interval of history stays available.
@@ -198,6 +214,7 @@ impl Writer {
                 next_compaction = now + self.compaction_interval;
             }
         }
+        self.checkpoint();
         self.alive
             .store(false, std::sync::atomic::Ordering::Release);
         self.hub.close_all();
@@ -219,6 +236,9 @@ impl Writer {
             Err(e) => {
                 (self.revision, self.compacted) = start;
                 tracing::error!(error = %e, "embedded store: write transaction failed; its writes were not acknowledged");
+                // redb refuses every call after an I/O error of its own; a failed append to the
+                // log left redb untouched.
+                let reopen = !matches!(e, TxnError::Wal(_));
                 let cause = e.into_source();
                 for r in replies {
                     r.fail(
@@ -226,7 +246,9 @@ impl Writer {
                             .with_source(cause.clone()),
                     );
                 }
-                self.recover();
+                if reopen {
+                    self.recover();
+                }
             }
         }
     }
@@ -234,7 +256,7 @@ impl Writer {
     /// After a failed transaction: close the database and open it again (redb refuses every
     /// call after an I/O error). The counters are re-read from the file, where the failed
     /// transaction left no trace. If reopening fails the next write tries again.
-    fn recover(&mut self) {
+    pub(super) fn recover(&mut self) {
         if !self.db.close() {
             tracing::error!("embedded store: readers still hold the failed database; will retry");
             return;
@@ -243,6 +265,8 @@ impl Writer {
             Ok(o) => {
                 self.revision = o.revision;
                 self.compacted = o.compacted;
+                self.wal = o.wal;
+                self.checkpointed = Instant::now();
                 self.db.set(o.db);
                 tracing::info!(
                     revision = self.revision,
@@ -256,12 +280,85 @@ impl Writer {
     }
 
     /// The open database, reopening it first if an earlier failure closed it.
-    fn database(&mut self) -> Result<Arc<redb::Database>, TxnError> {
+    pub(super) fn database(&mut self) -> Result<Arc<redb::Database>, TxnError> {
         if let Some(db) = self.db.get() {
             return Ok(db);
         }
         self.recover();
         self.db.get().ok_or(TxnError::Closed)
+    }
+
+    /// Whether redb should be made durable now: the log is old or large.
+    fn checkpoint_due(&self) -> bool {
+        let len = self.wal.len();
+        len >= wal::CHECKPOINT_BYTES
+            || (len > 0 && self.checkpointed.elapsed() >= wal::CHECKPOINT_EVERY)
+    }
+
+    /// Makes redb durable and empties the log (an empty durable transaction).
+    fn checkpoint(&mut self) {
+        if self.wal.len() == 0 {
+            return;
+        }
+        if let Err(e) = self.transact(true, |_, _, _, _| Ok(())) {
+            tracing::error!(error = %e, "embedded store: checkpoint failed");
+            self.recover();
+        }
+    }
+
+    /// Runs `f` in one write transaction and makes its changes durable: through the log, or
+    /// when `checkpoint` (or one is due) with a durable redb commit that also empties the log.
+    /// The counters are written last.
+    pub(super) fn transact(
+        &mut self,
+        checkpoint: bool,
+        f: impl FnOnce(&mut Writer, &mut Tables, &mut Log, &mut Vec<WatchEvent>) -> Result<(), TxnError>,
+    ) -> Result<Vec<WatchEvent>, TxnError> {
+        let checkpoint = checkpoint || self.checkpoint_due();
+        let db = self.database()?;
+        let mut txn = db.begin_write()?;
+        txn.set_durability(if checkpoint {
+            Durability::Immediate
+        } else {
+            Durability::None
+        })?;
+        let mut log = Log::default();
+        let mut events = Vec::new();
+        {
+            let mut t = Tables {
+                latest: txn.open_table(LATEST)?,
+                history: txn.open_table(HISTORY)?,
+                expiry: txn.open_table(EXPIRY)?,
+            };
+            f(self, &mut t, &mut log, &mut events)?;
+            let mut meta = txn.open_table(META)?;
+            meta.insert(
+                tables::META_REVISION,
+                self.revision.to_le_bytes().as_slice(),
+            )?;
+            meta.insert(
+                tables::META_COMPACTED,
+                self.compacted.to_le_bytes().as_slice(),
+            )?;
+        }
+        // Durable before visible: readers see the batch only once the log holds it.
+        let appended = if !checkpoint && !log.is_empty() {
+            Some(self.wal.append(&mut log)?)
+        } else {
+            None
+        };
+        if let Err(e) = txn.commit() {
+            // Not acknowledged: take it out of the log too, or a replay would bring it back.
+            if let Some(len) = appended {
+                self.wal.undo(len);
+            }
+            return Err(e.into());
+        }
+        if checkpoint {
+            self.wal.clear();
+            self.checkpointed = Instant::now();
+        }
+        Ok(events)
     }
 
     fn apply_batch(
@@ -270,16 +367,9 @@ impl Writer {
         events: &mut Vec<WatchEvent>,
         replies: &mut Vec<Reply>,
     ) -> Result<(), TxnError> {
-        let db = self.database()?;
-        let mut txn = db.begin_write()?;
-        txn.set_durability(Durability::Immediate)?;
+        let compacts = batch.iter().any(|op| matches!(op, Op::Compact { .. }));
         let now = now_ms();
-        {
-            let mut t = Tables {
-                latest: txn.open_table(LATEST)?,
-                history: txn.open_table(HISTORY)?,
-                expiry: txn.open_table(EXPIRY)?,
-            };
+        *events = self.transact(compacts, |w, t, log, events| {
             for op in batch {
                 match op {
                     Op::Put {
@@ -297,30 +387,21 @@ impl Writer {
                             expires_at_ms,
                             heartbeat,
                         };
-                        let r = self.put(&mut t, events, now, put)?;
+                        let r = w.put(t, log, events, now, put)?;
                         replies.push(Reply::Write(reply, r));
                     }
                     Op::Delete { key, expect, reply } => {
-                        let r = self.delete(&mut t, events, now, &key, Some(expect))?;
+                        let r = w.delete(t, log, events, now, &key, Some(expect))?;
                         replies.push(Reply::Write(reply, r));
                     }
                     Op::Compact { revision, reply } => {
-                        let r = self.compact(&mut t, revision)?;
+                        let r = w.compact(t, revision)?;
                         replies.push(Reply::Compact(reply, r));
                     }
                 }
             }
-            let mut meta = txn.open_table(META)?;
-            meta.insert(
-                tables::META_REVISION,
-                self.revision.to_le_bytes().as_slice(),
-            )?;
-            meta.insert(
-                tables::META_COMPACTED,
-                self.compacted.to_le_bytes().as_slice(),
-            )?;
-        }
-        txn.commit()?;
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -330,9 +411,10 @@ impl Writer {
     }
 
     /// Reads a key's index entry; an expired key is deleted first (announced as a delete).
-    fn current(
+    pub(super) fn current(
         &mut self,
         t: &mut Tables,
+        log: &mut Log,
         events: &mut Vec<WatchEvent>,
         now: u64,
         key: &str,
@@ -342,7 +424,7 @@ impl Writer {
             None => return Ok(None),
         };
         if idx.expired(now) {
-            self.remove(t, events, key, idx)?;
+            self.remove(t, log, events, key, idx)?;
             return Ok(None);
         }
         Ok(Some(idx))
@@ -351,6 +433,7 @@ impl Writer {
     fn remove(
         &mut self,
         t: &mut Tables,
+        log: &mut Log,
         events: &mut Vec<WatchEvent>,
         key: &str,
         idx: Index,
@@ -358,17 +441,13 @@ impl Writer {
         let prev = value_at(&t.history, key, idx.create_revision, idx.mod_revision)
             .map_err(TxnError::Damaged)?;
         let rev = self.next_revision();
-        t.latest.remove(key)?;
-        if idx.expires_at_ms != 0 {
-            t.expiry.remove((idx.expires_at_ms, key))?;
-        }
         let change = Change {
             key,
             create_revision: idx.create_revision,
             prev: idx.mod_revision,
             value: None,
         };
-        t.history.insert(rev as u64, change.encode().as_slice())?;
+        record(t, Some(log), rev, &change, &change.encode(), Some(idx), 0)?;
         events.push(WatchEvent::Deleted {
             prev: prev.clone(),
             revision: rev,
@@ -379,6 +458,7 @@ impl Writer {
     fn put(
         &mut self,
         t: &mut Tables,
+        log: &mut Log,
         events: &mut Vec<WatchEvent>,
         now: u64,
         put: Put,
@@ -390,7 +470,7 @@ impl Writer {
             expires_at_ms,
             heartbeat,
         } = put;
-        let cur = self.current(t, events, now, &key)?;
+        let cur = self.current(t, log, events, now, &key)?;
         // The previous value of an update is the one the caller read at the revision it expects.
         let prev = match (expect, &cur) {
             (Expect::Absent, Some(_)) => return Ok(Err(Error::AlreadyExists { key })),
@@ -407,31 +487,26 @@ impl Writer {
             }),
         };
         let rev = self.next_revision();
-        let idx = Index {
-            create_revision: cur.map(|c| c.create_revision).unwrap_or(rev),
-            mod_revision: rev,
-            expires_at_ms,
-        };
-        t.latest.insert(key.as_str(), idx.encode().as_slice())?;
-        if let Some(old) = &cur {
-            if old.expires_at_ms != 0 {
-                t.expiry.remove((old.expires_at_ms, key.as_str()))?;
-            }
-        }
-        if expires_at_ms != 0 {
-            t.expiry.insert((expires_at_ms, key.as_str()), ())?;
-        }
+        let create_revision = cur.map(|c| c.create_revision).unwrap_or(rev);
         let change = Change {
             key: &key,
-            create_revision: idx.create_revision,
+            create_revision,
             prev: cur.map(|c| c.mod_revision).unwrap_or(0),
             value: Some(&value),
         };
-        t.history.insert(rev as u64, change.encode().as_slice())?;
+        record(
+            t,
+            Some(log),
+            rev,
+            &change,
+            &change.encode(),
+            cur,
+            expires_at_ms,
+        )?;
         let kv = KeyValue {
             key,
             value,
-            create_revision: idx.create_revision,
+            create_revision,
             mod_revision: rev,
         };
         let ev = match prev {
@@ -449,12 +524,13 @@ impl Writer {
     fn delete(
         &mut self,
         t: &mut Tables,
+        log: &mut Log,
         events: &mut Vec<WatchEvent>,
         now: u64,
         key: &str,
         expect: Option<Revision>,
     ) -> Result<Result<Outcome>, TxnError> {
-        let Some(cur) = self.current(t, events, now, key)? else {
+        let Some(cur) = self.current(t, log, events, now, key)? else {
             return Ok(Ok(Outcome::Stale));
         };
         if let Some(m) = expect {
@@ -462,118 +538,9 @@ impl Writer {
                 return Ok(Ok(Outcome::Stale));
             }
         }
-        let prev = self.remove(t, events, key, cur)?;
+        let prev = self.remove(t, log, events, key, cur)?;
         Ok(Ok(Outcome::Done(prev)))
     }
-
-    /// Drops the history older than `revision` that nothing can ask for any more, as etcd's
-    /// compaction does: for each key, the newest value written before `revision` stays (it is
-    /// the key's current value, or the previous value of a later change), everything older and
-    /// every older delete goes. History below the last compacted revision is already reduced
-    /// this way, so only the changes since then are read; each one's previous value is
-    /// superseded, and a delete leaves nothing to keep.
-    fn compact(&mut self, t: &mut Tables, revision: Revision) -> Result<Result<()>, TxnError> {
-        if revision > self.revision {
-            return Ok(Err(Error::TooLargeRevision {
-                requested: revision,
-                current: self.revision,
-            }));
-        }
-        if revision <= self.compacted {
-            return Ok(Ok(()));
-        }
-        let mut dead = Vec::new();
-        for item in t
-            .history
-            .range(self.compacted.max(0) as u64..revision as u64)?
-        {
-            let (rev, raw) = item?;
-            let change = Change::decode(rev.value(), raw.value()).map_err(TxnError::Damaged)?;
-            if change.prev != 0 && change.prev < revision {
-                dead.push(change.prev as u64);
-            }
-            if change.value.is_none() {
-                dead.push(rev.value());
-            }
-        }
-        for rev in dead {
-            t.history.remove(rev)?;
-        }
-        self.compacted = revision;
-        Ok(Ok(()))
-    }
-
-    /// Deletes every expired key in one transaction (watchers see deletes).
-    fn reap(&mut self) {
-        let now = now_ms();
-        let due: Vec<String> = match self.expired_keys(now) {
-            Ok(keys) => keys,
-            Err(e) => {
-                tracing::warn!(error = %e, "embedded store: cannot look for expired keys");
-                return;
-            }
-        };
-        if due.is_empty() {
-            return;
-        }
-        let start = self.revision;
-        let mut events = Vec::new();
-        let res = (|| -> Result<(), TxnError> {
-            let db = self.database()?;
-            let mut txn = db.begin_write()?;
-            txn.set_durability(Durability::Immediate)?;
-            {
-                let mut t = Tables {
-                    latest: txn.open_table(LATEST)?,
-                    history: txn.open_table(HISTORY)?,
-                    expiry: txn.open_table(EXPIRY)?,
-                };
-                for key in &due {
-                    // current() removes the key when it is expired.
-                    self.current(&mut t, &mut events, now, key)?;
-                }
-                let mut meta = txn.open_table(META)?;
-                meta.insert(
-                    tables::META_REVISION,
-                    self.revision.to_le_bytes().as_slice(),
-                )?;
-            }
-            txn.commit()?;
-            Ok(())
-        })();
-        match res {
-            Ok(()) => self.hub.publish(&events, self.revision),
-            Err(e) => {
-                self.revision = start;
-                tracing::warn!(error = %e, "embedded store: cannot delete expired keys");
-                self.recover();
-            }
-        }
-    }
-
-    fn expired_keys(&self, now: u64) -> Result<Vec<String>, redb::Error> {
-        use redb::ReadableDatabase;
-        let Some(db) = self.db.get() else {
-            return Ok(Vec::new());
-        };
-        let txn = db.begin_read()?;
-        let expiry = txn.open_table(EXPIRY)?;
-        let mut keys = Vec::new();
-        for item in expiry.range((0u64, "")..(now + 1, ""))? {
-            let (k, _) = item?;
-            keys.push(k.value().1.to_string());
-            if keys.len() >= MAX_BATCH {
-                break;
-            }
-        }
-        Ok(keys)
-    }
-}
-
-struct Tables<'t> {
-    latest: Table<'t, &'static str, &'static [u8]>,
-    history: Table<'t, u64, &'static [u8]>,
-    expiry: Table<'t, (u64, &'static str), ()>,
 }
 
 impl Reply {
