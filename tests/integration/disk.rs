@@ -1,12 +1,18 @@
 //! The embedded store on a file system that stops taking writes, under load: a small tmpfs
-//! that fills up. Writes must fail quickly with a 5xx Status naming the cause, reads go on,
-//! nothing acknowledged is lost (checked after a kill -9 and a restart on the same data dir),
-//! and writes resume once the file system takes them again, without restarting kapi. Needs
-//! permission to mount a tmpfs (root); skips with one line otherwise.
+//! that fills up, and store files made read-only. Writes must fail quickly with a 5xx Status
+//! naming the cause, reads go on, nothing acknowledged is lost (checked after a kill -9 and a
+//! restart on the same data dir), and writes resume once the files take them again, without
+//! restarting kapi. Needs permission to mount a tmpfs (root), and for the read-only case a
+//! file system with the immutable attribute (`chattr +i`: ext4, xfs, btrfs); each test skips
+//! with one line otherwise.
 //!
-//! Not covered: a store file made read-only under load. Linux refuses `remount,ro` (EBUSY)
-//! while a file on the file system is open for writing, as kapi's store file always is, so a
-//! test built on it could only ever skip.
+//! The read-only files are made so between two batches of writes: a batch whose log record
+//! reached the disk just before would fail in redb's own commit instead, the store would
+//! reopen, and that fails on a read-only file, so reads would answer 503 until the files are
+//! writable again. "Read-only" is the immutable attribute because Linux refuses `remount,ro` (EBUSY) while a
+//! file on the file system is open for writing, as kapi's store files always are, and file
+//! modes are not checked on descriptors already open; an immutable file refuses writes
+//! through open descriptors too (EPERM).
 
 use crate::support::{within, Options, TestServer};
 use std::collections::BTreeSet;
@@ -166,6 +172,28 @@ impl Load {
     }
 }
 
+/// Sets or clears (`+i` / `-i`) the immutable attribute of `files`, or says why it cannot.
+fn chattr(flag: &str, files: &[std::path::PathBuf]) -> Result<(), String> {
+    let out = Command::new("chattr")
+        .arg(flag)
+        .args(files)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(())
+}
+
+/// Clears the immutable attribute on drop, so a failed test leaves a removable temp dir.
+struct Immutable(Vec<std::path::PathBuf>);
+
+impl Drop for Immutable {
+    fn drop(&mut self) {
+        let _ = chattr("-i", &self.0);
+    }
+}
+
 /// Every failure so far is a 5xx Status whose message names `cause`.
 fn assert_failures(seen: &Arc<Mutex<Seen>>, cause: &str) {
     let s = seen.lock().unwrap();
@@ -239,13 +267,13 @@ async fn list_names(server: &TestServer) -> BTreeSet<String> {
 /// kill -9, start again on the same data dir, and check that every acknowledged name is there.
 async fn assert_kept_after_restart(
     mut server: TestServer,
-    fs: &Tmpfs,
+    dir: &Arc<tempfile::TempDir>,
     acknowledged: &[String],
 ) -> TestServer {
     server.signal(libc::SIGKILL);
     server.wait_exit(Duration::from_secs(10)).await;
     drop(server);
-    let server = TestServer::start_with(Options::default().data_dir(fs.dir.clone())).await;
+    let server = TestServer::start_with(Options::default().data_dir(dir.clone())).await;
     let listed = list_names(&server).await;
     let lost: Vec<&String> = acknowledged
         .iter()
@@ -298,5 +326,50 @@ async fn a_full_disk_fails_writes_keeps_reads_and_loses_nothing() {
         !seen.failures.iter().any(|(c, _)| *c == 0),
         "no write hung or lost its connection"
     );
-    assert_kept_after_restart(server, &fs, &seen.acknowledged).await;
+    assert_kept_after_restart(server, &fs.dir, &seen.acknowledged).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn read_only_store_files_fail_writes_keep_reads_and_lose_nothing() {
+    let dir = Arc::new(tempfile::tempdir().unwrap());
+    let mut server = TestServer::start_with(Options::default().data_dir(dir.clone())).await;
+    let store = dir.path().join("store");
+    let files = vec![store.join("kapi.wal"), store.join("kapi.redb")];
+    let before = Load::start(&server, "rw", 512);
+    before
+        .until(Duration::from_secs(30), "some writes", |a, _| a >= 50)
+        .await;
+    // Between two batches: a batch whose log record was on disk just before the files
+    // turned read-only would fail in redb's commit, and the store would reopen, which fails
+    // on a read-only file (reads would answer 503 until it is writable again).
+    let mut acknowledged = before.stop().await.acknowledged;
+    let guard = Immutable(files.clone());
+    if let Err(e) = chattr("+i", &files) {
+        eprintln!("skipping: cannot make the store files immutable here: {e}");
+        return;
+    }
+    let load = Load::start(&server, "ro", 512);
+    load.until(Duration::from_secs(30), "writes to fail", |_, e| {
+        e >= WRITERS * 4
+    })
+    .await;
+    assert_failures(&load.seen, "operation not permitted");
+    assert_no_panic(&mut server);
+    assert_eq!(load.counts().0, 0, "no write acknowledged while read-only");
+    // Past a checkpoint's interval: reads still answer.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_reads(&server, &acknowledged[0]).await;
+
+    // Writable again: writes resume without a restart.
+    chattr("-i", &files).expect("chattr -i");
+    drop(guard);
+    load.until(Duration::from_secs(30), "writes to resume", |a, _| a >= 20)
+        .await;
+    let seen = load.stop().await;
+    assert!(
+        !seen.failures.iter().any(|(c, _)| *c == 0),
+        "no write hung or lost its connection"
+    );
+    acknowledged.extend(seen.acknowledged);
+    assert_kept_after_restart(server, &dir, &acknowledged).await;
 }

@@ -95,7 +95,7 @@ impl Opener {
             .ok_or_else(|| damaged(&self.path, "the store tables are gone"))?;
         drop(txn);
         let (revision, compacted) = upgrade(&db, &self.path, found)?;
-        let (wal, revision) = super::wal::recover(&db, self, revision)?;
+        let (wal, revision) = super::wal::recover(&db, self, revision, true)?;
         Ok(Opened {
             db,
             opener: self.clone(),
@@ -127,7 +127,7 @@ pub(crate) fn open_with(dir: &Path, mut opener: Opener) -> Result<Opened> {
         Some(found) => upgrade(&db, &path, found)?,
         None => initialise(&db, &path)?,
     };
-    let (wal, revision) = super::wal::recover(&db, &opener, revision)?;
+    let (wal, revision) = super::wal::recover(&db, &opener, revision, false)?;
     Ok(Opened {
         db,
         opener,

@@ -47,6 +47,10 @@ pub(crate) struct Wal {
     /// An append failed and cutting it back failed too: the end of the file may hold a record
     /// that was never acknowledged, and must be cut before anything else is appended.
     torn: bool,
+    /// The last append failed (a full disk, a file made read-only): until one succeeds, the
+    /// writer leaves redb alone, so that a failed write of redb's own does not close the
+    /// database under its readers.
+    failing: bool,
     /// Test hook: while set, appends fail as on a full disk.
     #[cfg(test)]
     fault: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
@@ -111,7 +115,10 @@ impl Wal {
             source,
         };
         if self.torn {
-            self.cut().map_err(|e| fail(self, e))?;
+            self.cut().map_err(|e| {
+                self.failing = true;
+                fail(self, e)
+            })?;
         }
         let record = log.record();
         let written = self.injected_fault().and_then(|()| {
@@ -123,9 +130,11 @@ impl Wal {
             Ok(()) => {
                 let before = self.len;
                 self.len += record.len() as u64;
+                self.failing = false;
                 Ok(before)
             }
             Err(e) => {
+                self.failing = true;
                 self.undo(self.len);
                 Err(fail(self, e))
             }
@@ -136,6 +145,7 @@ impl Wal {
     /// not acknowledged. When that fails, the next append tries again first.
     pub(super) fn undo(&mut self, len: u64) {
         self.len = len;
+        self.failing = true;
         if let Err(e) = self.cut() {
             tracing::error!(error = %e, path = %self.path.display(), "embedded store: cannot cut an unacknowledged record off the write-ahead log; will retry before the next append");
             self.torn = true;
@@ -182,6 +192,30 @@ impl Wal {
         }
     }
 
+    /// While appends fail: whether the file takes a write again (cutting it to its whole
+    /// records), checked before a batch touches redb, so that a file that refuses writes
+    /// fails the batch here rather than in the middle of redb's transaction.
+    pub(super) fn probe(&mut self) -> std::result::Result<(), AppendError> {
+        if !self.failing {
+            return Ok(());
+        }
+        self.cut().map_err(|source| AppendError {
+            path: self.path.display().to_string(),
+            source,
+        })
+    }
+
+    /// Carries [`Wal::failing`] over to the log of a reopened store.
+    pub(super) fn inherit(mut self, old: &Wal) -> Wal {
+        self.failing |= old.failing;
+        self
+    }
+
+    /// Whether the last append failed: the disk takes no writes now.
+    pub(super) fn failing(&self) -> bool {
+        self.failing
+    }
+
     /// Bytes in the log.
     pub(super) fn len(&self) -> u64 {
         self.len
@@ -191,10 +225,16 @@ impl Wal {
 /// Opens the log of the store whose redb file is `store` (creating it when absent), replays
 /// into `db` the records after `revision` in one durable transaction and empties the log.
 /// Returns the log and the revision after replay.
+///
+/// After a write failure (`reopening`) the replay is not made durable and the log is kept,
+/// cut to its whole records: the log still holds the batches durably, and a disk that just
+/// refused a write (full, read-only) could not take the durable commit; the next checkpoint
+/// makes redb durable once writes work again.
 pub(crate) fn recover(
     db: &Database,
     opener: &Opener,
     revision: Revision,
+    reopening: bool,
 ) -> Result<(Wal, Revision)> {
     let path = opener.path.with_file_name(FILE_NAME);
     let io = |step: &str, e: std::io::Error| {
@@ -215,6 +255,7 @@ pub(crate) fn recover(
         path: path.clone(),
         len: raw.len() as u64,
         torn: false,
+        failing: false,
         #[cfg(test)]
         fault: opener.wal_fault.clone(),
     };
@@ -227,7 +268,14 @@ pub(crate) fn recover(
             "embedded store: dropping a torn record at the end of the write-ahead log (a write that was never acknowledged)"
         );
     }
-    let revision = replay(db, &path, revision, &records)?;
+    let revision = replay(db, &path, revision, &records, !reopening)?;
+    if reopening {
+        wal.len = whole as u64;
+        if whole < raw.len() {
+            wal.undo(wal.len);
+        }
+        return Ok((wal, revision));
+    }
     wal.clear();
     if wal.len != 0 {
         return Err(Error::io(format!("cannot empty {}", path.display())));
@@ -283,7 +331,13 @@ fn entries<'a>(path: &Path, payload: &'a [u8]) -> Result<Vec<Entry<'a>>> {
 }
 
 /// Applies the entries after `revision` to `db`; the revision after them.
-fn replay(db: &Database, path: &Path, revision: Revision, records: &[&[u8]]) -> Result<Revision> {
+fn replay(
+    db: &Database,
+    path: &Path,
+    revision: Revision,
+    records: &[&[u8]],
+    durable: bool,
+) -> Result<Revision> {
     let io = |e: redb::Error| Error::io(format!("cannot replay {}", path.display())).caused_by(e);
     let mut entries_all = Vec::new();
     for payload in records {
@@ -298,8 +352,12 @@ fn replay(db: &Database, path: &Path, revision: Revision, records: &[&[u8]]) -> 
         return Ok(revision);
     }
     let mut txn = db.begin_write().map_err(|e| io(e.into()))?;
-    txn.set_durability(Durability::Immediate)
-        .map_err(|e| Error::io(format!("cannot replay {}", path.display())).caused_by(e))?;
+    txn.set_durability(if durable {
+        Durability::Immediate
+    } else {
+        Durability::None
+    })
+    .map_err(|e| Error::io(format!("cannot replay {}", path.display())).caused_by(e))?;
     {
         let mut t = Tables {
             latest: txn.open_table(LATEST).map_err(|e| io(e.into()))?,

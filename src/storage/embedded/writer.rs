@@ -200,7 +200,8 @@ impl Writer {
             if self.checkpoint_due() {
                 self.checkpoint();
             }
-            if !self.compaction_interval.is_zero() && now >= next_compaction {
+            if !self.compaction_interval.is_zero() && now >= next_compaction && !self.wal.failing()
+            {
                 // Like kube-apiserver: compact to the revision seen one interval ago, so about
                 // one interval of history stays available.
                 if compact_to > self.compacted {
@@ -265,7 +266,7 @@ impl Writer {
             Ok(o) => {
                 self.revision = o.revision;
                 self.compacted = o.compacted;
-                self.wal = o.wal;
+                self.wal = o.wal.inherit(&self.wal);
                 self.checkpointed = Instant::now();
                 self.db.set(o.db);
                 tracing::info!(
@@ -288,16 +289,19 @@ impl Writer {
         self.db.get().ok_or(TxnError::Closed)
     }
 
-    /// Whether redb should be made durable now: the log is old or large.
+    /// Whether redb should be made durable now: the log is old or large. Not while appends
+    /// fail: the log keeps what it holds, and redb is not written to until the disk takes
+    /// writes again.
     fn checkpoint_due(&self) -> bool {
         let len = self.wal.len();
-        len >= wal::CHECKPOINT_BYTES
-            || (len > 0 && self.checkpointed.elapsed() >= wal::CHECKPOINT_EVERY)
+        !self.wal.failing()
+            && (len >= wal::CHECKPOINT_BYTES
+                || (len > 0 && self.checkpointed.elapsed() >= wal::CHECKPOINT_EVERY))
     }
 
     /// Makes redb durable and empties the log (an empty durable transaction).
     fn checkpoint(&mut self) {
-        if self.wal.len() == 0 {
+        if self.wal.len() == 0 || self.wal.failing() {
             return;
         }
         if let Err(e) = self.transact(true, |_, _, _, _| Ok(())) {
@@ -315,6 +319,7 @@ impl Writer {
         f: impl FnOnce(&mut Writer, &mut Tables, &mut Log, &mut Vec<WatchEvent>) -> Result<(), TxnError>,
     ) -> Result<Vec<WatchEvent>, TxnError> {
         let checkpoint = checkpoint || self.checkpoint_due();
+        self.wal.probe()?;
         let db = self.database()?;
         let mut txn = db.begin_write()?;
         txn.set_durability(if checkpoint {
@@ -331,6 +336,13 @@ impl Writer {
                 expiry: txn.open_table(EXPIRY)?,
             };
             f(self, &mut t, &mut log, &mut events)?;
+        }
+        if !checkpoint && log.is_empty() {
+            // Nothing changed (every write lost its race or was refused): nothing to commit.
+            txn.abort()?;
+            return Ok(events);
+        }
+        {
             let mut meta = txn.open_table(META)?;
             meta.insert(
                 tables::META_REVISION,
@@ -369,40 +381,77 @@ impl Writer {
     ) -> Result<(), TxnError> {
         let compacts = batch.iter().any(|op| matches!(op, Op::Compact { .. }));
         let now = now_ms();
-        *events = self.transact(compacts, |w, t, log, events| {
-            for op in batch {
-                match op {
-                    Op::Put {
+        let mut ops = batch.into_iter();
+        let done = self.transact(compacts, |w, t, log, events| {
+            w.apply_ops(t, log, events, now, &mut ops, replies)
+        });
+        match done {
+            Ok(e) => *events = e,
+            Err(e) => {
+                // Every caller hears of the failure, those after the failed step (or all of
+                // them, when the transaction could not begin) too.
+                replies.extend(ops.map(Op::unanswered));
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies `ops` in order, answering each in `replies`; stops at the first failed step
+    /// (its caller is answered too: [`Writer::commit`] fails every reply of the batch).
+    fn apply_ops(
+        &mut self,
+        t: &mut Tables,
+        log: &mut Log,
+        events: &mut Vec<WatchEvent>,
+        now: u64,
+        ops: &mut impl Iterator<Item = Op>,
+        replies: &mut Vec<Reply>,
+    ) -> Result<(), TxnError> {
+        for op in ops {
+            match op {
+                Op::Put {
+                    key,
+                    value,
+                    expect,
+                    expires_at_ms,
+                    heartbeat,
+                    reply,
+                } => {
+                    let put = Put {
                         key,
                         value,
                         expect,
                         expires_at_ms,
                         heartbeat,
-                        reply,
-                    } => {
-                        let put = Put {
-                            key,
-                            value,
-                            expect,
-                            expires_at_ms,
-                            heartbeat,
-                        };
-                        let r = w.put(t, log, events, now, put)?;
-                        replies.push(Reply::Write(reply, r));
-                    }
-                    Op::Delete { key, expect, reply } => {
-                        let r = w.delete(t, log, events, now, &key, Some(expect))?;
-                        replies.push(Reply::Write(reply, r));
-                    }
-                    Op::Compact { revision, reply } => {
-                        let r = w.compact(t, revision)?;
-                        replies.push(Reply::Compact(reply, r));
+                    };
+                    let r = self.put(t, log, events, now, put);
+                    replies.push(Reply::Write(reply, Ok(Outcome::Stale)));
+                    Self::answer(replies, r?);
+                }
+                Op::Delete { key, expect, reply } => {
+                    let r = self.delete(t, log, events, now, &key, Some(expect));
+                    replies.push(Reply::Write(reply, Ok(Outcome::Stale)));
+                    Self::answer(replies, r?);
+                }
+                Op::Compact { revision, reply } => {
+                    let r = self.compact(t, revision);
+                    replies.push(Reply::Compact(reply, Ok(())));
+                    let r = r?;
+                    if let Some(Reply::Compact(_, slot)) = replies.last_mut() {
+                        *slot = r;
                     }
                 }
             }
-            Ok(())
-        })?;
+        }
         Ok(())
+    }
+
+    /// Sets the result of the last write reply.
+    fn answer(replies: &mut [Reply], r: Result<Outcome>) {
+        if let Some(Reply::Write(_, slot)) = replies.last_mut() {
+            *slot = r;
+        }
     }
 
     fn next_revision(&mut self) -> Revision {
@@ -540,6 +589,19 @@ impl Writer {
         }
         let prev = self.remove(t, log, events, key, cur)?;
         Ok(Ok(Outcome::Done(prev)))
+    }
+}
+
+impl Op {
+    /// The reply of an operation that was not reached (its batch failed before it); the
+    /// result is replaced by the batch's failure.
+    fn unanswered(self) -> Reply {
+        match self {
+            Op::Put { reply, .. } | Op::Delete { reply, .. } => {
+                Reply::Write(reply, Ok(Outcome::Stale))
+            }
+            Op::Compact { reply, .. } => Reply::Compact(reply, Ok(())),
+        }
     }
 }
 
