@@ -27,9 +27,7 @@ impl ApiServer {
     /// Installs every served group over the registry.
     pub(crate) fn new(registry: Arc<Registry>) -> Self {
         let discovery = discovery::Discovery::new(&registry);
-        let openapi = openapi::OpenApi::new(|group, version, plural| {
-            registry.lookup(group, version, plural).is_some()
-        });
+        let openapi = openapi::OpenApi::new(registry.resources().iter().map(|r| r.info()));
         ApiServer {
             registry,
             discovery,

@@ -90,34 +90,15 @@ impl Registry {
 
     /// Builds the registry with keys under `prefix` (`--etcd-prefix`).
     pub(crate) fn with_prefix(storage: Arc<dyn Storage>, prefix: &str) -> Self {
-        use resources::*;
-        let stored = |strategy: Arc<dyn Strategy>, key_root: &'static str| {
-            Resource::Stored(Arc::new(GenericStore::new(
-                Arc::clone(&storage),
-                prefix,
-                strategy,
-                key_root,
-            )))
-        };
-        let resources = vec![
-            stored(Arc::new(namespaces::Namespaces), "namespaces"),
-            stored(Arc::new(configmaps::ConfigMaps), "configmaps"),
-            stored(Arc::new(secrets::Secrets), "secrets"),
-            stored(
-                Arc::new(serviceaccounts::ServiceAccounts),
-                "serviceaccounts",
-            ),
-            stored(Arc::new(events::CoreEvents), "events"),
-            stored(Arc::new(events::Events), "events"),
-            stored(Arc::new(leases::Leases), "leases"),
-            stored(
-                Arc::new(leasecandidates::LeaseCandidates),
-                "leasecandidates",
-            ),
-            Resource::Review(Review::Subject),
-            Resource::Review(Review::Access),
-            Resource::Review(Review::Rules),
-        ];
+        let resources = resources::built_in()
+            .into_iter()
+            .map(|b| match b {
+                resources::BuiltIn::Stored(strategy, key_root) => Resource::Stored(Arc::new(
+                    GenericStore::new(Arc::clone(&storage), prefix, strategy, key_root),
+                )),
+                resources::BuiltIn::Review(r) => Resource::Review(r),
+            })
+            .collect();
         Registry { resources }
     }
 

@@ -8,6 +8,7 @@ use super::error::FieldError;
 pub(crate) use super::roundtrip::typed_roundtrip;
 use super::validation::NameRule;
 use crate::api::At;
+use k8s_openapi::schemars::{generate::SchemaGenerator, JsonSchema};
 use serde_json::Value;
 
 /// Static description of a served resource (what discovery reports).
@@ -33,6 +34,14 @@ pub(crate) struct ResourceInfo {
     pub verbs: &'static [&'static str],
     /// Subresources with their verbs.
     pub subresources: &'static [(&'static str, &'static [&'static str])],
+    /// Adds the kind's OpenAPI schema (and the schemas it refers to) to a generator:
+    /// [`schema_of`] of its k8s-openapi type.
+    pub schema: fn(&mut SchemaGenerator),
+}
+
+/// The [`ResourceInfo::schema`] of a kind whose k8s-openapi type is `T`.
+pub(crate) fn schema_of<T: JsonSchema>(generator: &mut SchemaGenerator) {
+    generator.subschema_for::<T>();
 }
 
 /// The full verb set of a stored resource.

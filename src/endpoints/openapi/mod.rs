@@ -14,9 +14,11 @@ mod proto3;
 mod spec;
 
 use crate::api::{full_body, Body, Status};
+use crate::registry::ResourceInfo;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
+use spec::Served;
 use std::sync::OnceLock;
 
 /// The protobuf media types a client may ask the v2 document in: the `.` form and the
@@ -103,19 +105,15 @@ fn etag_of(bytes: &[u8]) -> String {
 
 /// The OpenAPI documents of the resources a server actually serves, built on first use.
 pub(crate) struct OpenApi {
-    served: Vec<spec::Served>,
+    served: Vec<Served>,
     docs: OnceLock<Docs>,
 }
 
 impl OpenApi {
-    /// Documents for the resources `is_served(group, version, plural)` accepts.
-    pub(crate) fn new(is_served: impl Fn(&str, &str, &str) -> bool) -> OpenApi {
+    /// Documents for `resources` (the registry's), in its order.
+    pub(crate) fn new(resources: impl IntoIterator<Item = &'static ResourceInfo>) -> OpenApi {
         OpenApi {
-            served: spec::SERVED
-                .iter()
-                .filter(|r| is_served(r.group, r.version, r.plural))
-                .copied()
-                .collect(),
+            served: resources.into_iter().map(Served::from).collect(),
             docs: OnceLock::new(),
         }
     }

@@ -184,7 +184,7 @@ pub(crate) fn paths(resources: &[&Served], flavor: Flavor) -> Map<String, Value>
                 flavor,
             ),
         );
-        for sub in std::iter::once("").chain(r.subresources.iter().copied()) {
+        for sub in std::iter::once("").chain(r.subresources.iter().map(|(sub, _)| *sub)) {
             let suffix = if sub.is_empty() {
                 String::new()
             } else {

@@ -6,7 +6,7 @@
 
 use crate::api::GroupVersionKind;
 use crate::endpoints::patch::meta::{tagged_fields, ListType};
-use k8s_openapi::api::{authentication, authorization, coordination, core, events};
+use crate::registry::ResourceInfo;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{json, Map, Value};
@@ -20,7 +20,7 @@ pub(crate) enum Flavor {
     V3,
 }
 
-/// One served resource, as discovery lists it.
+/// One served resource, as the registry describes it.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Served {
     pub(crate) group: &'static str,
@@ -31,77 +31,25 @@ pub(crate) struct Served {
     /// Only `create` (the review kinds) rather than the full set of verbs.
     pub(crate) create_only: bool,
     /// Subresources served with get/put/patch (namespaces: status, finalize).
-    pub(crate) subresources: &'static [&'static str],
+    pub(crate) subresources: &'static [(&'static str, &'static [&'static str])],
+    /// Adds the kind's schema to a generator.
+    schema: fn(&mut SchemaGenerator),
 }
 
-const fn res(
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-) -> Served {
-    Served {
-        group,
-        version,
-        kind,
-        plural,
-        namespaced,
-        create_only: false,
-        subresources: &[],
+impl From<&'static ResourceInfo> for Served {
+    fn from(i: &'static ResourceInfo) -> Served {
+        Served {
+            group: i.group,
+            version: i.version,
+            kind: i.kind,
+            plural: i.resource,
+            namespaced: i.namespaced,
+            create_only: i.verbs == ["create"],
+            subresources: i.subresources,
+            schema: i.schema,
+        }
     }
 }
-
-/// Every resource kapi can serve (the registry may leave some out, e.g. behind a feature gate).
-pub(crate) const SERVED: &[Served] = &[
-    Served {
-        subresources: &["status", "finalize"],
-        ..res("", "v1", "Namespace", "namespaces", false)
-    },
-    res("", "v1", "ConfigMap", "configmaps", true),
-    res("", "v1", "Secret", "secrets", true),
-    res("", "v1", "ServiceAccount", "serviceaccounts", true),
-    res("", "v1", "Event", "events", true),
-    res("events.k8s.io", "v1", "Event", "events", true),
-    res("coordination.k8s.io", "v1", "Lease", "leases", true),
-    res(
-        "coordination.k8s.io",
-        "v1beta1",
-        "LeaseCandidate",
-        "leasecandidates",
-        true,
-    ),
-    Served {
-        create_only: true,
-        ..res(
-            "authentication.k8s.io",
-            "v1",
-            "SelfSubjectReview",
-            "selfsubjectreviews",
-            false,
-        )
-    },
-    Served {
-        create_only: true,
-        ..res(
-            "authorization.k8s.io",
-            "v1",
-            "SelfSubjectAccessReview",
-            "selfsubjectaccessreviews",
-            false,
-        )
-    },
-    Served {
-        create_only: true,
-        ..res(
-            "authorization.k8s.io",
-            "v1",
-            "SelfSubjectRulesReview",
-            "selfsubjectrulesreviews",
-            false,
-        )
-    },
-];
 
 impl Served {
     fn gvk(&self) -> GroupVersionKind {
@@ -145,36 +93,11 @@ fn settings(flavor: Flavor) -> SchemaSettings {
     s
 }
 
-fn add_kind_schema(gen: &mut SchemaGenerator, r: &Served) {
-    match (r.group, r.version, r.kind) {
-        ("", _, "Namespace") => drop(gen.subschema_for::<core::v1::Namespace>()),
-        ("", _, "ConfigMap") => drop(gen.subschema_for::<core::v1::ConfigMap>()),
-        ("", _, "Secret") => drop(gen.subschema_for::<core::v1::Secret>()),
-        ("", _, "ServiceAccount") => drop(gen.subschema_for::<core::v1::ServiceAccount>()),
-        ("", _, "Event") => drop(gen.subschema_for::<core::v1::Event>()),
-        ("events.k8s.io", _, _) => drop(gen.subschema_for::<events::v1::Event>()),
-        (_, "v1", "Lease") => drop(gen.subschema_for::<coordination::v1::Lease>()),
-        (_, _, "LeaseCandidate") => {
-            drop(gen.subschema_for::<coordination::v1beta1::LeaseCandidate>())
-        }
-        (_, _, "SelfSubjectReview") => {
-            drop(gen.subschema_for::<authentication::v1::SelfSubjectReview>())
-        }
-        (_, _, "SelfSubjectAccessReview") => {
-            drop(gen.subschema_for::<authorization::v1::SelfSubjectAccessReview>())
-        }
-        (_, _, "SelfSubjectRulesReview") => {
-            drop(gen.subschema_for::<authorization::v1::SelfSubjectRulesReview>())
-        }
-        _ => {}
-    }
-}
-
 /// The schemas (definitions or components.schemas) for `resources`, with kube's extensions.
 pub(crate) fn schemas(resources: &[&Served], flavor: Flavor) -> Map<String, Value> {
     let mut gen = settings(flavor).into_generator();
     for r in resources {
-        add_kind_schema(&mut gen, r);
+        (r.schema)(&mut gen);
     }
     drop(gen.subschema_for::<meta::Status>());
     drop(gen.subschema_for::<meta::DeleteOptions>());

@@ -20,6 +20,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     categories: &[],
     verbs: STORED_VERBS,
     subresources: &[],
+    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::ConfigMap>,
 };
 
 /// MaxConfigMapSize / MaxSecretSize.

@@ -23,6 +23,7 @@ pub(crate) static CORE_INFO: ResourceInfo = ResourceInfo {
     categories: &[],
     verbs: STORED_VERBS,
     subresources: &[],
+    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::Event>,
 };
 
 /// What discovery reports for events.k8s.io/v1 events.
@@ -37,6 +38,7 @@ pub(crate) static EVENTS_INFO: ResourceInfo = ResourceInfo {
     categories: &[],
     verbs: STORED_VERBS,
     subresources: &[],
+    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::events::v1::Event>,
 };
 
 /// events.k8s.io/v1's field labels and the v1 labels they select by (pkg/apis/events/v1's

@@ -22,6 +22,9 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     categories: &[],
     verbs: STORED_VERBS,
     subresources: &[],
+    schema: crate::registry::strategy::schema_of::<
+        k8s_openapi::api::coordination::v1beta1::LeaseCandidate,
+    >,
 };
 
 /// semver.ParseTolerant: optional `v`, 1–3 numeric parts, optional `-pre` / `+build`.

@@ -23,6 +23,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     categories: &[],
     verbs: STORED_VERBS,
     subresources: &[],
+    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::coordination::v1::Lease>,
 };
 
 /// The one strategy name kube knows (CoordinatedLeaseStrategy).

@@ -9,3 +9,51 @@ pub(crate) mod namespaces;
 pub(crate) mod reviews;
 pub(crate) mod secrets;
 pub(crate) mod serviceaccounts;
+
+use super::strategy::Strategy;
+use reviews::Review;
+use std::sync::Arc;
+
+/// How a built-in resource is served.
+pub(crate) enum BuiltIn {
+    /// In the generic store, under `<prefix>/<key root>/`.
+    Stored(Arc<dyn Strategy>, &'static str),
+    /// A create-only review, answered from the request.
+    Review(Review),
+}
+
+#[cfg(test)]
+impl BuiltIn {
+    /// What the resource is.
+    pub(crate) fn info(&self) -> &'static super::strategy::ResourceInfo {
+        match self {
+            BuiltIn::Stored(s, _) => s.info(),
+            BuiltIn::Review(r) => r.info(),
+        }
+    }
+}
+
+/// Every built-in resource, in discovery order (kube-apiserver's: core first, then the groups
+/// in the order of GenericStorageProviders).
+pub(crate) fn built_in() -> Vec<BuiltIn> {
+    let stored = |s: Arc<dyn Strategy>, root| BuiltIn::Stored(s, root);
+    vec![
+        stored(Arc::new(namespaces::Namespaces), "namespaces"),
+        stored(Arc::new(configmaps::ConfigMaps), "configmaps"),
+        stored(Arc::new(secrets::Secrets), "secrets"),
+        stored(
+            Arc::new(serviceaccounts::ServiceAccounts),
+            "serviceaccounts",
+        ),
+        stored(Arc::new(events::CoreEvents), "events"),
+        stored(Arc::new(events::Events), "events"),
+        stored(Arc::new(leases::Leases), "leases"),
+        stored(
+            Arc::new(leasecandidates::LeaseCandidates),
+            "leasecandidates",
+        ),
+        BuiltIn::Review(Review::Subject),
+        BuiltIn::Review(Review::Access),
+        BuiltIn::Review(Review::Rules),
+    ]
+}

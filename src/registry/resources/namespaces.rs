@@ -31,6 +31,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
         ("finalize", &["update"]),
         ("status", &["get", "patch", "update"]),
     ],
+    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::Namespace>,
 };
 
 /// The namespace strategy.

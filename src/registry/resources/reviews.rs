@@ -22,6 +22,9 @@ pub(crate) static SELF_SUBJECT_REVIEW: ResourceInfo = ResourceInfo {
     categories: &[],
     verbs: &["create"],
     subresources: &[],
+    schema: crate::registry::strategy::schema_of::<
+        k8s_openapi::api::authentication::v1::SelfSubjectReview,
+    >,
 };
 
 /// What discovery reports for selfsubjectaccessreviews.
@@ -36,6 +39,9 @@ pub(crate) static SELF_SUBJECT_ACCESS_REVIEW: ResourceInfo = ResourceInfo {
     categories: &[],
     verbs: &["create"],
     subresources: &[],
+    schema: crate::registry::strategy::schema_of::<
+        k8s_openapi::api::authorization::v1::SelfSubjectAccessReview,
+    >,
 };
 
 /// What discovery reports for selfsubjectrulesreviews.
@@ -50,6 +56,9 @@ pub(crate) static SELF_SUBJECT_RULES_REVIEW: ResourceInfo = ResourceInfo {
     categories: &[],
     verbs: &["create"],
     subresources: &[],
+    schema: crate::registry::strategy::schema_of::<
+        k8s_openapi::api::authorization::v1::SelfSubjectRulesReview,
+    >,
 };
 
 /// Which review.
