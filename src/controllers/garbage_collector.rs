@@ -1,6 +1,8 @@
 //! The garbage collector (kube-controller-manager's `pkg/controller/garbagecollector`), run
-//! in-process as hook `start-garbage-collector-controller` over the kinds kapi serves. It acts
-//! on ownerReferences by uid, like upstream:
+//! in-process as hook `start-garbage-collector-controller` over every resource discovery lists
+//! as listable, watchable and deletable (events excepted, as upstream's default), so resources
+//! added while the server runs are collected too. It acts on ownerReferences by uid, like
+//! upstream:
 //! - a dependent none of whose owners exists any more (by uid; confirmed by a live GET) is
 //!   deleted (Background, or as its own `orphan` / `foregroundDeletion` finalizer says); a
 //!   dependent that still has an owner only loses its references to the vanished ones;
@@ -17,7 +19,7 @@
 //! every [`DEBOUNCE`], and every [`RESYNC`].
 //! Every write carries the resourceVersion it was computed from, so a stale pass only conflicts
 //! and is retried. Not done: upstream's cycle breaking between foreground dependents,
-//! owner kinds kapi does not serve (such references are left alone), and namespaced owners of
+//! owner kinds discovery does not list (such references are left alone), and namespaced owners of
 //! cluster-scoped dependents (invalid in Kubernetes; left alone).
 //!
 //! May use: nothing internal (a client of the API).
@@ -30,10 +32,12 @@ use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions,
     PropagationPolicy,
 };
+use kube::discovery::{verbs, Discovery, Scope};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -51,81 +55,82 @@ const RETRY: Duration = Duration::from_secs(1);
 /// A full pass runs at least this often.
 const RESYNC: Duration = Duration::from_secs(60);
 
-/// One served kind.
+/// One kind the collector watches, as discovery lists it.
+#[derive(Debug, PartialEq, Eq)]
 struct Kind {
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
+    group: String,
+    version: String,
+    kind: String,
+    plural: String,
     namespaced: bool,
 }
 
-impl Kind {
-    const fn new(
-        g: &'static str,
-        v: &'static str,
-        k: &'static str,
-        p: &'static str,
-        ns: bool,
-    ) -> Kind {
-        Kind {
-            group: g,
-            version: v,
-            kind: k,
-            plural: p,
-            namespaced: ns,
+/// Resources whose objects the collector leaves alone, as upstream's default
+/// (`garbagecollector.DefaultIgnoredResources`): events, in both of their groups.
+const IGNORED: [(&str, &str); 2] = [("", "events"), ("events.k8s.io", "events")];
+
+/// The kinds the collector handles: every served resource that can be listed, watched and
+/// deleted (upstream's GetDeletableResources over the preferred versions), built-in or not.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Kinds(Vec<Arc<Kind>>);
+
+impl Kinds {
+    /// Asks the API server's discovery.
+    async fn discover(client: &Client) -> Result<Kinds, Error> {
+        let discovery = Discovery::new(client.clone())
+            .run()
+            .await
+            .map_err(Error::Discovery)?;
+        let mut kinds = Vec::new();
+        for group in discovery.groups() {
+            for (ar, caps) in group.recommended_resources() {
+                let deletable = [verbs::LIST, verbs::WATCH, verbs::DELETE]
+                    .iter()
+                    .all(|v| caps.supports_operation(v));
+                if !deletable || IGNORED.contains(&(ar.group.as_str(), ar.plural.as_str())) {
+                    continue;
+                }
+                kinds.push(Arc::new(Kind {
+                    group: ar.group,
+                    version: ar.version,
+                    kind: ar.kind,
+                    plural: ar.plural,
+                    namespaced: caps.scope == Scope::Namespaced,
+                }));
+            }
         }
+        Ok(Kinds(kinds))
+    }
+
+    /// The kind an ownerReference's apiVersion + kind names (any version of the group).
+    fn find(&self, api_version: &str, kind: &str) -> Option<&Arc<Kind>> {
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        self.0.iter().find(|k| k.group == group && k.kind == kind)
     }
 }
 
-/// The kinds kapi serves with ownerReferences (events.k8s.io Events are these core Events).
-const KINDS: [Kind; 7] = [
-    Kind::new("", "v1", "Namespace", "namespaces", false),
-    Kind::new("", "v1", "ConfigMap", "configmaps", true),
-    Kind::new("", "v1", "Secret", "secrets", true),
-    Kind::new("", "v1", "ServiceAccount", "serviceaccounts", true),
-    Kind::new("", "v1", "Event", "events", true),
-    Kind::new("coordination.k8s.io", "v1", "Lease", "leases", true),
-    Kind::new(
-        "coordination.k8s.io",
-        "v1beta1",
-        "LeaseCandidate",
-        "leasecandidates",
-        true,
-    ),
-];
-
-/// The served kind an ownerReference's apiVersion + kind names (any version of the group).
-fn kind_index(api_version: &str, kind: &str) -> Option<usize> {
-    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    let group = if group == "events.k8s.io" && kind == "Event" {
-        ""
-    } else {
-        group
-    };
-    KINDS
-        .iter()
-        .position(|k| k.group == group && k.kind == kind)
+/// Identifies one of a pass's kinds (they are shared, one `Arc` each).
+fn kind_key(kind: &Arc<Kind>) -> usize {
+    Arc::as_ptr(kind) as usize
 }
 
-fn api_resource(kind: usize) -> ApiResource {
-    let k = &KINDS[kind];
+fn api_resource(k: &Kind) -> ApiResource {
     ApiResource {
-        group: k.group.into(),
-        version: k.version.into(),
+        group: k.group.clone(),
+        version: k.version.clone(),
         api_version: if k.group.is_empty() {
-            k.version.into()
+            k.version.clone()
         } else {
             format!("{}/{}", k.group, k.version)
         },
-        kind: k.kind.into(),
-        plural: k.plural.into(),
+        kind: k.kind.clone(),
+        plural: k.plural.clone(),
     }
 }
 
-fn api(client: &Client, kind: usize, namespace: &str) -> Api<DynamicObject> {
+fn api(client: &Client, kind: &Kind, namespace: &str) -> Api<DynamicObject> {
     let ar = api_resource(kind);
-    if KINDS[kind].namespaced && !namespace.is_empty() {
+    if kind.namespaced && !namespace.is_empty() {
         Api::namespaced_with(client.clone(), namespace, &ar)
     } else {
         Api::all_with(client.clone(), &ar)
@@ -135,7 +140,7 @@ fn api(client: &Client, kind: usize, namespace: &str) -> Api<DynamicObject> {
 /// The metadata of one object as a pass sees it.
 #[derive(Debug, Clone)]
 struct Obj {
-    kind: usize,
+    kind: Arc<Kind>,
     namespace: String,
     name: String,
     uid: String,
@@ -146,7 +151,7 @@ struct Obj {
 }
 
 impl Obj {
-    fn new(kind: usize, m: ObjectMeta) -> Obj {
+    fn new(kind: Arc<Kind>, m: ObjectMeta) -> Obj {
         Obj {
             kind,
             namespace: m.namespace.unwrap_or_default(),
@@ -169,7 +174,7 @@ impl Obj {
     }
 
     fn label(&self) -> String {
-        let k = KINDS[self.kind].plural;
+        let k = &self.kind.plural;
         match self.namespace.as_str() {
             "" => format!("{k}/{}", self.name),
             ns => format!("{k}/{ns}/{}", self.name),
@@ -179,24 +184,26 @@ impl Obj {
 
 /// Every served object's metadata, indexed.
 struct Snapshot {
+    kinds: Arc<Kinds>,
     objects: Vec<Obj>,
-    /// (kind, namespace, name) → index.
+    /// ([`kind_key`], namespace, name) → index.
     by_name: HashMap<(usize, String, String), usize>,
     /// owner uid → indexes of the objects referencing it.
     dependents: HashMap<String, Vec<usize>>,
 }
 
 impl Snapshot {
-    fn new(objects: Vec<Obj>) -> Snapshot {
+    fn new(kinds: Arc<Kinds>, objects: Vec<Obj>) -> Snapshot {
         let mut by_name = HashMap::new();
         let mut dependents: HashMap<String, Vec<usize>> = HashMap::new();
         for (i, o) in objects.iter().enumerate() {
-            by_name.insert((o.kind, o.namespace.clone(), o.name.clone()), i);
+            by_name.insert((kind_key(&o.kind), o.namespace.clone(), o.name.clone()), i);
             for r in &o.owners {
                 dependents.entry(r.uid.clone()).or_default().push(i);
             }
         }
         Snapshot {
+            kinds,
             objects,
             by_name,
             dependents,
@@ -206,7 +213,7 @@ impl Snapshot {
     /// The dependents of `owner`: objects referencing its uid (in its namespace when it is
     /// namespaced), each with that reference.
     fn dependents_of(&self, owner: &Obj) -> Vec<(&Obj, &OwnerReference)> {
-        let namespaced = KINDS[owner.kind].namespaced;
+        let namespaced = owner.kind.namespaced;
         self.dependents
             .get(&owner.uid)
             .into_iter()
@@ -222,7 +229,9 @@ impl Snapshot {
 #[derive(Debug, thiserror::Error)]
 enum Error {
     #[error("listing {0} failed")]
-    List(&'static str, #[source] kube::Error),
+    List(String, #[source] kube::Error),
+    #[error("discovery failed")]
+    Discovery(#[source] kube::Error),
 }
 
 /// Objects per page of a pass's lists: a pass over many objects never makes the server
@@ -230,24 +239,28 @@ enum Error {
 const PAGE: u32 = 500;
 
 /// Lists the metadata of every served kind, page by page.
-async fn snapshot(client: &Client) -> Result<Snapshot, Error> {
+async fn snapshot(client: &Client, kinds: Arc<Kinds>) -> Result<Snapshot, Error> {
     let mut objects = Vec::new();
-    for (i, k) in KINDS.iter().enumerate() {
-        let api = api(client, i, "");
+    for k in &kinds.0 {
+        let api = api(client, k, "");
         let mut params = ListParams::default().limit(PAGE);
         loop {
             let list = api
                 .list_metadata(&params)
                 .await
-                .map_err(|e| Error::List(k.plural, e))?;
-            objects.extend(list.items.into_iter().map(|o| Obj::new(i, o.metadata)));
+                .map_err(|e| Error::List(k.plural.clone(), e))?;
+            objects.extend(
+                list.items
+                    .into_iter()
+                    .map(|o| Obj::new(k.clone(), o.metadata)),
+            );
             match list.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params = params.continue_token(&token),
                 None => break,
             }
         }
     }
-    Ok(Snapshot::new(objects))
+    Ok(Snapshot::new(kinds, objects))
 }
 
 /// How one ownerReference of a dependent stands.
@@ -292,7 +305,7 @@ async fn patch_meta(
         v => v,
     };
     let body = json!({ "metadata": { "resourceVersion": obj.rv, field: list } });
-    api(client, obj.kind, &obj.namespace)
+    api(client, &obj.kind, &obj.namespace)
         .patch_metadata(&obj.name, &PatchParams::default(), &Patch::Merge(body))
         .await
         .map(|_| ())
@@ -328,7 +341,7 @@ async fn delete(client: &Client, obj: &Obj, policy: PropagationPolicy) -> Done {
         }),
         ..DeleteParams::default()
     };
-    let r = api(client, obj.kind, &obj.namespace)
+    let r = api(client, &obj.kind, &obj.namespace)
         .delete(&obj.name, &dp)
         .await
         .map(|_| ());
@@ -342,10 +355,10 @@ async fn delete(client: &Client, obj: &Obj, policy: PropagationPolicy) -> Done {
 /// How `dep`'s reference `r` stands: from the snapshot when it shows the owner, else from a
 /// live GET (a list may predate the owner's creation).
 async fn classify(client: &Client, snap: &Snapshot, dep: &Obj, r: &OwnerReference) -> Owner {
-    let Some(kind) = kind_index(&r.api_version, &r.kind) else {
+    let Some(kind) = snap.kinds.find(&r.api_version, &r.kind) else {
         return Owner::Solid;
     };
-    let namespace = if KINDS[kind].namespaced {
+    let namespace = if kind.namespaced {
         if dep.namespace.is_empty() {
             return Owner::Solid;
         }
@@ -360,7 +373,8 @@ async fn classify(client: &Client, snap: &Snapshot, dep: &Obj, r: &OwnerReferenc
             Owner::Solid
         }
     };
-    if let Some(&i) = snap.by_name.get(&(kind, namespace.clone(), r.name.clone())) {
+    let key = (kind_key(kind), namespace.clone(), r.name.clone());
+    if let Some(&i) = snap.by_name.get(&key) {
         let o = &snap.objects[i];
         if o.uid == r.uid {
             return state(o);
@@ -371,7 +385,7 @@ async fn classify(client: &Client, snap: &Snapshot, dep: &Obj, r: &OwnerReferenc
         .await
     {
         Ok(Some(m)) if m.metadata.uid.as_deref() == Some(r.uid.as_str()) => {
-            state(&Obj::new(kind, m.metadata))
+            state(&Obj::new(kind.clone(), m.metadata))
         }
         Ok(_) => Owner::Dangling,
         Err(e) => {
@@ -435,8 +449,8 @@ async fn finish_foreground(client: &Client, snap: &Snapshot, owner: &Obj) -> Don
 }
 
 /// One pass over everything; Ok(false) when something must be retried.
-async fn pass(client: &Client) -> Result<(Snapshot, Done), Error> {
-    let snap = snapshot(client).await?;
+async fn pass(client: &Client, kinds: Arc<Kinds>) -> Result<(Snapshot, Done), Error> {
+    let snap = snapshot(client, kinds).await?;
     let mut done = true;
     for o in snap.objects.iter().filter(|o| o.deleting) {
         if o.has(ORPHAN) {
@@ -490,32 +504,69 @@ impl Seen {
     }
 }
 
-fn to_obj(kind: usize, ev: watcher::Event<MetaOnly>) -> watcher::Event<Obj> {
+fn to_obj(kind: &Arc<Kind>, ev: watcher::Event<MetaOnly>) -> watcher::Event<Obj> {
     use watcher::Event as E;
     match ev {
-        E::Apply(o) => E::Apply(Obj::new(kind, o.metadata)),
-        E::InitApply(o) => E::InitApply(Obj::new(kind, o.metadata)),
-        E::Delete(o) => E::Delete(Obj::new(kind, o.metadata)),
+        E::Apply(o) => E::Apply(Obj::new(kind.clone(), o.metadata)),
+        E::InitApply(o) => E::InitApply(Obj::new(kind.clone(), o.metadata)),
+        E::Delete(o) => E::Delete(Obj::new(kind.clone(), o.metadata)),
         E::Init => E::Init,
         E::InitDone => E::InitDone,
     }
 }
 
 /// Runs the collector until `cancel` fires. Leases come from the watch shared with the
-/// coordinated-leader-election controller; every other kind has a watch of its own.
+/// coordinated-leader-election controller; every other kind has a watch of its own. The kinds
+/// come from discovery, asked again at every resync: when they change (a resource added or
+/// removed), the watches are set up again.
 pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: SharedWatch) {
-    let watches = (0..KINDS.len()).map(|i| {
-        let resource = api_resource(i);
+    let mut failures = 0u32;
+    loop {
+        let kinds = tokio::select! {
+            () = cancel.cancelled() => return,
+            k = Kinds::discover(&client) => k,
+        };
+        match kinds {
+            Ok(kinds) => {
+                failures = 0;
+                if watch(&client, &cancel, &leases, Arc::new(kinds)).await {
+                    return;
+                }
+            }
+            Err(e) => {
+                failures = failures.saturating_add(1);
+                debug!(error = %format!("{e:#}"), "garbage collector: discovery failed");
+                let backoff = RETRY.saturating_mul(1 << (failures - 1).min(5)).min(RESYNC);
+                tokio::select! {
+                    () = cancel.cancelled() => return,
+                    () = tokio::time::sleep(backoff) => {}
+                }
+            }
+        }
+    }
+}
+
+/// Watches `kinds` and runs passes until `cancel` fires (true) or discovery shows other
+/// kinds (false).
+async fn watch(
+    client: &Client,
+    cancel: &CancellationToken,
+    leases: &SharedWatch,
+    kinds: Arc<Kinds>,
+) -> bool {
+    let watches = kinds.0.iter().map(|k| {
+        let resource = api_resource(k);
+        let k = k.clone();
         if leases.follows(&resource) {
             return leases
-                .subscribe(&client)
-                .map(move |e| Ok(to_obj(i, e)))
+                .subscribe(client)
+                .map(move |e| Ok(to_obj(&k, e)))
                 .boxed();
         }
         let api: Api<MetaOnly> = Api::all_with(client.clone(), &resource);
         watcher(api, watcher::Config::default())
             .default_backoff()
-            .map(move |ev| ev.map(|e| to_obj(i, e)))
+            .map(move |ev| ev.map(|e| to_obj(&k, e)))
             .boxed()
     });
     let mut events = select_all(watches);
@@ -536,7 +587,7 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
             timer.as_mut().reset(at);
         }
         tokio::select! {
-            () = &mut cancelled => return,
+            () = &mut cancelled => return true,
             Some(ev) = events.next() => match ev {
                 Ok(ev) => {
                     if seen.observe(ev) {
@@ -547,12 +598,23 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
                 Err(e) => debug!(error = %e, "garbage collector watch error"),
             },
             () = &mut timer => {
+                let resync = due.is_none();
                 due = None;
                 last = Instant::now();
+                if resync {
+                    match Kinds::discover(client).await {
+                        Ok(now) if now != *kinds => {
+                            info!("garbage collector: the served resources changed; watching them again");
+                            return false;
+                        }
+                        Ok(_) => {}
+                        Err(e) => debug!(error = %format!("{e:#}"), "garbage collector: discovery failed"),
+                    }
+                }
                 // A pass over many objects takes a while (pages of 500): shutdown does not wait.
                 let passed = tokio::select! {
-                    () = &mut cancelled => return,
-                    p = pass(&client) => p,
+                    () = &mut cancelled => return true,
+                    p = pass(client, kinds.clone()) => p,
                 };
                 let done = match passed {
                     Ok((snap, done)) => {
