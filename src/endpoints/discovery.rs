@@ -6,7 +6,7 @@ use super::negotiate::{
     respond, respond_typed, wants_aggregated_discovery, Output, AGGREGATED_DISCOVERY,
 };
 use crate::api::Body;
-use crate::registry::{Registry, ResourceInfo};
+use crate::registry::{ResourceInfo, Resources};
 use base64::Engine;
 use http::{HeaderMap, Response};
 use serde_json::{json, Value};
@@ -92,9 +92,9 @@ fn group_version(group: &str, version: &str) -> String {
 
 impl Discovery {
     /// Builds the documents from the registry's resources.
-    pub(crate) fn new(registry: &Registry) -> Self {
+    pub(crate) fn new(resources: &Resources) -> Self {
         let mut groups: Vec<(String, Versions)> = Vec::new();
-        for r in registry.resources() {
+        for r in resources.iter() {
             let i = r.info();
             let gi = match groups.iter().position(|(g, _)| g == i.group) {
                 Some(p) => p,

@@ -12,27 +12,56 @@ pub(crate) mod query;
 mod status;
 
 use crate::api::{Body, RequestContext, Status};
-use crate::registry::Registry;
+use crate::registry::{Registry, Resources};
 use bytes::Bytes;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 /// The API installed on the server: everything under /api, /apis and /openapi.
 pub(crate) struct ApiServer {
     registry: Arc<Registry>,
+    /// The discovery and OpenAPI documents of one set of resources.
+    docs: RwLock<Arc<Docs>>,
+}
+
+/// Documents of the registry's resources of one generation, built when a request first needs
+/// them after a change (the OpenAPI ones lazily, inside [`openapi::OpenApi`]).
+struct Docs {
+    generation: u64,
     discovery: discovery::Discovery,
     openapi: openapi::OpenApi,
+}
+
+impl Docs {
+    fn new(resources: &Resources) -> Docs {
+        Docs {
+            generation: resources.generation(),
+            discovery: discovery::Discovery::new(resources),
+            openapi: openapi::OpenApi::new(resources.iter().map(|r| r.info())),
+        }
+    }
 }
 
 impl ApiServer {
     /// Installs every served group over the registry.
     pub(crate) fn new(registry: Arc<Registry>) -> Self {
-        let discovery = discovery::Discovery::new(&registry);
-        let openapi = openapi::OpenApi::new(registry.resources().iter().map(|r| r.info()));
+        let docs = Docs::new(&registry.resources());
         ApiServer {
             registry,
-            discovery,
-            openapi,
+            docs: RwLock::new(Arc::new(docs)),
         }
+    }
+
+    /// The documents of `resources`, rebuilt when the set changed since they were made.
+    fn docs(&self, resources: &Resources) -> Arc<Docs> {
+        let cur = self.docs.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if cur.generation == resources.generation() {
+            return cur;
+        }
+        let mut slot = self.docs.write().unwrap_or_else(|e| e.into_inner());
+        if slot.generation != resources.generation() {
+            *slot = Arc::new(Docs::new(resources));
+        }
+        slot.clone()
     }
 
     /// Serves one authenticated, authorized request whose body was read already
@@ -43,6 +72,7 @@ impl ApiServer {
         ctx: RequestContext,
     ) -> http::Response<Body> {
         let path = req.uri().path();
+        let resources = self.registry.resources();
         if path == "/openapi" || path.starts_with("/openapi/") {
             let target = req
                 .uri()
@@ -50,6 +80,7 @@ impl ApiServer {
                 .map(|p| p.as_str())
                 .unwrap_or(path);
             return self
+                .docs(&resources)
                 .openapi
                 .handle(target, req.headers())
                 .unwrap_or_else(|| Status::not_found_path().into_response());
@@ -58,13 +89,12 @@ impl ApiServer {
         if !info.is_resource_request {
             // Discovery documents live at the non-resource paths /api, /apis and below.
             return self
+                .docs(&resources)
                 .discovery
                 .serve(path, req.headers())
                 .unwrap_or_else(|| Status::not_found_path().into_response());
         }
-        let Some(resource) =
-            self.registry
-                .lookup(&info.api_group, &info.api_version, &info.resource)
+        let Some(resource) = resources.lookup(&info.api_group, &info.api_version, &info.resource)
         else {
             return Status::not_found_path().into_response();
         };

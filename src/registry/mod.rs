@@ -25,7 +25,8 @@ pub(crate) use store_list::{ListOptions, WatchEvent, WatchProgress};
 pub(crate) use strategy::{ResourceInfo, Strategy};
 
 use crate::storage::Storage;
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 
 /// The Conflict reason of a stale resourceVersion (OptimisticLockErrorMsg).
 pub(crate) const OPTIMISTIC_LOCK_MSG: &str =
@@ -76,9 +77,70 @@ impl Resource {
     }
 }
 
-/// Every served resource, over one store.
+/// The resources served at one moment, in discovery order. A request works with one of these
+/// from start to end, so it sees the set from before a change or after it, never half.
+pub(crate) struct Resources {
+    list: Vec<Arc<Resource>>,
+    /// "group/version/resource" → position in `list`.
+    index: HashMap<String, usize>,
+    /// Counts the changes of the set: equal generations, equal sets.
+    generation: u64,
+}
+
+fn index_key(group: &str, version: &str, resource: &str) -> String {
+    let mut k = String::with_capacity(group.len() + version.len() + resource.len() + 2);
+    for (n, part) in [group, version, resource].into_iter().enumerate() {
+        if n > 0 {
+            k.push('/');
+        }
+        k.push_str(part);
+    }
+    k
+}
+
+impl Resources {
+    fn new(list: Vec<Arc<Resource>>, generation: u64) -> Resources {
+        let index = list
+            .iter()
+            .enumerate()
+            .map(|(n, r)| {
+                let i = r.info();
+                (index_key(i.group, i.version, i.resource), n)
+            })
+            .collect();
+        Resources {
+            list,
+            index,
+            generation,
+        }
+    }
+
+    /// The resource served at group/version/resource.
+    pub(crate) fn lookup(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<&Arc<Resource>> {
+        self.index
+            .get(&index_key(group, version, resource))
+            .map(|&n| &self.list[n])
+    }
+
+    /// Every resource, in discovery order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<Resource>> {
+        self.list.iter()
+    }
+
+    /// Which set this is ([`Registry::resources`] after a change has a larger one).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+}
+
+/// Every served resource, over one store; resources can be added and removed while serving.
 pub(crate) struct Registry {
-    resources: Vec<Resource>,
+    current: RwLock<Arc<Resources>>,
 }
 
 impl Registry {
@@ -90,38 +152,62 @@ impl Registry {
 
     /// Builds the registry with keys under `prefix` (`--etcd-prefix`).
     pub(crate) fn with_prefix(storage: Arc<dyn Storage>, prefix: &str) -> Self {
-        let resources = resources::built_in()
+        let list = resources::built_in()
             .into_iter()
-            .map(|b| match b {
-                resources::BuiltIn::Stored(strategy, key_root) => Resource::Stored(Arc::new(
-                    GenericStore::new(Arc::clone(&storage), prefix, strategy, key_root),
-                )),
-                resources::BuiltIn::Review(r) => Resource::Review(r),
+            .map(|b| {
+                Arc::new(match b {
+                    resources::BuiltIn::Stored(strategy, key_root) => Resource::Stored(Arc::new(
+                        GenericStore::new(Arc::clone(&storage), prefix, strategy, key_root),
+                    )),
+                    resources::BuiltIn::Review(r) => Resource::Review(r),
+                })
             })
             .collect();
-        Registry { resources }
+        Registry {
+            current: RwLock::new(Arc::new(Resources::new(list, 0))),
+        }
+    }
+
+    /// The set served now.
+    pub(crate) fn resources(&self) -> Arc<Resources> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Replaces the set with `change(current list)`; requests already under way keep the set
+    /// they started with.
+    fn change(&self, change: impl FnOnce(&mut Vec<Arc<Resource>>)) {
+        let mut cur = self.current.write().unwrap_or_else(|e| e.into_inner());
+        let mut list = cur.list.clone();
+        change(&mut list);
+        *cur = Arc::new(Resources::new(list, cur.generation + 1));
+    }
+
+    /// Serves one more resource, after the others (replacing one served at the same
+    /// group/version/resource).
+    // Used by the CustomResourceDefinition controller once it exists (issue #27).
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn install(&self, resource: Arc<Resource>) {
+        self.change(|list| {
+            let i = resource.info();
+            list.retain(|r| {
+                let o = r.info();
+                !(o.group == i.group && o.version == i.version && o.resource == i.resource)
+            });
+            list.push(resource);
+        });
     }
 
     /// Stops serving one resource (e.g. LeaseCandidates when CoordinatedLeaderElection is off).
-    pub(crate) fn without(mut self, group: &str, version: &str, resource: &str) -> Self {
-        self.resources.retain(|r| {
-            let i = r.info();
-            !(i.group == group && i.version == version && i.resource == resource)
+    pub(crate) fn remove(&self, group: &str, version: &str, resource: &str) {
+        self.change(|list| {
+            list.retain(|r| {
+                let i = r.info();
+                !(i.group == group && i.version == version && i.resource == resource)
+            })
         });
-        self
-    }
-
-    /// All resources, in discovery order.
-    pub(crate) fn resources(&self) -> &[Resource] {
-        &self.resources
-    }
-
-    /// The resource served at group/version/resource.
-    pub(crate) fn lookup(&self, group: &str, version: &str, resource: &str) -> Option<&Resource> {
-        self.resources.iter().find(|r| {
-            let i = r.info();
-            i.group == group && i.version == version && i.resource == resource
-        })
     }
 }
 

@@ -30,13 +30,15 @@ pub(super) async fn registry_on(
     (dir, Registry::new(storage.clone()), storage)
 }
 
-pub(super) fn store<'a>(
-    r: &'a Registry,
+pub(super) fn store(
+    r: &Registry,
     group: &str,
     version: &str,
     resource: &str,
-) -> &'a Arc<GenericStore> {
-    match r.lookup(group, version, resource) {
+) -> &'static Arc<GenericStore> {
+    // The tests' registries never change: keeping their set for the test's life is harmless.
+    let set: &'static Resources = Box::leak(Box::new(r.resources()));
+    match set.lookup(group, version, resource).map(|r| &**r) {
         Some(Resource::Stored(s)) => s,
         _ => panic!("{resource} is stored"),
     }
@@ -577,5 +579,35 @@ async fn namespaces_select_by_phase() {
     assert!(
         e.to_string().contains("field label not supported: name"),
         "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_change_of_the_served_set_leaves_requests_under_way_with_the_old_set() {
+    let (_dir, r) = registry().await;
+    let before = r.resources();
+    assert!(before
+        .lookup("coordination.k8s.io", "v1beta1", "leasecandidates")
+        .is_some());
+    r.remove("coordination.k8s.io", "v1beta1", "leasecandidates");
+    let after = r.resources();
+    assert!(after.generation() > before.generation());
+    assert!(after
+        .lookup("coordination.k8s.io", "v1beta1", "leasecandidates")
+        .is_none());
+    // A request that took the set before the change still has all of it.
+    let kept = before
+        .lookup("coordination.k8s.io", "v1beta1", "leasecandidates")
+        .expect("the old set is unchanged")
+        .clone();
+    assert_eq!(before.iter().count(), after.iter().count() + 1);
+    // Installed again: served at the end of the list, under a newer generation.
+    r.install(kept);
+    let again = r.resources();
+    assert!(again.generation() > after.generation());
+    let last = again.iter().last().unwrap().info();
+    assert_eq!(
+        (last.group, last.resource),
+        ("coordination.k8s.io", "leasecandidates")
     );
 }

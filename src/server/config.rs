@@ -98,10 +98,10 @@ impl Config {
         let storage = storage::open(storage_config(&options))
             .await
             .map_err(Error::Storage)?;
-        let mut registry = Registry::with_prefix(storage.clone(), &options.storage.prefix);
+        let registry = Registry::with_prefix(storage.clone(), &options.storage.prefix);
         if !options.controllers.gate("CoordinatedLeaderElection") {
             // As kube-apiserver without the gate: LeaseCandidates are not served.
-            registry = registry.without("coordination.k8s.io", "v1beta1", "leasecandidates");
+            registry.remove("coordination.k8s.io", "v1beta1", "leasecandidates");
         }
         let api = Arc::new(ApiServer::new(Arc::new(registry)));
         Ok(Config {
