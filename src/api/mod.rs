@@ -4,6 +4,7 @@
 
 pub(crate) mod gvk;
 pub(crate) mod json;
+pub(crate) mod protobuf;
 pub(crate) mod request_info;
 pub(crate) mod selectors;
 pub(crate) mod status;

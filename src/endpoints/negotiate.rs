@@ -4,7 +4,7 @@
 //! responses with `Warning` headers. A body that does not decode is an [`Error`], answered by
 //! endpoints/status.rs. May use: registry, api.
 
-use super::protobuf::ProtobufError;
+use crate::api::protobuf::ProtobufError;
 use crate::api::{full_body, Body, GroupVersionKind};
 use bytes::Bytes;
 use http::{header, HeaderMap, HeaderValue, Response};

@@ -37,6 +37,8 @@ pub(crate) struct ResourceInfo {
     /// Adds the kind's OpenAPI schema (and the schemas it refers to) to a generator:
     /// [`schema_of`] of its k8s-openapi type.
     pub schema: fn(&mut SchemaGenerator),
+    /// Decodes the kind's protobuf form (`application/vnd.kubernetes.protobuf` bodies).
+    pub protobuf: crate::api::protobuf::Decoder,
 }
 
 /// The [`ResourceInfo::schema`] of a kind whose k8s-openapi type is `T`.

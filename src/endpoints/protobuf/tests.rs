@@ -3,6 +3,8 @@
 //! catches misspelt field names (they would be dropped).
 
 use super::*;
+use k8s_pb::api::{authentication, authorization, coordination, core, events};
+use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use serde_json::json;
 

@@ -1,12 +1,14 @@
 //! v1 ConfigMaps (pkg/registry/core/configmap): config-key validation, the 1 MiB data limit,
 //! `immutable`, and the Name/Data/Age table. May use: registry (strategy), api.
 
+use crate::api::protobuf::{base64_values, message, metadata, Obj, ProtobufError};
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
     age_of, col, len_at, name_of, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
-use serde_json::Value;
+use k8s_pb::api::core;
+use serde_json::{Map, Value};
 
 /// What discovery reports for configmaps.
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
@@ -21,6 +23,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     verbs: STORED_VERBS,
     subresources: &[],
     schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::ConfigMap>,
+    protobuf: from_protobuf,
 };
 
 /// MaxConfigMapSize / MaxSecretSize.
@@ -130,4 +133,17 @@ impl Strategy for ConfigMaps {
         let n = len_at(obj, "/data") + len_at(obj, "/binaryData");
         vec![name_of(obj).into(), Value::from(n as i64), age_of(obj)]
     }
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(config_map(message::<core::v1::ConfigMap>(raw, "ConfigMap")?).into_map())
+}
+
+fn config_map(c: core::v1::ConfigMap) -> Obj {
+    let binary = base64_values(&c.binary_data);
+    metadata(&c.metadata)
+        .opt_bool("immutable", c.immutable)
+        .str_map("data", &c.data)
+        .str_map("binaryData", &binary)
 }

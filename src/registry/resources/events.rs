@@ -4,11 +4,13 @@
 //! reason, reportingController, source, type) and kube's event table.
 //! May use: registry (strategy), api.
 
+use crate::api::protobuf::{event_source, message, metadata, object_reference, Obj, ProtobufError};
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
     col, name_of, since, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     STORED_VERBS,
 };
+use k8s_pb::api::{core, events};
 use serde_json::{Map, Value};
 
 /// What discovery reports for v1 events.
@@ -24,6 +26,7 @@ pub(crate) static CORE_INFO: ResourceInfo = ResourceInfo {
     verbs: STORED_VERBS,
     subresources: &[],
     schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::Event>,
+    protobuf: core_from_protobuf,
 };
 
 /// What discovery reports for events.k8s.io/v1 events.
@@ -39,6 +42,7 @@ pub(crate) static EVENTS_INFO: ResourceInfo = ResourceInfo {
     verbs: STORED_VERBS,
     subresources: &[],
     schema: crate::registry::strategy::schema_of::<k8s_openapi::api::events::v1::Event>,
+    protobuf: events_from_protobuf,
 };
 
 /// events.k8s.io/v1's field labels and the v1 labels they select by (pkg/apis/events/v1's
@@ -287,4 +291,71 @@ impl Strategy for Events {
     fn cells(&self, obj: &Value) -> Vec<Value> {
         core_cells(&self.to_storage(obj.clone()))
     }
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn core_from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(core_event(message::<core::v1::Event>(raw, "Event")?).into_map())
+}
+
+fn core_event(e: core::v1::Event) -> Obj {
+    let series = e.series.as_ref().map(|s| {
+        Obj::default()
+            .int("count", s.count.map(i64::from))
+            .micro_time("lastObservedTime", &s.last_observed_time)
+    });
+    metadata(&e.metadata)
+        .obj(
+            "involvedObject",
+            Some(
+                e.involved_object
+                    .as_ref()
+                    .map(object_reference)
+                    .unwrap_or_default(),
+            ),
+        )
+        .str("reason", &e.reason)
+        .str("message", &e.message)
+        .obj("source", e.source.as_ref().map(event_source))
+        .time("firstTimestamp", &e.first_timestamp)
+        .time("lastTimestamp", &e.last_timestamp)
+        .int("count", e.count.map(i64::from))
+        .str("type", &e.r#type)
+        .micro_time("eventTime", &e.event_time)
+        .obj("series", series)
+        .str("action", &e.action)
+        .obj("related", e.related.as_ref().map(object_reference))
+        .str("reportingComponent", &e.reporting_component)
+        .str("reportingInstance", &e.reporting_instance)
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn events_from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(events_event(message::<events::v1::Event>(raw, "Event")?).into_map())
+}
+
+fn events_event(e: events::v1::Event) -> Obj {
+    let series = e.series.as_ref().map(|s| {
+        Obj::default()
+            .int("count", s.count.map(i64::from))
+            .micro_time("lastObservedTime", &s.last_observed_time)
+    });
+    metadata(&e.metadata)
+        .micro_time("eventTime", &e.event_time)
+        .obj("series", series)
+        .str("reportingController", &e.reporting_controller)
+        .str("reportingInstance", &e.reporting_instance)
+        .str("action", &e.action)
+        .str("reason", &e.reason)
+        .obj("regarding", e.regarding.as_ref().map(object_reference))
+        .obj("related", e.related.as_ref().map(object_reference))
+        .str("note", &e.note)
+        .str("type", &e.r#type)
+        .obj(
+            "deprecatedSource",
+            e.deprecated_source.as_ref().map(event_source),
+        )
+        .time("deprecatedFirstTimestamp", &e.deprecated_first_timestamp)
+        .time("deprecatedLastTimestamp", &e.deprecated_last_timestamp)
+        .int("deprecatedCount", e.deprecated_count.map(i64::from))
 }

@@ -3,12 +3,14 @@
 //! Name/LeaseName/BinaryVersion/EmulationVersion/Age table. May use: registry (strategy), api.
 
 use super::leases::{validate_strategy, OLDEST_EMULATION_VERSION};
+use crate::api::protobuf::{message, metadata, Obj, ProtobufError};
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
     age_of, col, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
-use serde_json::Value;
+use k8s_pb::api::coordination;
+use serde_json::{Map, Value};
 
 /// What discovery reports for leasecandidates.
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
@@ -25,6 +27,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     schema: crate::registry::strategy::schema_of::<
         k8s_openapi::api::coordination::v1beta1::LeaseCandidate,
     >,
+    protobuf: from_protobuf,
 };
 
 /// semver.ParseTolerant: optional `v`, 1–3 numeric parts, optional `-pre` / `+build`.
@@ -136,4 +139,28 @@ impl Strategy for LeaseCandidates {
             age_of(obj),
         ]
     }
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(
+        lease_candidate(message::<coordination::v1beta1::LeaseCandidate>(
+            raw,
+            "LeaseCandidate",
+        )?)
+        .into_map(),
+    )
+}
+
+fn lease_candidate(l: coordination::v1beta1::LeaseCandidate) -> Obj {
+    let spec = l.spec.as_ref().map(|s| {
+        Obj::default()
+            .str("leaseName", &s.lease_name)
+            .micro_time("pingTime", &s.ping_time)
+            .micro_time("renewTime", &s.renew_time)
+            .str("binaryVersion", &s.binary_version)
+            .str("emulationVersion", &s.emulation_version)
+            .str("strategy", &s.strategy)
+    });
+    metadata(&l.metadata).obj("spec", spec)
 }

@@ -3,13 +3,15 @@
 //! Name/Holder/Age table. May use: registry (strategy), api.
 
 use crate::api::json::same_except;
+use crate::api::protobuf::{message, metadata, Obj, ProtobufError};
 use crate::api::At;
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
     age_of, col, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
-use serde_json::Value;
+use k8s_pb::api::coordination;
+use serde_json::{Map, Value};
 
 /// What discovery reports for leases (no short names).
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
@@ -24,6 +26,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     verbs: STORED_VERBS,
     subresources: &[],
     schema: crate::registry::strategy::schema_of::<k8s_openapi::api::coordination::v1::Lease>,
+    protobuf: from_protobuf,
 };
 
 /// The one strategy name kube knows (CoordinatedLeaseStrategy).
@@ -119,6 +122,28 @@ impl Strategy for Leases {
             age_of(obj),
         ]
     }
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(lease(message::<coordination::v1::Lease>(raw, "Lease")?).into_map())
+}
+
+fn lease(l: coordination::v1::Lease) -> Obj {
+    let spec = l.spec.as_ref().map(|s| {
+        Obj::default()
+            .opt_str("holderIdentity", &s.holder_identity)
+            .opt_int(
+                "leaseDurationSeconds",
+                s.lease_duration_seconds.map(i64::from),
+            )
+            .micro_time("acquireTime", &s.acquire_time)
+            .micro_time("renewTime", &s.renew_time)
+            .opt_int("leaseTransitions", s.lease_transitions.map(i64::from))
+            .opt_str("strategy", &s.strategy)
+            .opt_str("preferredHolder", &s.preferred_holder)
+    });
+    metadata(&l.metadata).obj("spec", spec)
 }
 
 #[cfg(test)]

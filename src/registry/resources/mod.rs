@@ -57,3 +57,25 @@ pub(crate) fn built_in() -> Vec<BuiltIn> {
         BuiltIn::Review(Review::Rules),
     ]
 }
+
+/// The protobuf decoder of a built-in kind (custom resources have none: kube-apiserver
+/// serves them as JSON and YAML only).
+pub(crate) fn protobuf_decoder(
+    gvk: &crate::api::GroupVersionKind,
+) -> Option<crate::api::protobuf::Decoder> {
+    static INFOS: std::sync::OnceLock<Vec<&'static super::strategy::ResourceInfo>> =
+        std::sync::OnceLock::new();
+    INFOS
+        .get_or_init(|| {
+            built_in()
+                .iter()
+                .map(|b| match b {
+                    BuiltIn::Stored(s, _) => s.info(),
+                    BuiltIn::Review(r) => r.info(),
+                })
+                .collect()
+        })
+        .iter()
+        .find(|i| i.group == gvk.group && i.version == gvk.version && i.kind == gvk.kind)
+        .map(|i| i.protobuf)
+}

@@ -4,6 +4,7 @@
 //! finalizer through `finalize`, which deletes it), immortal system namespaces.
 //! May use: registry (strategy), api.
 
+use crate::api::protobuf::{message, metadata, Obj, ProtobufError};
 use crate::api::selectors::qualified_name_errors;
 use crate::registry::error::FieldError;
 use crate::registry::store::{now_rfc3339, IMMORTAL_NAMESPACES};
@@ -12,7 +13,8 @@ use crate::registry::strategy::{
     AGE_COLUMN, NAME_COLUMN,
 };
 use crate::registry::validation::NameRule;
-use serde_json::{json, Value};
+use k8s_pb::api::core;
+use serde_json::{json, Map, Value};
 
 /// What discovery reports for namespaces (no deletecollection, as in kube).
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
@@ -32,6 +34,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
         ("status", &["get", "patch", "update"]),
     ],
     schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::Namespace>,
+    protobuf: from_protobuf,
 };
 
 /// The namespace strategy.
@@ -179,4 +182,31 @@ impl Strategy for Namespaces {
     fn return_deleted_object(&self) -> bool {
         true
     }
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(namespace(message::<core::v1::Namespace>(raw, "Namespace")?).into_map())
+}
+
+fn namespace(n: core::v1::Namespace) -> Obj {
+    let spec = n
+        .spec
+        .as_ref()
+        .map(|s| Obj::default().strs("finalizers", &s.finalizers));
+    let status = n.status.as_ref().map(|s| {
+        Obj::default()
+            .str("phase", &s.phase)
+            .list("conditions", &s.conditions, |c| {
+                Obj::default()
+                    .str("type", &c.r#type)
+                    .str("status", &c.status)
+                    .time("lastTransitionTime", &c.last_transition_time)
+                    .str("reason", &c.reason)
+                    .str("message", &c.message)
+            })
+    });
+    metadata(&n.metadata)
+        .obj("spec", spec)
+        .obj("status", status)
 }

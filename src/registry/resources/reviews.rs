@@ -5,10 +5,13 @@
 //! same authorizer as rules: everything, like cluster-admin). Nothing is stored.
 //! May use: registry, api.
 
+use crate::api::protobuf::{message, metadata, Obj, ProtobufError};
 use crate::api::UserInfo;
 use crate::registry::error::{Error, Result};
 use crate::registry::strategy::{typed_roundtrip, Input, ResourceInfo};
-use serde_json::{json, Value};
+use k8s_pb::api::{authentication, authorization};
+use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
+use serde_json::{json, Map, Value};
 
 /// What discovery reports for selfsubjectreviews.
 pub(crate) static SELF_SUBJECT_REVIEW: ResourceInfo = ResourceInfo {
@@ -25,6 +28,7 @@ pub(crate) static SELF_SUBJECT_REVIEW: ResourceInfo = ResourceInfo {
     schema: crate::registry::strategy::schema_of::<
         k8s_openapi::api::authentication::v1::SelfSubjectReview,
     >,
+    protobuf: ssr_from_protobuf,
 };
 
 /// What discovery reports for selfsubjectaccessreviews.
@@ -42,6 +46,7 @@ pub(crate) static SELF_SUBJECT_ACCESS_REVIEW: ResourceInfo = ResourceInfo {
     schema: crate::registry::strategy::schema_of::<
         k8s_openapi::api::authorization::v1::SelfSubjectAccessReview,
     >,
+    protobuf: ssar_from_protobuf,
 };
 
 /// What discovery reports for selfsubjectrulesreviews.
@@ -59,6 +64,7 @@ pub(crate) static SELF_SUBJECT_RULES_REVIEW: ResourceInfo = ResourceInfo {
     schema: crate::registry::strategy::schema_of::<
         k8s_openapi::api::authorization::v1::SelfSubjectRulesReview,
     >,
+    protobuf: ssrr_from_protobuf,
 };
 
 /// Which review.
@@ -185,6 +191,147 @@ fn rules_review(obj: &Value) -> Result<Value> {
             "incomplete": false,
         },
     }))
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn ssr_from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(
+        self_subject_review(message::<authentication::v1::SelfSubjectReview>(
+            raw,
+            "SelfSubjectReview",
+        )?)
+        .into_map(),
+    )
+}
+
+fn self_subject_review(r: authentication::v1::SelfSubjectReview) -> Obj {
+    let status = r.status.as_ref().map(|s| {
+        let user = s.user_info.as_ref().map(|u| {
+            let extra: Map<String, Value> = u
+                .extra
+                .iter()
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        v.items.iter().cloned().map(Value::String).collect(),
+                    )
+                })
+                .collect();
+            let o = Obj::default()
+                .str("username", &u.username)
+                .str("uid", &u.uid)
+                .strs("groups", &u.groups);
+            if extra.is_empty() {
+                o
+            } else {
+                o.put("extra", Value::Object(extra))
+            }
+        });
+        Obj::default().obj("userInfo", user)
+    });
+    metadata(&r.metadata).obj("status", status)
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn ssrr_from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(ssrr(message::<authorization::v1::SelfSubjectRulesReview>(
+        raw,
+        "SelfSubjectRulesReview",
+    )?)
+    .into_map())
+}
+
+fn ssrr(r: authorization::v1::SelfSubjectRulesReview) -> Obj {
+    let spec = r
+        .spec
+        .as_ref()
+        .map(|s| Obj::default().str("namespace", &s.namespace));
+    metadata(&r.metadata).obj("spec", spec)
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn ssar_from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(ssar(message::<authorization::v1::SelfSubjectAccessReview>(
+        raw,
+        "SelfSubjectAccessReview",
+    )?)
+    .into_map())
+}
+
+fn ssar(r: authorization::v1::SelfSubjectAccessReview) -> Obj {
+    let requirements = |reqs: &[meta::FieldSelectorRequirement]| {
+        reqs.iter()
+            .map(|q| {
+                Value::Object(
+                    Obj::default()
+                        .str("key", &q.key)
+                        .str("operator", &q.operator)
+                        .strs("values", &q.values)
+                        .into_map(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let label_requirements = |reqs: &[meta::LabelSelectorRequirement]| {
+        reqs.iter()
+            .map(|q| {
+                Value::Object(
+                    Obj::default()
+                        .str("key", &q.key)
+                        .str("operator", &q.operator)
+                        .strs("values", &q.values)
+                        .into_map(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let spec = r.spec.as_ref().map(|s| {
+        let ra = s.resource_attributes.as_ref().map(|a| {
+            let fs = a.field_selector.as_ref().map(|f| {
+                let o = Obj::default().str("rawSelector", &f.raw_selector);
+                if f.requirements.is_empty() {
+                    o
+                } else {
+                    o.put("requirements", requirements(&f.requirements).into())
+                }
+            });
+            let ls = a.label_selector.as_ref().map(|l| {
+                let o = Obj::default().str("rawSelector", &l.raw_selector);
+                if l.requirements.is_empty() {
+                    o
+                } else {
+                    o.put("requirements", label_requirements(&l.requirements).into())
+                }
+            });
+            Obj::default()
+                .str("namespace", &a.namespace)
+                .str("verb", &a.verb)
+                .str("group", &a.group)
+                .str("version", &a.version)
+                .str("resource", &a.resource)
+                .str("subresource", &a.subresource)
+                .str("name", &a.name)
+                .obj("fieldSelector", fs)
+                .obj("labelSelector", ls)
+        });
+        let nra = s
+            .non_resource_attributes
+            .as_ref()
+            .map(|a| Obj::default().str("path", &a.path).str("verb", &a.verb));
+        Obj::default()
+            .obj("resourceAttributes", ra)
+            .obj("nonResourceAttributes", nra)
+    });
+    let status = r.status.as_ref().map(|s| {
+        Obj::default()
+            .put("allowed", s.allowed.unwrap_or(false).into())
+            .bool("denied", s.denied)
+            .str("reason", &s.reason)
+            .str("evaluationError", &s.evaluation_error)
+    });
+    metadata(&r.metadata)
+        .obj("spec", Some(spec.unwrap_or_default()))
+        .obj("status", status)
 }
 
 #[cfg(test)]

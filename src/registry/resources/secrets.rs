@@ -3,13 +3,15 @@
 //! May use: registry (strategy), api.
 
 use super::configmaps::{validate_data_maps, validate_immutable};
+use crate::api::protobuf::{base64_values, message, metadata, Obj, ProtobufError};
 use crate::registry::error::FieldError;
 use crate::registry::strategy::{
     age_of, col, len_at, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
 use base64::Engine;
-use serde_json::Value;
+use k8s_pb::api::core;
+use serde_json::{Map, Value};
 
 /// What discovery reports for secrets.
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
@@ -24,6 +26,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     verbs: STORED_VERBS,
     subresources: &[],
     schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::Secret>,
+    protobuf: from_protobuf,
 };
 
 /// The secret strategy.
@@ -105,4 +108,18 @@ impl Strategy for Secrets {
             age_of(obj),
         ]
     }
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(secret(message::<core::v1::Secret>(raw, "Secret")?).into_map())
+}
+
+fn secret(s: core::v1::Secret) -> Obj {
+    let data = base64_values(&s.data);
+    metadata(&s.metadata)
+        .opt_bool("immutable", s.immutable)
+        .str_map("data", &data)
+        .str_map("stringData", &s.string_data)
+        .str("type", &s.r#type)
 }

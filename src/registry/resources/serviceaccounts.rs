@@ -1,11 +1,13 @@
 //! v1 ServiceAccounts (pkg/registry/core/serviceaccount): the Name/Secrets/Age table.
 //! The token subresource is not served. May use: registry (strategy), api.
 
+use crate::api::protobuf::{message, metadata, object_reference, Obj, ProtobufError};
 use crate::registry::strategy::{
     age_of, col, len_at, name_of, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
-use serde_json::Value;
+use k8s_pb::api::core;
+use serde_json::{Map, Value};
 
 /// What discovery reports for serviceaccounts.
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
@@ -20,6 +22,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     verbs: STORED_VERBS,
     subresources: &[],
     schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::ServiceAccount>,
+    protobuf: from_protobuf,
 };
 
 /// The serviceaccount strategy.
@@ -46,4 +49,21 @@ impl Strategy for ServiceAccounts {
             age_of(obj),
         ]
     }
+}
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    Ok(service_account(message::<core::v1::ServiceAccount>(raw, "ServiceAccount")?).into_map())
+}
+
+fn service_account(s: core::v1::ServiceAccount) -> Obj {
+    metadata(&s.metadata)
+        .list("secrets", &s.secrets, object_reference)
+        .list("imagePullSecrets", &s.image_pull_secrets, |r| {
+            Obj::default().str("name", &r.name)
+        })
+        .opt_bool(
+            "automountServiceAccountToken",
+            s.automount_service_account_token,
+        )
 }
