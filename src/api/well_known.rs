@@ -13,3 +13,9 @@ pub(crate) const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 /// Annotation carrying the peer proxy address `ip:port` (`v1.AnnotationPeerAdvertiseAddress`,
 /// gate UnknownVersionInteroperabilityProxy).
 pub(crate) const PEER_ADDRESS_ANNOTATION: &str = "kubernetes.io/peer-advertise-address";
+
+/// The finalizer that makes the garbage collector orphan the dependents
+/// (`metav1.FinalizerOrphanDependents`).
+pub(crate) const FINALIZER_ORPHAN: &str = "orphan";
+/// The finalizer of a foreground deletion (`metav1.FinalizerDeleteDependents`).
+pub(crate) const FINALIZER_FOREGROUND: &str = "foregroundDeletion";

@@ -2,26 +2,20 @@
 //! Sees no HTTP types. May use: storage, api.
 
 pub(crate) mod apiextensions;
-mod bounded;
+pub(crate) mod codec;
 pub(crate) mod error;
-pub(crate) mod memo;
 pub(crate) mod resources;
-mod roundtrip;
-mod roundtrip_rest;
 pub(crate) mod store;
-mod store_codec;
-pub(crate) mod store_delete;
-pub(crate) mod store_list;
 pub(crate) mod strategy;
 pub(crate) mod validation;
 
+pub(crate) use codec::memo::Decoded;
 #[cfg(test)]
 pub(crate) use error::FieldError;
 pub(crate) use error::{Error, Result};
-pub(crate) use memo::Decoded;
 pub(crate) use resources::reviews::Review;
+pub(crate) use store::list::{ListOptions, WatchEvent, WatchProgress};
 pub(crate) use store::{DeleteOptions, GenericStore};
-pub(crate) use store_list::{ListOptions, WatchEvent, WatchProgress};
 pub(crate) use strategy::{ResourceInfo, Strategy};
 
 use crate::storage::Storage;

@@ -4,8 +4,8 @@
 //! as a Table. The generic store calls these in a fixed order (see store.rs).
 //! May use: api.
 
+pub(crate) use super::codec::roundtrip::typed_roundtrip;
 use super::error::FieldError;
-pub(crate) use super::roundtrip::typed_roundtrip;
 use super::validation::NameRule;
 use crate::api::At;
 use k8s_openapi::schemars::{generate::SchemaGenerator, JsonSchema};

@@ -124,7 +124,7 @@ pub(crate) fn validate_object_meta(
             }
         }
         // ValidateFinalizers: the garbage collector's two finalizers exclude each other.
-        use super::store_delete::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
+        use crate::api::well_known::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
         if finalizers.iter().any(|f| f == FINALIZER_ORPHAN)
             && finalizers.iter().any(|f| f == FINALIZER_FOREGROUND)
         {

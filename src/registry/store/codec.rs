@@ -2,11 +2,11 @@
 //! is decoded once), and request bodies → canonical objects (apiVersion/kind checks, the typed
 //! round trip, fieldValidation). May use: storage, api.
 
-use super::error::{Error, Result};
-use super::memo::{stamp_resource_version, Decoded, Encoded};
-use super::store::{GenericStore, MAX_OBJECT_BYTES};
-use super::strategy::{name_of, Input};
-use super::{Context, FieldValidation};
+use super::{GenericStore, MAX_OBJECT_BYTES};
+use crate::registry::codec::memo::{stamp_resource_version, Decoded, Encoded};
+use crate::registry::error::{Error, Result};
+use crate::registry::strategy::{name_of, Input};
+use crate::registry::{Context, FieldValidation};
 use crate::storage::KeyValue;
 use bytes::Bytes;
 use serde_json::Value;

@@ -4,12 +4,12 @@
 //! selector transitions (an object leaving the selection is DELETED for the watcher).
 //! May use: storage, api.
 
-use super::error::{Error, FieldError, Result};
-use super::memo::{stamp_resource_version, Decoded};
-use super::store::GenericStore;
-use super::Context;
+use super::GenericStore;
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::At;
+use crate::registry::codec::memo::{stamp_resource_version, Decoded};
+use crate::registry::error::{Error, FieldError, Result};
+use crate::registry::Context;
 use crate::storage::{self, ListRevision, Revision};
 use base64::Engine;
 use futures::stream::{BoxStream, StreamExt};
@@ -537,7 +537,7 @@ impl Renewals {
     /// `ev` (about `key`), unless it is a MODIFIED event that only renews the object before it.
     fn pass(
         &mut self,
-        strategy: &dyn super::Strategy,
+        strategy: &dyn crate::registry::Strategy,
         key: String,
         ev: WatchEvent,
     ) -> Option<WatchEvent> {

@@ -9,13 +9,13 @@
 //! remembers the canonical metadata by the bytes sent with that value emptied (checked, when
 //! the table learns a key, to be metadata's own resourceVersion: the decode of the bytes
 //! sent must match). The rest of the body round-trips with a stand-in metadata (from the
-//! table of [`super::roundtrip_rest`] when it knows those bytes but for their timestamps),
+//! table of [`super::rest`] when it knows those bytes but for their timestamps),
 //! which must come out as the object's own, and the remembered metadata goes in its place with the
 //! body's resourceVersion. Anything unusual (a body that names `metadata` more than once, a
 //! parse or type error anywhere, unknown fields anywhere, a resourceVersion with an escape)
 //! takes the full round trip, so the result, warnings and error texts are always the full
-//! round trip's. Every served type's `metadata` is an `ObjectMeta`. May use: nothing
-//! internal.
+//! round trip's. Every served type's `metadata` is an `ObjectMeta`. May use: registry
+//! (strategy), its siblings [`super::typed`] and [`super::rest`].
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::value::RawValue;
@@ -24,7 +24,8 @@ use std::ops::Range;
 use std::sync::{Arc, LazyLock};
 
 use super::bounded::Bounded;
-use super::strategy::Input;
+use super::typed::full;
+use crate::registry::strategy::Input;
 
 /// A canonical object and the unknown fields its decode dropped.
 type Decoded = (Value, Vec<String>);
@@ -46,25 +47,6 @@ where
         }
     }
     full::<T>(obj)
-}
-
-/// The round trip of every field.
-pub(super) fn full<T>(obj: Input<'_>) -> Result<Decoded, String>
-where
-    T: serde::de::DeserializeOwned + serde::Serialize,
-{
-    let mut unknown = Vec::new();
-    let typed: T = match obj {
-        Input::Value(v) => serde_ignored::deserialize(v, |path| unknown.push(field_path(&path))),
-        Input::Json(bytes) => {
-            let mut de = serde_json::Deserializer::from_slice(bytes);
-            let typed = serde_ignored::deserialize(&mut de, |path| unknown.push(field_path(&path)));
-            typed.and_then(|t| de.end().map(|()| t))
-        }
-    }
-    .map_err(|e| e.to_string())?;
-    let out = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
-    Ok((out, unknown))
 }
 
 /// The round trip of `body` with its `metadata` taken from the table, or None when the full
@@ -116,7 +98,7 @@ where
     // The rest with a stand-in metadata, which must come out as the object's own.
     const STAND_IN: &[u8] = br#"{"name":"-"}"#;
     let rest = splice(body, meta, STAND_IN);
-    let (mut out, unknown) = match super::roundtrip_rest::canonical_rest::<T>(&rest) {
+    let (mut out, unknown) = match super::rest::canonical_rest::<T>(&rest) {
         Some(canonical) => (canonical, Vec::new()),
         None => full::<T>(Input::Json(&rest)).ok()?,
     };
@@ -197,26 +179,6 @@ fn decode_meta(raw: &[u8]) -> Option<Meta> {
     match full::<ObjectMeta>(Input::Json(raw)).ok()? {
         (Value::Object(m), unknown) if unknown.is_empty() => Some(m),
         _ => None,
-    }
-}
-
-/// A field path as kube prints it: `spec.containers[0].x`, skipping Option/newtype layers.
-fn field_path(path: &serde_ignored::Path<'_>) -> String {
-    use serde_ignored::Path;
-    match path {
-        Path::Root => String::new(),
-        Path::Seq { parent, index } => format!("{}[{index}]", field_path(parent)),
-        Path::Map { parent, key } => {
-            let p = field_path(parent);
-            if p.is_empty() {
-                key.to_string()
-            } else {
-                format!("{p}.{key}")
-            }
-        }
-        Path::Some { parent }
-        | Path::NewtypeStruct { parent }
-        | Path::NewtypeVariant { parent } => field_path(parent),
     }
 }
 

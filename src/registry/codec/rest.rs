@@ -23,8 +23,8 @@ use std::hash::BuildHasher;
 use std::sync::{Arc, LazyLock, Mutex};
 
 use super::bounded::Bounded;
-use super::roundtrip::full;
-use super::strategy::Input;
+use super::typed::full;
+use crate::registry::strategy::Input;
 
 /// Distinct keys remembered, the largest rest remembered (bytes sent), and how many keys seen
 /// once are recalled.

@@ -5,14 +5,18 @@
 //! decode → namespace match → NamespaceLifecycle → generateName → system fields →
 //! PrepareForCreate → validate → write. Updates re-run a caller's transform on fresh state
 //! inside GuaranteedUpdate. This file is the storage::Error → registry::Error boundary.
-//! List and watch live in store_list.rs. May use: storage, api.
+//! List and watch live in list.rs, deletes in delete.rs, encoding in codec.rs. May use: storage, api.
 
-use super::error::{Error, FieldError, Result};
-use super::memo::{Decoded, Memo};
-use super::strategy::{name_of, Strategy};
-use super::validation::{validate_object_meta, validate_object_meta_update};
+mod codec;
+pub(crate) mod delete;
+pub(crate) mod list;
+
 use super::Context;
 use crate::api::At;
+use crate::registry::codec::memo::{Decoded, Memo};
+use crate::registry::error::{Error, FieldError, Result};
+use crate::registry::strategy::{name_of, Strategy};
+use crate::registry::validation::{validate_object_meta, validate_object_meta_update};
 use crate::storage::{self, KeyValue, Storage, Update};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
@@ -35,7 +39,7 @@ pub(crate) struct DeleteOptions {
     pub uid: Option<String>,
     /// Precondition on the resourceVersion.
     pub resource_version: Option<String>,
-    /// propagationPolicy (`Orphan`, `Background`, `Foreground`); see store_delete.rs.
+    /// propagationPolicy (`Orphan`, `Background`, `Foreground`); see delete.rs.
     pub propagation_policy: Option<String>,
     /// The deprecated orphanDependents.
     pub orphan_dependents: Option<bool>,

@@ -4,11 +4,12 @@
 //! `deletionFinalizersForGarbageCollection`), and the system namespaces that cannot be
 //! deleted. May use: storage, api.
 
-use super::error::{Error, FieldError, Result};
-use super::memo::Decoded;
-use super::store::{metadata_mut, now_rfc3339, DeleteOptions, GenericStore, WriteResult};
-use super::Context;
+use super::{metadata_mut, now_rfc3339, DeleteOptions, GenericStore, WriteResult};
+use crate::api::well_known::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
 use crate::api::At;
+use crate::registry::codec::memo::Decoded;
+use crate::registry::error::{Error, FieldError, Result};
+use crate::registry::Context;
 use crate::storage::{self, KeyValue, Update};
 use serde_json::Value;
 use std::sync::Arc;
@@ -72,7 +73,7 @@ impl GenericStore {
                     )),
                     _ => Err(storage::Error::Conflict {
                         key: key.clone(),
-                        message: super::OPTIMISTIC_LOCK_MSG.into(),
+                        message: crate::registry::OPTIMISTIC_LOCK_MSG.into(),
                     }),
                 }
             };
@@ -143,12 +144,6 @@ impl GenericStore {
         Ok(())
     }
 }
-
-/// The finalizer that makes the garbage collector orphan the dependents
-/// (`metav1.FinalizerOrphanDependents`).
-pub(crate) const FINALIZER_ORPHAN: &str = "orphan";
-/// The finalizer of a foreground deletion (`metav1.FinalizerDeleteDependents`).
-pub(crate) const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
 
 impl DeleteOptions {
     /// ValidateDeleteOptions: a 422 on `DeleteOptions.meta.k8s.io ""` naming propagationPolicy.
