@@ -1,2 +1,4 @@
 //! Validation of CustomResourceDefinitions, as apiextensions-apiserver's
 //! pkg/apis/apiextensions/validation does it.
+
+mod regexp;
