@@ -25,6 +25,10 @@ mod structural;
 mod view;
 mod webhook;
 
+#[cfg(test)]
+mod tests;
+#[cfg(test)]
+mod tests_schema;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames,
