@@ -28,6 +28,8 @@ mod webhook;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_conversion;
+#[cfg(test)]
 mod tests_schema;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -179,7 +181,9 @@ fn validate_metadata(crd: &CustomResourceDefinition) -> Vec<FieldError> {
     let name_fn = |name: &str, prefix: bool| {
         // maskTrailingDash, as upstream writes it.
         let checked = if prefix && name.len() > 1 && name.ends_with('-') {
-            format!("{}a", &name[..name.len() - 2])
+            // Byte-wise, as Go does; a split character fails the syntax check either way.
+            let kept = &name.as_bytes()[..name.len() - 2];
+            format!("{}a", String::from_utf8_lossy(kept))
         } else {
             name.to_string()
         };

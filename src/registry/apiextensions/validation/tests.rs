@@ -85,14 +85,14 @@ pub(super) fn create(v: Value) -> Vec<String> {
         .collect()
 }
 
-fn update(new: Value, old: Value) -> Vec<String> {
+pub(super) fn update(new: Value, old: Value) -> Vec<String> {
     validate_crd_update(&crd(new), &crd(old))
         .iter()
         .map(ToString::to_string)
         .collect()
 }
 
-const DNS1035: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+pub(super) const DNS1035: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 fn version_json(name: &str, storage: bool) -> String {
     format!(
@@ -403,96 +403,6 @@ fn defaults_need_preserve_unknown_fields_false() {
     let v = with(v, "/spec/preserveUnknownFields", json!(true));
     let errs = create(v);
     assert_eq!(errs[0], "spec.preserveUnknownFields: Invalid value: true: must be false in order to use defaults in the schema");
-}
-
-// validation_test.go "webhookconfig: ..." and "missing_webhookconfig".
-#[test]
-fn conversion_webhook_rules() {
-    let conv = |c: Value| with(crontab(), "/spec/conversion", c);
-    assert_eq!(
-        create(conv(json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"]}}))),
-        ["spec.conversion.webhookClientConfig: Required value: required when strategy is set to Webhook"]
-    );
-    assert_eq!(
-        create(conv(json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "http://example.com/convert"}}}))),
-        ["spec.conversion.webhookClientConfig.url: Invalid value: \"http\": 'https' is the only allowed URL scheme; desired format: https://host[/path]"]
-    );
-    assert_eq!(
-        create(conv(json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {
-            "url": "https://example.com/convert",
-            "service": {"name": "svc", "namespace": "ns"}
-        }}}))),
-        ["spec.conversion.webhookClientConfig: Required value: exactly one of url or service is required"]
-    );
-    assert_eq!(
-        create(conv(json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {
-            "service": {"name": "svc", "namespace": "ns", "port": 0, "path": "convert"}
-        }}}))),
-        [
-            "spec.conversion.webhookClientConfig.service.port: Invalid value: 0: port is not valid: must be between 1 and 65535, inclusive",
-            "spec.conversion.webhookClientConfig.service.path: Invalid value: \"convert\": must start with a '/'",
-        ]
-    );
-    assert_eq!(
-        create(conv(json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v2", "v2", "V3"], "clientConfig": {
-            "service": {"name": "svc", "namespace": "ns"}
-        }}}))),
-        [
-            "spec.conversion.conversionReviewVersions[1]: Invalid value: \"v2\": duplicate version".to_string(),
-            format!("spec.conversion.conversionReviewVersions[2]: Invalid value: \"V3\": {DNS1035}"),
-            "spec.conversion.conversionReviewVersions: Invalid value: [\"v2\",\"v2\",\"V3\"]: must include at least one of v1, v1beta1".to_string(),
-        ]
-    );
-    assert_eq!(
-        create(conv(
-            json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": [], "clientConfig": {
-                "service": {"name": "svc", "namespace": "ns"}
-            }}})
-        )),
-        ["spec.conversion.conversionReviewVersions: Required value"]
-    );
-    assert_eq!(
-        create(conv(json!({"strategy": "None", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": {"url": "https://x"}}}))),
-        [
-            "spec.conversion.webhookClientConfig: Forbidden: should not be set when strategy is not set to Webhook",
-            "spec.conversion.conversionReviewVersions: Forbidden: should not be set when strategy is not set to Webhook",
-        ]
-    );
-    assert_eq!(
-        create(conv(json!({"strategy": "Magic"}))),
-        ["spec.conversion.strategy: Unsupported value: \"Magic\": supported values: \"None\", \"Webhook\""]
-    );
-}
-
-// validation_test.go "webhookconfig: invalid CABundle should be allowed on Create".
-#[test]
-fn an_invalid_ca_bundle_is_refused_only_once_established_with_a_valid_one() {
-    let conv = |bundle: &str| {
-        let v = with(
-            crontab(),
-            "/spec/conversion",
-            json!({"strategy": "Webhook", "webhook": {
-                "conversionReviewVersions": ["v1"],
-                "clientConfig": {"service": {"name": "svc", "namespace": "ns"}, "caBundle": bundle}
-            }}),
-        );
-        with(
-            v,
-            "/status/conditions",
-            json!([{"type": "Established", "status": "True"}]),
-        )
-    };
-    // "Zm9v" is base64 of "foo": no PEM at all.
-    assert_eq!(create(conv("Zm9v")), Vec::<String>::new());
-    assert_eq!(update(conv("Zm9v"), conv("Zm9v")), Vec::<String>::new());
-    let old_without_bundle = without(
-        conv("Zm9v"),
-        "/spec/conversion/webhook/clientConfig/caBundle",
-    );
-    assert_eq!(
-        update(conv("Zm9v"), old_without_bundle),
-        ["spec.conversion.webhookClientConfig.caBundle: Invalid value: \"Zm9v\": unable to load root certificates: unable to parse bytes as PEM block"]
-    );
 }
 
 #[test]
@@ -814,4 +724,32 @@ fn non_structural_condition_messages() {
         non_structural_condition(&crd(v)).map(|c| c.message),
         Some("spec.preserveUnknownFields: Invalid value: true: must be false".into())
     );
+}
+
+#[test]
+fn odd_generate_names_do_not_panic() {
+    let v = with(
+        without(crontab(), "/metadata/name"),
+        "/metadata/generateName",
+        json!("é-"),
+    );
+    assert_eq!(create(v).len(), 3);
+}
+
+#[test]
+fn is_structural_tells_the_controller() {
+    let c = crd(crontab());
+    let schema = |c: &CustomResourceDefinition| {
+        c.spec.versions[0]
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.clone())
+            .unwrap_or_default()
+    };
+    assert!(is_structural(&schema(&c)));
+    let c = crd(without(
+        crontab(),
+        "/spec/versions/0/schema/openAPIV3Schema/type",
+    ));
+    assert!(!is_structural(&schema(&c)));
 }

@@ -78,7 +78,10 @@ fn check_escapes(s: &str) -> Result<(), String> {
             let ok =
                 b.len() > i + 2 && b[i + 1].is_ascii_hexdigit() && b[i + 2].is_ascii_hexdigit();
             if !ok {
-                let end = (i + 3).min(b.len());
+                let mut end = (i + 3).min(b.len());
+                while !s.is_char_boundary(end) {
+                    end += 1;
+                }
                 return Err(format!("invalid URL escape {}", quote(&s[i..end])));
             }
             i += 3;
