@@ -31,6 +31,10 @@ pub(crate) enum FieldErrorKind {
     NotSupported,
     /// `Too long`.
     TooLong,
+    /// `Duplicate value`.
+    Duplicate,
+    /// `Too many`.
+    TooMany,
 }
 
 impl FieldErrorKind {
@@ -42,6 +46,8 @@ impl FieldErrorKind {
             FieldErrorKind::Forbidden => "FieldValueForbidden",
             FieldErrorKind::NotSupported => "FieldValueNotSupported",
             FieldErrorKind::TooLong => "FieldValueTooLong",
+            FieldErrorKind::Duplicate => "FieldValueDuplicate",
+            FieldErrorKind::TooMany => "FieldValueTooMany",
         }
     }
 
@@ -53,6 +59,8 @@ impl FieldErrorKind {
             FieldErrorKind::Forbidden => "Forbidden",
             FieldErrorKind::NotSupported => "Unsupported value",
             FieldErrorKind::TooLong => "Too long",
+            FieldErrorKind::Duplicate => "Duplicate value",
+            FieldErrorKind::TooMany => "Too many",
         }
     }
 }
