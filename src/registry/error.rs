@@ -35,6 +35,8 @@ pub(crate) enum FieldErrorKind {
     Duplicate,
     /// `Too many`.
     TooMany,
+    /// `Invalid value` of the wrong JSON type (field.TypeInvalid; its own cause reason).
+    TypeInvalid,
 }
 
 impl FieldErrorKind {
@@ -48,6 +50,7 @@ impl FieldErrorKind {
             FieldErrorKind::TooLong => "FieldValueTooLong",
             FieldErrorKind::Duplicate => "FieldValueDuplicate",
             FieldErrorKind::TooMany => "FieldValueTooMany",
+            FieldErrorKind::TypeInvalid => "FieldValueTypeInvalid",
         }
     }
 
@@ -61,6 +64,7 @@ impl FieldErrorKind {
             FieldErrorKind::TooLong => "Too long",
             FieldErrorKind::Duplicate => "Duplicate value",
             FieldErrorKind::TooMany => "Too many",
+            FieldErrorKind::TypeInvalid => "Invalid value",
         }
     }
 }
