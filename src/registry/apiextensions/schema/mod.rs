@@ -1,2 +1,9 @@
 //! A CRD version's structural schema applied to custom objects: validation, pruning and
 //! defaulting, as apiextensions-apiserver's pkg/apiserver/schema does them.
+
+mod compile;
+mod formats;
+mod gofmt;
+mod goregex;
+mod path;
+mod probe;
