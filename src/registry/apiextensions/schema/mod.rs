@@ -17,6 +17,17 @@
 //!
 //! Storage reads decode the same way (with malformed metadata dropped rather than refused).
 //!
+//! The root's metadata is validated against whatever the schema says of it; CRD validation
+//! lets a schema say only name and generateName constraints there
+//! (pkg/apiserver/schema/validation.go), so those are the only ones that ever apply.
+//!
+//! Where Go's libraries are approximated rather than reproduced: the `email` (net/mail) and
+//! `uri` (net/url) formats accept the common shapes; the text of a regex that does not compile
+//! (the CRD API compiles patterns first, so this needs a pattern Go accepts and the regex crate
+//! does not), and of Go's JSON and time parse errors for embedded metadata of the wrong type;
+//! `%q` outside ASCII knows the separators, format and private-use characters, not every
+//! unassigned one.
+//!
 //! Not done here: CEL `x-kubernetes-validations`, conversion between versions, server-side
 //! apply's list merging, and the scale subresource's checks.
 //! May use: api, registry's error types and validation helpers.
