@@ -19,7 +19,7 @@ pub(crate) struct Discovery {
 }
 
 /// Versions of a group in preference order, each with its resources.
-type Versions = Vec<(String, Vec<&'static ResourceInfo>)>;
+type Versions = Vec<(String, Vec<ResourceInfo>)>;
 
 /// discovery.StorageVersionHash.
 fn storage_version_hash(i: &ResourceInfo) -> String {
@@ -27,7 +27,7 @@ fn storage_version_hash(i: &ResourceInfo) -> String {
     base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
-fn legacy_resources(infos: &[&'static ResourceInfo]) -> Vec<Value> {
+fn legacy_resources(infos: &[ResourceInfo]) -> Vec<Value> {
     let mut out = Vec::new();
     for i in infos {
         let mut r = json!({
@@ -96,7 +96,7 @@ impl Discovery {
         let mut groups: Vec<(String, Versions)> = Vec::new();
         for r in resources.iter() {
             let i = r.info();
-            let gi = match groups.iter().position(|(g, _)| g == i.group) {
+            let gi = match groups.iter().position(|(g, _)| *g == i.group) {
                 Some(p) => p,
                 None => {
                     groups.push((i.group.to_string(), Vec::new()));
@@ -104,9 +104,9 @@ impl Discovery {
                 }
             };
             let versions = &mut groups[gi].1;
-            match versions.iter_mut().find(|(v, _)| v == i.version) {
-                Some((_, list)) => list.push(i),
-                None => versions.push((i.version.to_string(), vec![i])),
+            match versions.iter_mut().find(|(v, _)| *v == i.version) {
+                Some((_, list)) => list.push(i.clone()),
+                None => versions.push((i.version.to_string(), vec![i.clone()])),
             }
         }
         Discovery { groups }

@@ -63,7 +63,7 @@ pub(crate) enum Resource {
 
 impl Resource {
     /// Discovery info.
-    pub(crate) fn info(&self) -> &'static ResourceInfo {
+    pub(crate) fn info(&self) -> &ResourceInfo {
         match self {
             Resource::Stored(s) => s.strategy().info(),
             Resource::Review(r) => r.info(),
@@ -99,7 +99,7 @@ impl Resources {
             .enumerate()
             .map(|(n, r)| {
                 let i = r.info();
-                (index_key(i.group, i.version, i.resource), n)
+                (index_key(&i.group, &i.version, &i.resource), n)
             })
             .collect();
         Resources {
@@ -186,22 +186,14 @@ impl Registry {
     pub(crate) fn install(&self, resource: Arc<Resource>) {
         self.change(|list| {
             let i = resource.info();
-            list.retain(|r| {
-                let o = r.info();
-                !(o.group == i.group && o.version == i.version && o.resource == i.resource)
-            });
+            list.retain(|r| !r.info().is(&i.group, &i.version, &i.resource));
             list.push(resource);
         });
     }
 
     /// Stops serving one resource (e.g. LeaseCandidates when CoordinatedLeaderElection is off).
     pub(crate) fn remove(&self, group: &str, version: &str, resource: &str) {
-        self.change(|list| {
-            list.retain(|r| {
-                let i = r.info();
-                !(i.group == group && i.version == version && i.resource == resource)
-            })
-        });
+        self.change(|list| list.retain(|r| !r.info().is(group, version, resource)));
     }
 }
 

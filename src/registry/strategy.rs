@@ -11,34 +11,104 @@ use crate::api::At;
 use k8s_openapi::schemars::{generate::SchemaGenerator, JsonSchema};
 use serde_json::Value;
 
-/// Static description of a served resource (what discovery reports).
-#[derive(Debug)]
+/// Description of a served resource (what discovery reports). Built-in resources describe
+/// themselves in statics; custom resources build theirs from their CustomResourceDefinition.
+#[derive(Debug, Clone)]
 pub(crate) struct ResourceInfo {
     /// API group ("" for core).
-    pub group: &'static str,
+    pub group: Text,
     /// API version.
-    pub version: &'static str,
+    pub version: Text,
     /// Plural resource name.
-    pub resource: &'static str,
+    pub resource: Text,
     /// Singular resource name.
-    pub singular: &'static str,
+    pub singular: Text,
     /// Kind.
-    pub kind: &'static str,
+    pub kind: Text,
     /// Namespace-scoped.
     pub namespaced: bool,
     /// Short names (`cm`, `ns`...).
-    pub short_names: &'static [&'static str],
+    pub short_names: Names,
     /// Categories (`all`...).
-    pub categories: &'static [&'static str],
+    pub categories: Names,
     /// Verbs, sorted as kube-apiserver lists them.
     pub verbs: &'static [&'static str],
     /// Subresources with their verbs.
     pub subresources: &'static [(&'static str, &'static [&'static str])],
-    /// Adds the kind's OpenAPI schema (and the schemas it refers to) to a generator:
-    /// [`schema_of`] of its k8s-openapi type.
-    pub schema: fn(&mut SchemaGenerator),
-    /// Decodes the kind's protobuf form (`application/vnd.kubernetes.protobuf` bodies).
-    pub protobuf: crate::api::protobuf::Decoder,
+    /// The kind's OpenAPI schema.
+    pub schema: KindSchema,
+    /// Decodes the kind's protobuf form (`application/vnd.kubernetes.protobuf` bodies); custom
+    /// resources have none (kube-apiserver serves them as JSON and YAML only).
+    pub protobuf: Option<crate::api::protobuf::Decoder>,
+}
+
+/// A name in a [`ResourceInfo`]: static for built-ins, owned for custom resources.
+pub(crate) type Text = std::borrow::Cow<'static, str>;
+
+/// A static name of a [`ResourceInfo`] (const, for the built-ins' statics).
+pub(crate) const fn text(s: &'static str) -> Text {
+    std::borrow::Cow::Borrowed(s)
+}
+
+/// A list of names in a [`ResourceInfo`] (short names, categories).
+#[derive(Debug, Clone)]
+pub(crate) enum Names {
+    /// A built-in's.
+    Static(&'static [&'static str]),
+    /// A custom resource's.
+    Owned(Vec<String>),
+}
+
+impl Names {
+    /// No names.
+    pub(crate) const NONE: Names = Names::Static(&[]);
+
+    /// The names, in order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
+        let (s, o): (&[&str], &[String]) = match self {
+            Names::Static(s) => (s, &[]),
+            Names::Owned(o) => (&[], o),
+        };
+        s.iter().copied().chain(o.iter().map(String::as_str))
+    }
+
+    /// Whether there are none.
+    pub(crate) fn is_empty(&self) -> bool {
+        match self {
+            Names::Static(s) => s.is_empty(),
+            Names::Owned(o) => o.is_empty(),
+        }
+    }
+
+    /// Whether `name` is one of them.
+    pub(crate) fn contains(&self, name: &str) -> bool {
+        self.iter().any(|n| n == name)
+    }
+}
+
+impl serde::Serialize for Names {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.iter())
+    }
+}
+
+/// Where a kind's OpenAPI schema comes from.
+#[derive(Clone)]
+pub(crate) enum KindSchema {
+    /// A k8s-openapi type: [`schema_of`] adds its schema (and those it refers to) to a
+    /// generator.
+    Typed(fn(&mut SchemaGenerator)),
+    /// A custom resource's: the CRD version's openAPIV3Schema (JSON), published as is.
+    Custom(std::sync::Arc<Value>),
+}
+
+impl std::fmt::Debug for KindSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            KindSchema::Typed(_) => f.write_str("Typed"),
+            KindSchema::Custom(_) => f.write_str("Custom"),
+        }
+    }
 }
 
 /// The [`ResourceInfo::schema`] of a kind whose k8s-openapi type is `T`.
@@ -61,12 +131,17 @@ pub(crate) const STORED_VERBS: &[&str] = &[
 impl ResourceInfo {
     /// `v1` or `<group>/<version>`.
     pub(crate) fn api_version(&self) -> String {
-        crate::api::gvk::api_version(self.group, self.version)
+        crate::api::gvk::api_version(&self.group, &self.version)
     }
 
     /// Whether the verb is served.
     pub(crate) fn serves(&self, verb: &str) -> bool {
         self.verbs.contains(&verb)
+    }
+
+    /// Whether this is the resource at group/version/resource.
+    pub(crate) fn is(&self, group: &str, version: &str, resource: &str) -> bool {
+        self.group == group && self.version == version && self.resource == resource
     }
 }
 
@@ -120,7 +195,7 @@ pub(crate) const AGE_COLUMN: Column = col(
 /// What the per-resource file provides to the generic store.
 pub(crate) trait Strategy: Send + Sync + 'static {
     /// What the resource is.
-    fn info(&self) -> &'static ResourceInfo;
+    fn info(&self) -> &ResourceInfo;
 
     /// Decodes through the typed struct and back: the canonical stored form (unknown fields
     /// dropped, as kube's decoder does). Returns the object and the unknown field paths;
@@ -152,6 +227,18 @@ pub(crate) trait Strategy: Send + Sync + 'static {
     /// Type-specific validation on update (defaults to the create rules).
     fn validate_update(&self, new: &Value, _old: &Value) -> Vec<FieldError> {
         self.validate(new)
+    }
+
+    /// Validation of an update through a subresource (`status`...): the update rules unless
+    /// the resource says otherwise.
+    fn validate_subresource_update(&self, _sub: &str, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.validate_update(new, old)
+    }
+
+    /// Whether [`Self::validate`] and its update forms check ObjectMeta themselves (as
+    /// upstream's CRD validation does, with its own name rule), so the store does not.
+    fn validates_object_meta(&self) -> bool {
+        false
     }
 
     /// The value of a type-specific selectable field; `None` when the field is not
@@ -243,6 +330,29 @@ pub(crate) enum Input<'a> {
     Value(Value),
     /// A JSON request body.
     Json(&'a [u8]),
+}
+
+/// PrepareForUpdate of a `status` subresource: everything but the status comes from `old`,
+/// except the managedFields and resourceVersion of the request (ResetObjectMetaForStatus).
+pub(crate) fn status_update(new: &mut Value, old: &Value) {
+    let status = new.get("status").cloned();
+    let managed = new.at("/metadata/managedFields").cloned();
+    let rv = new.at("/metadata/resourceVersion").cloned();
+    *new = old.clone();
+    if let Some(m) = new.as_object_mut() {
+        match status {
+            Some(s) => m.insert("status".into(), s),
+            None => m.remove("status"),
+        };
+    }
+    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+        for (k, v) in [("managedFields", managed), ("resourceVersion", rv)] {
+            match v {
+                Some(v) => meta.insert(k.into(), v),
+                None => meta.remove(k),
+            };
+        }
+    }
 }
 
 /// `metadata.name` of an object.

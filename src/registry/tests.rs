@@ -607,7 +607,7 @@ async fn a_change_of_the_served_set_leaves_requests_under_way_with_the_old_set()
     assert!(again.generation() > after.generation());
     let last = again.iter().last().unwrap().info();
     assert_eq!(
-        (last.group, last.resource),
+        (&*last.group, &*last.resource),
         ("coordination.k8s.io", "leasecandidates")
     );
 }

@@ -48,13 +48,13 @@ impl Req<'_> {
 
 /// The GVK a resource serves.
 pub(crate) fn gvk_of(i: &ResourceInfo) -> GroupVersionKind {
-    GroupVersionKind::new(i.group, i.version, i.kind)
+    GroupVersionKind::new(&i.group, &i.version, &i.kind)
 }
 
 fn method_not_allowed(i: &ResourceInfo, verb: &str) -> Response<Body> {
     error_response(&Error::MethodNotAllowed {
-        group: i.group.into(),
-        resource: i.resource.into(),
+        group: i.group.to_string(),
+        resource: i.resource.to_string(),
         verb: verb.into(),
     })
 }

@@ -321,7 +321,7 @@ pub(crate) fn review(review: Review, req: &Req<'_>) -> Response<Body> {
     let mut body = body;
     if let Some(m) = body.as_object_mut() {
         m.insert("apiVersion".into(), Value::from(info.api_version()));
-        m.insert("kind".into(), Value::from(info.kind));
+        m.insert("kind".into(), Value::from(&*info.kind));
     }
     match review.create(body, &req.ctx.user) {
         Ok(o) => respond(req, 201, &o, &[]),

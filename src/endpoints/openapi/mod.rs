@@ -111,7 +111,7 @@ pub(crate) struct OpenApi {
 
 impl OpenApi {
     /// Documents for `resources` (the registry's), in its order.
-    pub(crate) fn new(resources: impl IntoIterator<Item = &'static ResourceInfo>) -> OpenApi {
+    pub(crate) fn new<'a>(resources: impl IntoIterator<Item = &'a ResourceInfo>) -> OpenApi {
         OpenApi {
             served: resources.into_iter().map(Served::from).collect(),
             docs: OnceLock::new(),

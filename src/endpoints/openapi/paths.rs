@@ -45,7 +45,7 @@ const DELETE_PARAMS: &[(&str, &str, &str)] = &[
 ];
 
 fn operation_id(verb: &str, r: &Served, namespaced_path: bool, suffix: &str) -> String {
-    let mut group = match r.group {
+    let mut group = match r.group.as_str() {
         "" => "Core".to_string(),
         g => g
             .trim_end_matches(".k8s.io")
@@ -53,7 +53,7 @@ fn operation_id(verb: &str, r: &Served, namespaced_path: bool, suffix: &str) -> 
             .map(capitalize)
             .collect(),
     };
-    group.push_str(&capitalize(r.version));
+    group.push_str(&capitalize(&r.version));
     let scope = if namespaced_path { "Namespaced" } else { "" };
     format!("{verb}{group}{scope}{}{suffix}", r.kind)
 }
@@ -338,7 +338,7 @@ fn operation(
 }
 
 fn operation_tag(r: &Served) -> String {
-    let g = match r.group {
+    let g = match r.group.as_str() {
         "" => "core".to_string(),
         g => g.trim_end_matches(".k8s.io").replace('.', "_"),
     };

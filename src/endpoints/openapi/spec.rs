@@ -6,9 +6,10 @@
 
 use crate::api::GroupVersionKind;
 use crate::endpoints::patch::meta::{tagged_fields, ListType};
+use crate::registry::strategy::KindSchema;
 use crate::registry::ResourceInfo;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1 as meta;
-use k8s_openapi::schemars::generate::{SchemaGenerator, SchemaSettings};
+use k8s_openapi::schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
 
 /// Which OpenAPI dialect a document is written in.
@@ -21,49 +22,55 @@ pub(crate) enum Flavor {
 }
 
 /// One served resource, as the registry describes it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Served {
-    pub(crate) group: &'static str,
-    pub(crate) version: &'static str,
-    pub(crate) kind: &'static str,
-    pub(crate) plural: &'static str,
+    pub(crate) group: String,
+    pub(crate) version: String,
+    pub(crate) kind: String,
+    pub(crate) plural: String,
     pub(crate) namespaced: bool,
     /// Only `create` (the review kinds) rather than the full set of verbs.
     pub(crate) create_only: bool,
     /// Subresources served with get/put/patch (namespaces: status, finalize).
     pub(crate) subresources: &'static [(&'static str, &'static [&'static str])],
-    /// Adds the kind's schema to a generator.
-    schema: fn(&mut SchemaGenerator),
+    /// The kind's schema.
+    schema: KindSchema,
 }
 
-impl From<&'static ResourceInfo> for Served {
-    fn from(i: &'static ResourceInfo) -> Served {
+impl From<&ResourceInfo> for Served {
+    fn from(i: &ResourceInfo) -> Served {
         Served {
-            group: i.group,
-            version: i.version,
-            kind: i.kind,
-            plural: i.resource,
+            group: i.group.to_string(),
+            version: i.version.to_string(),
+            kind: i.kind.to_string(),
+            plural: i.resource.to_string(),
             namespaced: i.namespaced,
             create_only: i.verbs == ["create"],
             subresources: i.subresources,
-            schema: i.schema,
+            schema: i.schema.clone(),
         }
     }
 }
 
 impl Served {
     fn gvk(&self) -> GroupVersionKind {
-        GroupVersionKind::new(self.group, self.version, self.kind)
+        GroupVersionKind::new(&self.group, &self.version, &self.kind)
     }
 
     /// The discovery path of the group version: `api/v1` or `apis/<group>/<version>`.
     pub(crate) fn gv_path(&self) -> String {
-        gv_path(self.group, self.version)
+        gv_path(&self.group, &self.version)
     }
 
-    /// Name of the kind's schema, e.g. `io.k8s.api.core.v1.ConfigMap`.
+    /// Name of the kind's schema: `io.k8s.api.core.v1.ConfigMap` for a built-in kind, the
+    /// reversed group for a custom one (`com.example.stable.v1.CronTab`, as
+    /// apiextensions-apiserver's builder names it).
     pub(super) fn schema_name(&self) -> String {
-        let pkg = match self.group {
+        if let KindSchema::Custom(_) = self.schema {
+            let group: Vec<&str> = self.group.split('.').rev().collect();
+            return format!("{}.{}.{}", group.join("."), self.version, self.kind);
+        }
+        let pkg = match self.group.as_str() {
             "" => "core".to_string(),
             g => g.trim_end_matches(".k8s.io").replace('.', "_"),
         };
@@ -97,8 +104,11 @@ fn settings(flavor: Flavor) -> SchemaSettings {
 pub(crate) fn schemas(resources: &[&Served], flavor: Flavor) -> Map<String, Value> {
     let mut gen = settings(flavor).into_generator();
     for r in resources {
-        (r.schema)(&mut gen);
+        if let KindSchema::Typed(add) = r.schema {
+            add(&mut gen);
+        }
     }
+    drop(gen.subschema_for::<meta::ObjectMeta>());
     drop(gen.subschema_for::<meta::Status>());
     drop(gen.subschema_for::<meta::DeleteOptions>());
     drop(gen.subschema_for::<meta::Patch>());
@@ -107,6 +117,9 @@ pub(crate) fn schemas(resources: &[&Served], flavor: Flavor) -> Map<String, Valu
     let prefix = ref_prefix(flavor);
     for r in resources {
         let name = r.schema_name();
+        if let KindSchema::Custom(schema) = &r.schema {
+            defs.insert(name.clone(), custom_schema(schema, flavor));
+        }
         let gvk_ext = json!([{"group": r.group, "kind": r.kind, "version": r.version}]);
         if let Some(Value::Object(schema)) = defs.get_mut(&name) {
             schema.insert("x-kubernetes-group-version-kind".into(), gvk_ext);
@@ -125,6 +138,28 @@ pub(crate) fn schemas(resources: &[&Served], flavor: Flavor) -> Map<String, Valu
         annotate_patch_metadata(&mut defs, &name, &r.gvk(), prefix);
     }
     defs
+}
+
+/// A custom kind's published schema: the CRD version's openAPIV3Schema with apiVersion, kind
+/// and metadata described as for every kind (apiextensions-apiserver's builder adds them).
+fn custom_schema(schema: &Value, flavor: Flavor) -> Value {
+    let meta_ref = json!({"$ref": format!("{}io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", ref_prefix(flavor))});
+    let metadata = match flavor {
+        Flavor::V2 => meta_ref,
+        Flavor::V3 => json!({"allOf": [meta_ref], "default": {}}),
+    };
+    let mut s = schema.clone();
+    if let Value::Object(m) = &mut s {
+        let props = m
+            .entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(props) = props {
+            props.insert("apiVersion".into(), json!({"description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources", "type": "string"}));
+            props.insert("kind".into(), json!({"description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds", "type": "string"}));
+            props.insert("metadata".into(), metadata);
+        }
+    }
+    s
 }
 
 pub(super) fn ref_prefix(flavor: Flavor) -> &'static str {

@@ -89,6 +89,7 @@ fn v3_index_and_hashes() {
         "apis/coordination.k8s.io/v1beta1",
         "apis/authentication.k8s.io/v1",
         "apis/authorization.k8s.io/v1",
+        "apis/apiextensions.k8s.io/v1",
     ];
     assert_eq!(
         paths.keys().collect::<Vec<_>>(),

@@ -7,23 +7,24 @@ use crate::registry::strategy::{
     age_of, col, len_at, name_of, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
+use crate::registry::strategy::{schema_of, text, KindSchema, Names};
 use k8s_pb::api::core;
 use serde_json::{Map, Value};
 
 /// What discovery reports for configmaps.
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
-    group: "",
-    version: "v1",
-    resource: "configmaps",
-    singular: "configmap",
-    kind: "ConfigMap",
+    group: text(""),
+    version: text("v1"),
+    resource: text("configmaps"),
+    singular: text("configmap"),
+    kind: text("ConfigMap"),
     namespaced: true,
-    short_names: &["cm"],
-    categories: &[],
+    short_names: Names::Static(&["cm"]),
+    categories: Names::Static(&[]),
     verbs: STORED_VERBS,
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::ConfigMap>,
-    protobuf: from_protobuf,
+    schema: KindSchema::Typed(schema_of::<k8s_openapi::api::core::v1::ConfigMap>),
+    protobuf: Some(from_protobuf),
 };
 
 /// MaxConfigMapSize / MaxSecretSize.
@@ -108,7 +109,7 @@ pub(crate) fn validate_immutable(new: &Value, old: &Value, fields: &[&str]) -> V
 pub(crate) struct ConfigMaps;
 
 impl Strategy for ConfigMaps {
-    fn info(&self) -> &'static ResourceInfo {
+    fn info(&self) -> &ResourceInfo {
         &INFO
     }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {

@@ -10,39 +10,40 @@ use crate::registry::strategy::{
     col, name_of, since, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     STORED_VERBS,
 };
+use crate::registry::strategy::{schema_of, text, KindSchema, Names};
 use k8s_pb::api::{core, events};
 use serde_json::{Map, Value};
 
 /// What discovery reports for v1 events.
 pub(crate) static CORE_INFO: ResourceInfo = ResourceInfo {
-    group: "",
-    version: "v1",
-    resource: "events",
-    singular: "event",
-    kind: "Event",
+    group: text(""),
+    version: text("v1"),
+    resource: text("events"),
+    singular: text("event"),
+    kind: text("Event"),
     namespaced: true,
-    short_names: &["ev"],
-    categories: &[],
+    short_names: Names::Static(&["ev"]),
+    categories: Names::Static(&[]),
     verbs: STORED_VERBS,
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::Event>,
-    protobuf: core_from_protobuf,
+    schema: KindSchema::Typed(schema_of::<k8s_openapi::api::core::v1::Event>),
+    protobuf: Some(core_from_protobuf),
 };
 
 /// What discovery reports for events.k8s.io/v1 events.
 pub(crate) static EVENTS_INFO: ResourceInfo = ResourceInfo {
-    group: "events.k8s.io",
-    version: "v1",
-    resource: "events",
-    singular: "event",
-    kind: "Event",
+    group: text("events.k8s.io"),
+    version: text("v1"),
+    resource: text("events"),
+    singular: text("event"),
+    kind: text("Event"),
     namespaced: true,
-    short_names: &["ev"],
-    categories: &[],
+    short_names: Names::Static(&["ev"]),
+    categories: Names::Static(&[]),
     verbs: STORED_VERBS,
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::events::v1::Event>,
-    protobuf: events_from_protobuf,
+    schema: KindSchema::Typed(schema_of::<k8s_openapi::api::events::v1::Event>),
+    protobuf: Some(events_from_protobuf),
 };
 
 /// events.k8s.io/v1's field labels and the v1 labels they select by (pkg/apis/events/v1's
@@ -173,7 +174,7 @@ fn core_cells(obj: &Value) -> Vec<Value> {
 pub(crate) struct CoreEvents;
 
 impl Strategy for CoreEvents {
-    fn info(&self) -> &'static ResourceInfo {
+    fn info(&self) -> &ResourceInfo {
         &CORE_INFO
     }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
@@ -243,7 +244,7 @@ fn rename(obj: Value, api_version: &str, from_events: bool) -> Value {
 pub(crate) struct Events;
 
 impl Strategy for Events {
-    fn info(&self) -> &'static ResourceInfo {
+    fn info(&self) -> &ResourceInfo {
         &EVENTS_INFO
     }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {

@@ -9,25 +9,24 @@ use crate::registry::strategy::{
     age_of, col, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
+use crate::registry::strategy::{schema_of, text, KindSchema, Names};
 use k8s_pb::api::coordination;
 use serde_json::{Map, Value};
 
 /// What discovery reports for leasecandidates.
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
-    group: "coordination.k8s.io",
-    version: "v1beta1",
-    resource: "leasecandidates",
-    singular: "leasecandidate",
-    kind: "LeaseCandidate",
+    group: text("coordination.k8s.io"),
+    version: text("v1beta1"),
+    resource: text("leasecandidates"),
+    singular: text("leasecandidate"),
+    kind: text("LeaseCandidate"),
     namespaced: true,
-    short_names: &[],
-    categories: &[],
+    short_names: Names::Static(&[]),
+    categories: Names::Static(&[]),
     verbs: STORED_VERBS,
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<
-        k8s_openapi::api::coordination::v1beta1::LeaseCandidate,
-    >,
-    protobuf: from_protobuf,
+    schema: KindSchema::Typed(schema_of::<k8s_openapi::api::coordination::v1beta1::LeaseCandidate>),
+    protobuf: Some(from_protobuf),
 };
 
 /// semver.ParseTolerant: optional `v`, 1–3 numeric parts, optional `-pre` / `+build`.
@@ -51,7 +50,7 @@ fn parse_version(s: &str) -> Result<(u64, u64, u64), String> {
 pub(crate) struct LeaseCandidates;
 
 impl Strategy for LeaseCandidates {
-    fn info(&self) -> &'static ResourceInfo {
+    fn info(&self) -> &ResourceInfo {
         &INFO
     }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {

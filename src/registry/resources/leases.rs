@@ -10,23 +10,24 @@ use crate::registry::strategy::{
     age_of, col, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
+use crate::registry::strategy::{schema_of, text, KindSchema, Names};
 use k8s_pb::api::coordination;
 use serde_json::{Map, Value};
 
 /// What discovery reports for leases (no short names).
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
-    group: "coordination.k8s.io",
-    version: "v1",
-    resource: "leases",
-    singular: "lease",
-    kind: "Lease",
+    group: text("coordination.k8s.io"),
+    version: text("v1"),
+    resource: text("leases"),
+    singular: text("lease"),
+    kind: text("Lease"),
     namespaced: true,
-    short_names: &[],
-    categories: &[],
+    short_names: Names::Static(&[]),
+    categories: Names::Static(&[]),
     verbs: STORED_VERBS,
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::coordination::v1::Lease>,
-    protobuf: from_protobuf,
+    schema: KindSchema::Typed(schema_of::<k8s_openapi::api::coordination::v1::Lease>),
+    protobuf: Some(from_protobuf),
 };
 
 /// The one strategy name kube knows (CoordinatedLeaseStrategy).
@@ -52,7 +53,7 @@ pub(crate) fn validate_strategy(field: &str, s: &str) -> Vec<FieldError> {
 pub(crate) struct Leases;
 
 impl Strategy for Leases {
-    fn info(&self) -> &'static ResourceInfo {
+    fn info(&self) -> &ResourceInfo {
         &INFO
     }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {

@@ -2,6 +2,7 @@
 //! May use: registry (strategy, error, validation, store helpers), api.
 
 pub(crate) mod configmaps;
+pub(crate) mod customresourcedefinitions;
 pub(crate) mod events;
 pub(crate) mod leasecandidates;
 pub(crate) mod leases;
@@ -25,7 +26,7 @@ pub(crate) enum BuiltIn {
 #[cfg(test)]
 impl BuiltIn {
     /// What the resource is.
-    pub(crate) fn info(&self) -> &'static super::strategy::ResourceInfo {
+    pub(crate) fn info(&self) -> &super::strategy::ResourceInfo {
         match self {
             BuiltIn::Stored(s, _) => s.info(),
             BuiltIn::Review(r) => r.info(),
@@ -55,6 +56,10 @@ pub(crate) fn built_in() -> Vec<BuiltIn> {
         BuiltIn::Review(Review::Subject),
         BuiltIn::Review(Review::Access),
         BuiltIn::Review(Review::Rules),
+        stored(
+            Arc::new(customresourcedefinitions::CustomResourceDefinitions),
+            "apiextensions.k8s.io/customresourcedefinitions",
+        ),
     ]
 }
 
@@ -63,19 +68,19 @@ pub(crate) fn built_in() -> Vec<BuiltIn> {
 pub(crate) fn protobuf_decoder(
     gvk: &crate::api::GroupVersionKind,
 ) -> Option<crate::api::protobuf::Decoder> {
-    static INFOS: std::sync::OnceLock<Vec<&'static super::strategy::ResourceInfo>> =
+    static INFOS: std::sync::OnceLock<Vec<super::strategy::ResourceInfo>> =
         std::sync::OnceLock::new();
     INFOS
         .get_or_init(|| {
             built_in()
                 .iter()
                 .map(|b| match b {
-                    BuiltIn::Stored(s, _) => s.info(),
-                    BuiltIn::Review(r) => r.info(),
+                    BuiltIn::Stored(s, _) => s.info().clone(),
+                    BuiltIn::Review(r) => r.info().clone(),
                 })
                 .collect()
         })
         .iter()
         .find(|i| i.group == gvk.group && i.version == gvk.version && i.kind == gvk.kind)
-        .map(|i| i.protobuf)
+        .and_then(|i| i.protobuf)
 }

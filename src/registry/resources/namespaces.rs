@@ -12,20 +12,21 @@ use crate::registry::strategy::{
     age_of, col, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN,
 };
+use crate::registry::strategy::{schema_of, text, KindSchema, Names};
 use crate::registry::validation::NameRule;
 use k8s_pb::api::core;
 use serde_json::{json, Map, Value};
 
 /// What discovery reports for namespaces (no deletecollection, as in kube).
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
-    group: "",
-    version: "v1",
-    resource: "namespaces",
-    singular: "namespace",
-    kind: "Namespace",
+    group: text(""),
+    version: text("v1"),
+    resource: text("namespaces"),
+    singular: text("namespace"),
+    kind: text("Namespace"),
     namespaced: false,
-    short_names: &["ns"],
-    categories: &[],
+    short_names: Names::Static(&["ns"]),
+    categories: Names::Static(&[]),
     verbs: &[
         "create", "delete", "get", "list", "patch", "update", "watch",
     ],
@@ -33,8 +34,8 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
         ("finalize", &["update"]),
         ("status", &["get", "patch", "update"]),
     ],
-    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::Namespace>,
-    protobuf: from_protobuf,
+    schema: KindSchema::Typed(schema_of::<k8s_openapi::api::core::v1::Namespace>),
+    protobuf: Some(from_protobuf),
 };
 
 /// The namespace strategy.
@@ -54,7 +55,7 @@ fn set(obj: &mut Value, key: &str, value: Value) {
 }
 
 impl Strategy for Namespaces {
-    fn info(&self) -> &'static ResourceInfo {
+    fn info(&self) -> &ResourceInfo {
         &INFO
     }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {

@@ -8,6 +8,7 @@
 use crate::api::protobuf::{message, metadata, Obj, ProtobufError};
 use crate::api::UserInfo;
 use crate::registry::error::{Error, Result};
+use crate::registry::strategy::{schema_of, text, KindSchema, Names};
 use crate::registry::strategy::{typed_roundtrip, Input, ResourceInfo};
 use k8s_pb::api::{authentication, authorization};
 use k8s_pb::apimachinery::pkg::apis::meta::v1 as meta;
@@ -15,56 +16,54 @@ use serde_json::{json, Map, Value};
 
 /// What discovery reports for selfsubjectreviews.
 pub(crate) static SELF_SUBJECT_REVIEW: ResourceInfo = ResourceInfo {
-    group: "authentication.k8s.io",
-    version: "v1",
-    resource: "selfsubjectreviews",
-    singular: "selfsubjectreview",
-    kind: "SelfSubjectReview",
+    group: text("authentication.k8s.io"),
+    version: text("v1"),
+    resource: text("selfsubjectreviews"),
+    singular: text("selfsubjectreview"),
+    kind: text("SelfSubjectReview"),
     namespaced: false,
-    short_names: &[],
-    categories: &[],
+    short_names: Names::Static(&[]),
+    categories: Names::Static(&[]),
     verbs: &["create"],
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<
-        k8s_openapi::api::authentication::v1::SelfSubjectReview,
-    >,
-    protobuf: ssr_from_protobuf,
+    schema: KindSchema::Typed(schema_of::<k8s_openapi::api::authentication::v1::SelfSubjectReview>),
+    protobuf: Some(ssr_from_protobuf),
 };
 
 /// What discovery reports for selfsubjectaccessreviews.
 pub(crate) static SELF_SUBJECT_ACCESS_REVIEW: ResourceInfo = ResourceInfo {
-    group: "authorization.k8s.io",
-    version: "v1",
-    resource: "selfsubjectaccessreviews",
-    singular: "selfsubjectaccessreview",
-    kind: "SelfSubjectAccessReview",
+    group: text("authorization.k8s.io"),
+    version: text("v1"),
+    resource: text("selfsubjectaccessreviews"),
+    singular: text("selfsubjectaccessreview"),
+    kind: text("SelfSubjectAccessReview"),
     namespaced: false,
-    short_names: &[],
-    categories: &[],
+    short_names: Names::Static(&[]),
+    categories: Names::Static(&[]),
     verbs: &["create"],
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<
-        k8s_openapi::api::authorization::v1::SelfSubjectAccessReview,
-    >,
-    protobuf: ssar_from_protobuf,
+    schema: KindSchema::Typed(
+        schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectAccessReview>,
+    ),
+    protobuf: Some(ssar_from_protobuf),
 };
 
 /// What discovery reports for selfsubjectrulesreviews.
 pub(crate) static SELF_SUBJECT_RULES_REVIEW: ResourceInfo = ResourceInfo {
-    group: "authorization.k8s.io",
-    version: "v1",
-    resource: "selfsubjectrulesreviews",
-    singular: "selfsubjectrulesreview",
-    kind: "SelfSubjectRulesReview",
+    group: text("authorization.k8s.io"),
+    version: text("v1"),
+    resource: text("selfsubjectrulesreviews"),
+    singular: text("selfsubjectrulesreview"),
+    kind: text("SelfSubjectRulesReview"),
     namespaced: false,
-    short_names: &[],
-    categories: &[],
+    short_names: Names::Static(&[]),
+    categories: Names::Static(&[]),
     verbs: &["create"],
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<
-        k8s_openapi::api::authorization::v1::SelfSubjectRulesReview,
-    >,
-    protobuf: ssrr_from_protobuf,
+    schema: KindSchema::Typed(
+        schema_of::<k8s_openapi::api::authorization::v1::SelfSubjectRulesReview>,
+    ),
+    protobuf: Some(ssrr_from_protobuf),
 };
 
 /// Which review.
@@ -90,7 +89,7 @@ impl Review {
 
     /// Answers a review for `user`; `obj` was decoded already (apiVersion/kind checked).
     pub(crate) fn create(self, obj: Value, user: &UserInfo) -> Result<Value> {
-        let kind = self.info().kind;
+        let kind = &*self.info().kind;
         let bad = |e: String| {
             Error::BadRequest(format!(
                 "{kind} in version \"v1\" cannot be handled as a {kind}: {e}"

@@ -9,24 +9,25 @@ use crate::registry::strategy::{
     age_of, col, len_at, name_of, str_at, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
+use crate::registry::strategy::{schema_of, text, KindSchema, Names};
 use base64::Engine;
 use k8s_pb::api::core;
 use serde_json::{Map, Value};
 
 /// What discovery reports for secrets.
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
-    group: "",
-    version: "v1",
-    resource: "secrets",
-    singular: "secret",
-    kind: "Secret",
+    group: text(""),
+    version: text("v1"),
+    resource: text("secrets"),
+    singular: text("secret"),
+    kind: text("Secret"),
     namespaced: true,
-    short_names: &[],
-    categories: &[],
+    short_names: Names::Static(&[]),
+    categories: Names::Static(&[]),
     verbs: STORED_VERBS,
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::Secret>,
-    protobuf: from_protobuf,
+    schema: KindSchema::Typed(schema_of::<k8s_openapi::api::core::v1::Secret>),
+    protobuf: Some(from_protobuf),
 };
 
 /// The secret strategy.
@@ -62,7 +63,7 @@ fn fold_string_data(obj: &mut Value) {
 }
 
 impl Strategy for Secrets {
-    fn info(&self) -> &'static ResourceInfo {
+    fn info(&self) -> &ResourceInfo {
         &INFO
     }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {

@@ -6,30 +6,31 @@ use crate::registry::strategy::{
     age_of, col, len_at, name_of, typed_roundtrip, Column, Input, ResourceInfo, Strategy,
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
+use crate::registry::strategy::{schema_of, text, KindSchema, Names};
 use k8s_pb::api::core;
 use serde_json::{Map, Value};
 
 /// What discovery reports for serviceaccounts.
 pub(crate) static INFO: ResourceInfo = ResourceInfo {
-    group: "",
-    version: "v1",
-    resource: "serviceaccounts",
-    singular: "serviceaccount",
-    kind: "ServiceAccount",
+    group: text(""),
+    version: text("v1"),
+    resource: text("serviceaccounts"),
+    singular: text("serviceaccount"),
+    kind: text("ServiceAccount"),
     namespaced: true,
-    short_names: &["sa"],
-    categories: &[],
+    short_names: Names::Static(&["sa"]),
+    categories: Names::Static(&[]),
     verbs: STORED_VERBS,
     subresources: &[],
-    schema: crate::registry::strategy::schema_of::<k8s_openapi::api::core::v1::ServiceAccount>,
-    protobuf: from_protobuf,
+    schema: KindSchema::Typed(schema_of::<k8s_openapi::api::core::v1::ServiceAccount>),
+    protobuf: Some(from_protobuf),
 };
 
 /// The serviceaccount strategy.
 pub(crate) struct ServiceAccounts;
 
 impl Strategy for ServiceAccounts {
-    fn info(&self) -> &'static ResourceInfo {
+    fn info(&self) -> &ResourceInfo {
         &INFO
     }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {

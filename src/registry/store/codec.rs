@@ -98,7 +98,7 @@ impl GenericStore {
         }
         match map.get("kind").and_then(Value::as_str) {
             None | Some("") => {
-                map.insert("kind".into(), Value::from(i.kind));
+                map.insert("kind".into(), Value::from(&*i.kind));
             }
             Some(k) if k != i.kind => {
                 return Err(Error::BadRequest(format!(

@@ -27,8 +27,8 @@ impl GenericStore {
         self.strategy.admit_delete(name).map_err(|message| {
             let i = self.strategy.info();
             Error::Forbidden {
-                group: i.group.into(),
-                resource: i.resource.into(),
+                group: i.group.to_string(),
+                resource: i.resource.to_string(),
                 name: name.into(),
                 message,
                 causes: vec![],

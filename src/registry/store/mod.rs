@@ -61,7 +61,7 @@ pub(crate) struct GenericStore {
     pub(crate) prefix: String,
     pub(crate) strategy: Arc<dyn Strategy>,
     /// Key folder: usually the resource name (events of both groups share `events`).
-    pub(crate) key_root: &'static str,
+    pub(crate) key_root: String,
     /// Decoded objects by key and revision.
     pub(crate) memo: Memo,
     /// Makes a name from a `generateName` prefix ([`generate_name`]; tests make it collide).
@@ -74,13 +74,13 @@ impl GenericStore {
         storage: Arc<dyn Storage>,
         prefix: &str,
         strategy: Arc<dyn Strategy>,
-        key_root: &'static str,
+        key_root: &str,
     ) -> Self {
         GenericStore {
             storage,
             prefix: prefix.trim_end_matches('/').to_string(),
             strategy,
-            key_root,
+            key_root: key_root.to_string(),
             memo: Memo::default(),
             name_generator: generate_name,
         }
@@ -111,8 +111,8 @@ impl GenericStore {
     pub(crate) fn not_found(&self, name: &str) -> Error {
         let i = self.strategy.info();
         Error::NotFound {
-            group: i.group.into(),
-            resource: i.resource.into(),
+            group: i.group.to_string(),
+            resource: i.resource.to_string(),
             name: name.into(),
         }
     }
@@ -120,8 +120,8 @@ impl GenericStore {
     pub(crate) fn conflict(&self, name: &str, message: impl Into<String>) -> Error {
         let i = self.strategy.info();
         Error::Conflict {
-            group: i.group.into(),
-            resource: i.resource.into(),
+            group: i.group.to_string(),
+            resource: i.resource.to_string(),
             name: name.into(),
             message: message.into(),
         }
@@ -129,7 +129,7 @@ impl GenericStore {
 
     pub(crate) fn invalid(&self, name: &str, errors: Vec<FieldError>) -> Error {
         let i = self.strategy.info();
-        Error::invalid(i.group, i.kind, name, errors)
+        Error::invalid(&i.group, &i.kind, name, errors)
     }
 
     /// storage::Error → registry::Error for an object operation.
@@ -138,8 +138,8 @@ impl GenericStore {
         match err {
             storage::Error::NotFound { .. } => self.not_found(name),
             storage::Error::AlreadyExists { .. } => Error::AlreadyExists {
-                group: i.group.into(),
-                resource: i.resource.into(),
+                group: i.group.to_string(),
+                resource: i.resource.to_string(),
                 name: name.into(),
                 generated: false,
             },
@@ -198,8 +198,8 @@ impl GenericStore {
         if namespace_phase(&kv.value).as_deref() == Some("Terminating") {
             let i = self.strategy.info();
             return Err(Error::Forbidden {
-                group: i.group.into(),
-                resource: i.resource.into(),
+                group: i.group.to_string(),
+                resource: i.resource.to_string(),
                 name: name.into(),
                 message: format!("unable to create new content in namespace {namespace} because it is being terminated"),
                 causes: vec![(
@@ -272,8 +272,11 @@ impl GenericStore {
             meta.remove("generation");
         }
         self.strategy.prepare_for_create(obj);
-        let i = self.strategy.info();
-        let mut errs = validate_object_meta(obj, i.namespaced, self.strategy.name_rule());
+        let mut errs = Vec::new();
+        if !self.strategy.validates_object_meta() {
+            let namespaced = self.strategy.info().namespaced;
+            errs = validate_object_meta(obj, namespaced, self.strategy.name_rule());
+        }
         errs.extend(self.strategy.validate(obj));
         if !errs.is_empty() {
             return Err(self.invalid(name_of(obj), errs));
@@ -327,8 +330,8 @@ impl GenericStore {
         let i = self.strategy.info();
         let taken = |stored| Attempt::Taken {
             error: Error::AlreadyExists {
-                group: i.group.into(),
-                resource: i.resource.into(),
+                group: i.group.to_string(),
+                resource: i.resource.to_string(),
                 name: name.clone(),
                 generated,
             },
@@ -430,10 +433,20 @@ impl GenericStore {
                 + 1;
             metadata_mut(&mut new).insert("generation".into(), Value::from(g));
         }
-        let i = self.strategy.info();
-        let mut errs = validate_object_meta(&new, i.namespaced, self.strategy.name_rule());
-        errs.extend(validate_object_meta_update(&new, old));
-        errs.extend(self.strategy.validate_update(&new, old));
+        let mut errs = Vec::new();
+        if !self.strategy.validates_object_meta() {
+            let namespaced = self.strategy.info().namespaced;
+            errs = validate_object_meta(&new, namespaced, self.strategy.name_rule());
+            errs.extend(validate_object_meta_update(&new, old));
+        }
+        if subresource.is_empty() {
+            errs.extend(self.strategy.validate_update(&new, old));
+        } else {
+            errs.extend(
+                self.strategy
+                    .validate_subresource_update(subresource, &new, old),
+            );
+        }
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }
