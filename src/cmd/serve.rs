@@ -91,11 +91,25 @@ fn controllers_config(
     Ok(cc)
 }
 
-/// Registers the control-plane controllers (pkg/controlplane/apiserver/server.go).
+/// Registers apiextensions-apiserver's hooks, then the control-plane controllers
+/// (pkg/controlplane/apiserver/server.go), in kube-apiserver's order.
 fn register_controllers(
     server: &mut GenericServer,
     config: &controllers::Config,
 ) -> anyhow::Result<()> {
+    let (informers, synced) = server.apiextensions_hooks();
+    for (name, hook) in [
+        ("start-apiextensions-informers", informers),
+        (
+            "start-apiextensions-controllers",
+            controllers::apiextensions_controllers(),
+        ),
+        ("crd-informer-synced", synced),
+    ] {
+        server
+            .add_post_start_hook(name, hook)
+            .with_context(|| format!("while registering post-start hook {name}"))?;
+    }
     let hooks = controllers::hooks(config);
     for (name, hook) in hooks.post_start {
         server

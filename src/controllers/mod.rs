@@ -22,6 +22,7 @@
 //!
 //! May use: api, server::hooks (types only), options (their settings).
 
+mod apiextensions;
 mod auth_trust;
 mod coordinated;
 mod election;
@@ -189,6 +190,15 @@ where
     Fut: Future<Output = Result<(), HookError>> + Send + 'static,
 {
     Arc::new(move || Box::pin(f()))
+}
+
+/// `start-apiextensions-controllers`: the CRD naming, API-approval, NonStructuralSchema and
+/// finalizing controllers (registered by the composition root between the server's
+/// `start-apiextensions-informers` and `crd-informer-synced`, as upstream orders them).
+pub(crate) fn apiextensions_controllers() -> PostStartHookFn {
+    spawning(|ctx: HookContext| {
+        apiextensions::run(ctx.client.clone(), ctx.cancel.clone(), ctx.tasks.clone())
+    })
 }
 
 /// Builds every hook `config` enables.

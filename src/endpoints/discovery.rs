@@ -132,7 +132,7 @@ impl Discovery {
                     .map(|(v, infos)| {
                         json!({
                             "version": v,
-                            "resources": infos.iter().map(|i| aggregated_resource(i)).collect::<Vec<_>>(),
+                            "resources": infos.iter().map(aggregated_resource).collect::<Vec<_>>(),
                             "freshness": "Current",
                         })
                     })

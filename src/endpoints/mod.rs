@@ -51,6 +51,11 @@ impl ApiServer {
         }
     }
 
+    /// The registry it serves.
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
     /// The documents of `resources`, rebuilt when the set changed since they were made.
     fn docs(&self, resources: &Resources) -> Arc<Docs> {
         let cur = self.docs.read().unwrap_or_else(|e| e.into_inner()).clone();

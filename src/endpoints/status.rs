@@ -137,13 +137,16 @@ pub(crate) fn to_status(err: &Error) -> Status {
             group,
             resource,
             verb,
+            message,
         } => Status::failure(
             405,
             "MethodNotAllowed",
-            format!(
-                "{verb} is not supported on resources of kind \"{}\"",
-                group_resource(group, resource)
-            ),
+            message.clone().unwrap_or_else(|| {
+                format!(
+                    "{verb} is not supported on resources of kind \"{}\"",
+                    group_resource(group, resource)
+                )
+            }),
         )
         .with_details(StatusDetails {
             group: group.clone(),
@@ -260,7 +263,9 @@ impl From<&PatchError> for Status {
             PatchError::TooManyOperations { .. } => {
                 Status::failure(413, "RequestEntityTooLarge", err.to_string())
             }
-            PatchError::UnsupportedMediaType => unsupported_media_type(err),
+            PatchError::UnsupportedMediaType | PatchError::UnsupportedMediaTypeForCustom => {
+                unsupported_media_type(err)
+            }
         }
     }
 }

@@ -242,6 +242,8 @@ pub(crate) enum Error {
         resource: String,
         /// The verb.
         verb: String,
+        /// A message other than the usual one (creates of a terminating CRD's objects).
+        message: Option<String>,
     },
     /// 410: the resource version or continue token is too old.
     #[error("expired: {message}")]

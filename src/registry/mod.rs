@@ -135,6 +135,11 @@ impl Resources {
 /// Every served resource, over one store; resources can be added and removed while serving.
 pub(crate) struct Registry {
     current: RwLock<Arc<Resources>>,
+    storage: Arc<dyn Storage>,
+    /// The key prefix (`--etcd-prefix`).
+    prefix: String,
+    /// "group/version/resource" of the built-in resources, which nothing may replace.
+    built_in: std::collections::HashSet<String>,
 }
 
 impl Registry {
@@ -146,7 +151,7 @@ impl Registry {
 
     /// Builds the registry with keys under `prefix` (`--etcd-prefix`).
     pub(crate) fn with_prefix(storage: Arc<dyn Storage>, prefix: &str) -> Self {
-        let list = resources::built_in()
+        let list: Vec<Arc<Resource>> = resources::built_in()
             .into_iter()
             .map(|b| {
                 Arc::new(match b {
@@ -157,9 +162,63 @@ impl Registry {
                 })
             })
             .collect();
+        let built_in = list
+            .iter()
+            .map(|r| {
+                let i = r.info();
+                index_key(&i.group, &i.version, &i.resource)
+            })
+            .collect();
         Registry {
             current: RwLock::new(Arc::new(Resources::new(list, 0))),
+            storage,
+            prefix: prefix.to_string(),
+            built_in,
         }
+    }
+
+    /// A generic store for `strategy` over this registry's storage, under
+    /// `<prefix>/<key root>/`.
+    pub(crate) fn store_for(&self, strategy: Arc<dyn Strategy>, key_root: &str) -> GenericStore {
+        GenericStore::new(Arc::clone(&self.storage), &self.prefix, strategy, key_root)
+    }
+
+    /// Stops serving the resources at `remove` ("group/version/resource" triples) and serves
+    /// `add` after the others, in one change: a request sees the set before or after it.
+    /// Built-in resources are neither removed nor replaced; returns the triples of `add` that
+    /// are served now.
+    pub(crate) fn replace(
+        &self,
+        remove: &[(String, String, String)],
+        add: Vec<Arc<Resource>>,
+    ) -> Vec<(String, String, String)> {
+        let mut served = Vec::new();
+        self.change(|list| {
+            list.retain(|r| {
+                let i = r.info();
+                let built_in =
+                    self.built_in
+                        .contains(&index_key(&i.group, &i.version, &i.resource));
+                built_in || !remove.iter().any(|(g, v, res)| i.is(g, v, res))
+            });
+            for r in add {
+                let i = r.info();
+                if self
+                    .built_in
+                    .contains(&index_key(&i.group, &i.version, &i.resource))
+                {
+                    continue;
+                }
+                list.retain(|o| !o.info().is(&i.group, &i.version, &i.resource));
+                served.push((
+                    i.group.to_string(),
+                    i.version.to_string(),
+                    i.resource.to_string(),
+                ));
+                list.push(r);
+            }
+        });
+        served
     }
 
     /// The set served now.
@@ -181,8 +240,7 @@ impl Registry {
 
     /// Serves one more resource, after the others (replacing one served at the same
     /// group/version/resource).
-    // Used by the CustomResourceDefinition controller once it exists (issue #27).
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[cfg(test)]
     pub(crate) fn install(&self, resource: Arc<Resource>) {
         self.change(|list| {
             let i = resource.info();

@@ -60,9 +60,6 @@ pub(crate) enum Names {
 }
 
 impl Names {
-    /// No names.
-    pub(crate) const NONE: Names = Names::Static(&[]);
-
     /// The names, in order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = &str> {
         let (s, o): (&[&str], &[String]) = match self {
@@ -78,11 +75,6 @@ impl Names {
             Names::Static(s) => s.is_empty(),
             Names::Owned(o) => o.is_empty(),
         }
-    }
-
-    /// Whether `name` is one of them.
-    pub(crate) fn contains(&self, name: &str) -> bool {
-        self.iter().any(|n| n == name)
     }
 }
 
@@ -149,14 +141,14 @@ impl ResourceInfo {
 #[derive(Debug, Clone, serde::Serialize)]
 pub(crate) struct Column {
     /// Header.
-    pub name: &'static str,
+    pub name: Text,
     /// `string`, `integer`, `date`...
     #[serde(rename = "type")]
-    pub type_: &'static str,
+    pub type_: Text,
     /// `name` for the name column.
-    pub format: &'static str,
+    pub format: Text,
     /// Description.
-    pub description: &'static str,
+    pub description: Text,
     /// 0 = default view, 1 = wide.
     pub priority: i32,
 }
@@ -168,20 +160,20 @@ pub(crate) const fn col(
     description: &'static str,
 ) -> Column {
     Column {
-        name,
-        type_,
-        format: "",
-        description,
+        name: text(name),
+        type_: text(type_),
+        format: text(""),
+        description: text(description),
         priority: 0,
     }
 }
 
 /// The Name column every printer starts with.
 pub(crate) const NAME_COLUMN: Column = Column {
-    name: "Name",
-    type_: "string",
-    format: "name",
-    description: "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names",
+    name: text("Name"),
+    type_: text("string"),
+    format: text("name"),
+    description: text("Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names"),
     priority: 0,
 };
 
@@ -298,6 +290,11 @@ pub(crate) trait Strategy: Send + Sync + 'static {
     /// object just written is served exactly as it was stored (no decode needed).
     fn stores_served_form(&self) -> bool {
         true
+    }
+
+    /// Whether creates are served now (a terminating CRD's objects: `Err` is the answer).
+    fn admit_create(&self) -> Result<(), super::error::Error> {
+        Ok(())
     }
 
     /// Admission on delete (NamespaceLifecycle's immortal namespaces): `Err(why)` → 403.

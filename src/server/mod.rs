@@ -7,6 +7,7 @@
 //! [`PreparedServer::run`] until the cancellation token fires.
 //! May use: options, filters, endpoints, registry, storage, api.
 
+mod apiextensions;
 mod chain;
 mod coalesce;
 pub(crate) mod config;
@@ -50,6 +51,12 @@ impl GenericServer {
         hook: PostStartHookFn,
     ) -> Result<(), hooks::Error> {
         self.hooks.add_post_start_hook(name, hook)
+    }
+
+    /// The server's own apiextensions hooks: `start-apiextensions-informers` (serves the
+    /// stored CRDs' resources and follows them) and `crd-informer-synced`.
+    pub(crate) fn apiextensions_hooks(&self) -> (PostStartHookFn, PostStartHookFn) {
+        apiextensions::hooks(self.completed.config.api.registry().clone())
     }
 
     /// Registers a pre-shutdown hook; it runs once when shutdown begins.

@@ -56,6 +56,7 @@ fn method_not_allowed(i: &ResourceInfo, verb: &str) -> Response<Body> {
         group: i.group.to_string(),
         resource: i.resource.to_string(),
         verb: verb.into(),
+        message: None,
     })
 }
 

@@ -192,6 +192,14 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
     ) else {
         return status_response(&PatchError::unsupported_media_type());
     };
+    if patch_type == PatchType::StrategicMerge
+        && matches!(
+            info.schema,
+            crate::registry::strategy::KindSchema::Custom(_)
+        )
+    {
+        return status_response(&PatchError::UnsupportedMediaTypeForCustom);
+    }
     if patch_type == PatchType::Apply {
         return apply(store, req).await;
     }

@@ -34,6 +34,14 @@ impl PatchType {
         "application/apply-patch+yaml",
     ];
 
+    /// The media types a custom resource accepts (no strategic merge patch), in
+    /// apiextensions-apiserver's order.
+    pub(crate) const CUSTOM_MEDIA_TYPES: [&'static str; 3] = [
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+    ];
+
     /// The patch type of a Content-Type header value; parameters such as `;charset=utf-8` are
     /// ignored. `None` for anything else ([`PatchError::UnsupportedMediaType`]).
     pub(crate) fn from_content_type(content_type: &str) -> Option<PatchType> {
@@ -76,6 +84,10 @@ pub(crate) enum PatchError {
     /// apimachinery's NewUnsupportedMediaTypeError, listing the accepted types).
     #[error("the body of the request was in an unknown format - accepted media types include: {}", PatchType::MEDIA_TYPES.join(", "))]
     UnsupportedMediaType,
+    /// A strategic merge patch of a custom resource, which has no patch strategies
+    /// (UnsupportedMediaType, listing the types custom resources accept).
+    #[error("the body of the request was in an unknown format - accepted media types include: {}", PatchType::CUSTOM_MEDIA_TYPES.join(", "))]
+    UnsupportedMediaTypeForCustom,
 }
 
 impl PatchError {

@@ -407,6 +407,7 @@ fn status_errors(crd: &CustomResourceDefinition) -> Vec<FieldError> {
     names.map_or_else(Vec::new, |n| validate_names(n, "status.acceptedNames"))
 }
 
+#[cfg(test)]
 /// ValidateCustomResourceDefinitionStatus: the accepted names must be well-formed.
 pub(crate) fn validate_crd_status(crd: &CustomResourceDefinition) -> Vec<FieldError> {
     status_errors(crd)

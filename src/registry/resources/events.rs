@@ -98,7 +98,7 @@ fn event_columns() -> Vec<Column> {
         "string",
         "Name must be unique within a namespace.",
     ));
-    name.format = "name";
+    name.format = "name".into();
     vec![
         col("Last Seen", "string", "The time at which the most recent occurrence of this event was recorded."),
         col("Type", "string", "Type of this event (Normal, Warning), new types could be added in the future"),

@@ -23,7 +23,6 @@ pub(crate) enum BuiltIn {
     Review(Review),
 }
 
-#[cfg(test)]
 impl BuiltIn {
     /// What the resource is.
     pub(crate) fn info(&self) -> &super::strategy::ResourceInfo {

@@ -290,6 +290,7 @@ impl GenericStore {
     /// createWithGenerateNameRetry (KEP-4420), so clients see no collisions.
     /// The result is shared with the memo, so the response and the watchers encode it once.
     pub(crate) async fn create(&self, ctx: &Context, obj: Value) -> Result<Arc<Decoded>> {
+        self.strategy.admit_create()?;
         self.admit_namespace(&ctx.namespace, name_of(&obj)).await?;
         let generated = needs_name_generation(&obj);
         let mut obj = obj;

@@ -43,13 +43,22 @@ impl Cacher {
         }
     }
 
-    /// The resource prefix (`<prefix>/<resource>/`) that `prefix` lies under, if any.
+    /// The resource prefix that `prefix` lies under, if any: `<prefix>/<resource>/`, or
+    /// `<prefix>/<group>/<resource>/` when the first part is a dotted group (custom resources
+    /// and the groups kube-apiserver keys that way, such as apiextensions.k8s.io).
     fn resource_of(&self, prefix: &str) -> Option<String> {
         let rest = prefix
             .strip_prefix(self.prefix.as_str())?
             .strip_prefix('/')?;
-        let (resource, _) = rest.split_once('/')?;
-        (!resource.is_empty()).then(|| format!("{}/{}/", self.prefix, resource))
+        let (first, after) = rest.split_once('/')?;
+        if first.is_empty() {
+            return None;
+        }
+        if !first.contains('.') {
+            return Some(format!("{}/{first}/", self.prefix));
+        }
+        let (resource, _) = after.split_once('/')?;
+        (!resource.is_empty()).then(|| format!("{}/{first}/{resource}/", self.prefix))
     }
 
     /// The ready cache of `prefix`'s resource (started on first use), or None.

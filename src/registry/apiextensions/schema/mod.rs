@@ -118,6 +118,7 @@ impl Schema {
         Ok(unknown)
     }
 
+    #[cfg(test)]
     /// Pruning alone (PruneWithOptions at the resource root): the pruned paths, sorted, when
     /// `track`.
     pub(crate) fn prune(&self, obj: &mut Value, track: bool) -> Vec<String> {
@@ -131,6 +132,7 @@ impl Schema {
         pruner.unknown
     }
 
+    #[cfg(test)]
     /// PruneNonNullableNullsWithoutDefaults alone.
     pub(crate) fn prune_nulls(&self, obj: &mut Value) {
         prune::prune_nulls(obj, Some(&self.root));

@@ -1,0 +1,329 @@
+//! One served version of a CustomResourceDefinition as a [`Strategy`] over the generic store
+//! (apiextensions-apiserver's customResourceStrategy and the codecs of its crdHandler):
+//! decoding prunes and defaults by the version's structural schema, validation reports
+//! the schema's violations, the status subresource splits writes as upstream's, objects are
+//! stored at the storage version (conversion `None`: the apiVersion is rewritten), and the
+//! Table has the version's additionalPrinterColumns.
+//! May use: registry (strategy, error, codec), api.
+
+use super::schema::{CoerceOptions, Schema};
+use crate::api::At;
+use crate::registry::error::{Error, FieldError};
+use crate::registry::strategy::{
+    since, status_update, text, typed_roundtrip, Column, Input, KindSchema, Names, ResourceInfo,
+    Strategy, Text, AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
+};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, CustomResourceDefinitionVersion,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// Subresource sets a custom resource can have.
+const STATUS: &[(&str, &[&str])] = &[("status", &["get", "patch", "update"])];
+const SCALE: &[(&str, &[&str])] = &[("scale", &["get", "patch", "update"])];
+const STATUS_AND_SCALE: &[(&str, &[&str])] = &[
+    ("status", &["get", "patch", "update"]),
+    ("scale", &["get", "patch", "update"]),
+];
+
+/// The shape every custom object decodes into first: TypeMeta, ObjectMeta (canonicalized
+/// as for every kind, with its unknown fields reported), and the rest left to the schema.
+#[derive(serde::Deserialize, serde::Serialize)]
+struct CustomObject {
+    #[serde(rename = "apiVersion", skip_serializing_if = "Option::is_none")]
+    api_version: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    metadata: Option<ObjectMeta>,
+    #[serde(flatten)]
+    rest: Map<String, Value>,
+}
+
+/// An additionalPrinterColumn: its header and where its value is.
+struct PrinterColumn {
+    column: Column,
+    path: Option<serde_json_path::JsonPath>,
+}
+
+/// One served version of a CRD.
+pub(crate) struct CustomResource {
+    info: ResourceInfo,
+    /// `<group>/<storage version>`: what is written to storage.
+    storage_api_version: String,
+    /// `<group>/<this version>`.
+    api_version: String,
+    schema: Option<Schema>,
+    status: bool,
+    columns: Vec<PrinterColumn>,
+    /// selectableFields, as field labels (`spec.color`).
+    selectable: Vec<String>,
+    /// The CRD is being deleted: creates are refused.
+    terminating: bool,
+}
+
+impl CustomResource {
+    /// The strategy of `version` of `crd`, named by the CRD's accepted names.
+    pub(crate) fn new(
+        crd: &CustomResourceDefinition,
+        version: &CustomResourceDefinitionVersion,
+        terminating: bool,
+    ) -> CustomResource {
+        let spec = &crd.spec;
+        let names = crd
+            .status
+            .as_ref()
+            .and_then(|s| s.accepted_names.clone())
+            .filter(|n| !n.plural.is_empty())
+            .unwrap_or_else(|| spec.names.clone());
+        let subs = version.subresources.as_ref();
+        let status = subs.is_some_and(|s| s.status.is_some());
+        let scale = subs.is_some_and(|s| s.scale.is_some());
+        let props = version
+            .schema
+            .as_ref()
+            .and_then(|s| s.open_api_v3_schema.as_ref());
+        let schema_json = props
+            .and_then(|p| serde_json::to_value(p).ok())
+            .unwrap_or_else(|| serde_json::json!({"type": "object"}));
+        let storage = spec
+            .versions
+            .iter()
+            .find(|v| v.storage)
+            .map_or(version.name.as_str(), |v| v.name.as_str());
+        let info = ResourceInfo {
+            group: Text::Owned(spec.group.clone()),
+            version: Text::Owned(version.name.clone()),
+            resource: Text::Owned(names.plural.clone()),
+            singular: Text::Owned(
+                names
+                    .singular
+                    .clone()
+                    .unwrap_or_else(|| names.kind.to_lowercase()),
+            ),
+            kind: Text::Owned(names.kind.clone()),
+            namespaced: spec.scope == "Namespaced",
+            short_names: Names::Owned(names.short_names.clone().unwrap_or_default()),
+            categories: Names::Owned(names.categories.clone().unwrap_or_default()),
+            verbs: STORED_VERBS,
+            subresources: match (status, scale) {
+                (false, false) => &[],
+                (true, false) => STATUS,
+                (false, true) => SCALE,
+                (true, true) => STATUS_AND_SCALE,
+            },
+            schema: KindSchema::Custom(Arc::new(schema_json)),
+            protobuf: None,
+        };
+        CustomResource {
+            storage_api_version: format!("{}/{storage}", spec.group),
+            api_version: format!("{}/{}", spec.group, version.name),
+            schema: props.map(Schema::compile),
+            status,
+            columns: printer_columns(version),
+            selectable: version
+                .selectable_fields
+                .iter()
+                .flatten()
+                .map(|f| f.json_path.trim_start_matches('.').to_string())
+                .collect(),
+            terminating,
+            info,
+        }
+    }
+
+    fn set_api_version(obj: &mut Value, api_version: &str) {
+        if let Some(m) = obj.as_object_mut() {
+            if m.get("apiVersion").and_then(Value::as_str) != Some(api_version) {
+                m.insert("apiVersion".into(), Value::from(api_version));
+            }
+        }
+    }
+}
+
+/// The version's additionalPrinterColumns, or upstream's default (Age).
+fn printer_columns(version: &CustomResourceDefinitionVersion) -> Vec<PrinterColumn> {
+    let defined = version.additional_printer_columns.as_deref().unwrap_or(&[]);
+    if defined.is_empty() {
+        let mut age = AGE_COLUMN;
+        age.type_ = text("date");
+        return vec![PrinterColumn {
+            column: age,
+            path: serde_json_path::JsonPath::parse("$.metadata.creationTimestamp").ok(),
+        }];
+    }
+    defined
+        .iter()
+        .map(|c| PrinterColumn {
+            column: Column {
+                name: Text::Owned(c.name.clone()),
+                type_: Text::Owned(c.type_.clone()),
+                format: Text::Owned(c.format.clone().unwrap_or_default()),
+                description: Text::Owned(c.description.clone().unwrap_or_default()),
+                priority: c.priority.unwrap_or(0),
+            },
+            path: serde_json_path::JsonPath::parse(&format!("${}", c.json_path)).ok(),
+        })
+        .collect()
+}
+
+/// A Table cell of a column's value (tableconvertor's cellForJSONValue).
+fn cell(type_: &str, value: &Value) -> Value {
+    match (type_, value) {
+        ("date", Value::String(s)) => Value::from(since(s)),
+        ("date", _) => Value::Null,
+        ("integer", Value::Number(n)) => n
+            .as_i64()
+            .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i64))
+            .map_or(Value::Null, Value::from),
+        ("number", Value::Number(n)) => n.as_f64().map_or(Value::Null, Value::from),
+        ("boolean", Value::Bool(b)) => Value::Bool(*b),
+        ("string", Value::String(s)) => Value::from(s.as_str()),
+        ("string", Value::Null) => Value::Null,
+        ("string", other) => Value::from(other.to_string()),
+        (_, Value::String(s)) => Value::from(s.as_str()),
+        _ => Value::Null,
+    }
+}
+
+impl Strategy for CustomResource {
+    fn info(&self) -> &ResourceInfo {
+        &self.info
+    }
+
+    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
+        let (mut obj, mut unknown) = typed_roundtrip::<CustomObject>(obj)?;
+        if let Some(schema) = &self.schema {
+            let opts = CoerceOptions {
+                track_unknown: true,
+                drop_invalid_metadata: false,
+            };
+            unknown.extend(schema.coerce(&mut obj, opts).map_err(|e| e.to_string())?);
+            schema.default(&mut obj);
+        }
+        Ok((obj, unknown))
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        if self.status {
+            if let Some(m) = obj.as_object_mut() {
+                m.remove("status");
+            }
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value) {
+        if self.status {
+            if let Some(m) = new.as_object_mut() {
+                match old.get("status") {
+                    Some(s) => m.insert("status".into(), s.clone()),
+                    None => m.remove("status"),
+                };
+            }
+        }
+    }
+
+    fn prepare_for_subresource_update(&self, sub: &str, new: &mut Value, old: &Value) -> bool {
+        if sub == "status" && self.status {
+            status_update(new, old);
+            return true;
+        }
+        false
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<FieldError> {
+        self.schema
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.validate(obj))
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.schema
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.validate_update(new, old))
+    }
+
+    fn validate_subresource_update(&self, _sub: &str, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.schema
+            .as_ref()
+            .map_or_else(Vec::new, |s| s.validate_status_update(new, old))
+    }
+
+    fn field(&self, obj: &Value, field: &str) -> Option<String> {
+        if !self.supports_field(field) {
+            return None;
+        }
+        let pointer = format!("/{}", field.replace('.', "/"));
+        Some(match obj.at(&pointer) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Null) | None => String::new(),
+            Some(other) => other.to_string(),
+        })
+    }
+
+    fn supports_field(&self, field: &str) -> bool {
+        self.selectable.iter().any(|f| f == field)
+    }
+
+    fn columns(&self) -> Vec<Column> {
+        std::iter::once(NAME_COLUMN)
+            .chain(self.columns.iter().map(|c| c.column.clone()))
+            .collect()
+    }
+
+    fn cells(&self, obj: &Value) -> Vec<Value> {
+        let mut cells = vec![Value::from(crate::registry::strategy::name_of(obj))];
+        for c in &self.columns {
+            let found = c.path.as_ref().and_then(|p| p.query(obj).first().cloned());
+            cells.push(found.map_or(Value::Null, |v| cell(&c.column.type_, &v)));
+        }
+        cells
+    }
+
+    fn to_storage(&self, mut obj: Value) -> Value {
+        Self::set_api_version(&mut obj, &self.storage_api_version);
+        obj
+    }
+
+    fn to_served(&self, mut obj: Value) -> Value {
+        Self::set_api_version(&mut obj, &self.api_version);
+        if let Some(schema) = &self.schema {
+            let opts = CoerceOptions {
+                track_unknown: false,
+                drop_invalid_metadata: true,
+            };
+            // Stored objects were valid when written; what a schema change made unknown is
+            // pruned and new defaults are filled in, as upstream's storage decoder does.
+            let _ = schema.coerce(&mut obj, opts);
+            schema.default(&mut obj);
+        }
+        obj
+    }
+
+    fn stores_served_form(&self) -> bool {
+        self.api_version == self.storage_api_version
+    }
+
+    fn uses_generation(&self) -> bool {
+        true
+    }
+
+    fn admit_create(&self) -> Result<(), Error> {
+        if self.terminating {
+            return Err(Error::MethodNotAllowed {
+                group: self.info.group.to_string(),
+                resource: self.info.resource.to_string(),
+                verb: "create".into(),
+                message: Some(
+                    "create not allowed while custom resource definition is terminating".into(),
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;
