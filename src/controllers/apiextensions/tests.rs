@@ -53,7 +53,8 @@ fn taken_names_conflict_with_upstreams_reasons() {
         &["ct"],
     ));
     let cache = BTreeMap::from([(holder.name_any(), holder)]);
-    let c = crd("crontabs2.stable.example.com", "crontabs", "Other", &[]);
+    let mut c = crd("crontabs2.stable.example.com", "crontabs", "Other", &[]);
+    c.spec.names.singular = Some("other".into());
     let (names, ok, est) = naming::calculate(&c, &cache);
     assert_eq!(names.plural, "");
     assert_eq!(names.kind, "Other");
@@ -78,7 +79,8 @@ fn taken_names_conflict_with_upstreams_reasons() {
         Some("[\"ct\" is already in use, \"crontab\" is already in use]")
     );
 
-    let c = crd("others.stable.example.com", "others", "CronTab", &[]);
+    let mut c = crd("others.stable.example.com", "others", "CronTab", &[]);
+    c.spec.names.list_kind = Some("OtherList".into());
     let (_, ok, _) = naming::calculate(&c, &cache);
     assert_eq!(ok.reason.as_deref(), Some("KindConflict"));
 
@@ -92,7 +94,9 @@ fn taken_names_conflict_with_upstreams_reasons() {
 fn built_in_names_of_the_group_are_taken() {
     let c = crd("leases.coordination.k8s.io", "leases", "Lease2", &[]);
     let (_, ok, _) = naming::calculate(&c, &BTreeMap::new());
-    assert_eq!(ok.reason.as_deref(), Some("PluralConflict"));
+    // Plural and singular both conflict; the last check's reason is kept, as upstream's.
+    assert_eq!(ok.reason.as_deref(), Some("SingularConflict"));
+    assert_eq!(ok.message.as_deref(), Some("\"lease\" is already in use"));
 }
 
 #[test]
