@@ -9,6 +9,7 @@ mod bookmarks;
 mod chaos;
 mod clients;
 mod controllers;
+mod crds;
 mod crud;
 mod discovery;
 mod disk;
