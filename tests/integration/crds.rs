@@ -323,6 +323,8 @@ async fn kubectl_serves_custom_resources_from_a_crd() {
     )
     .await;
     assert_eq!(managers, "kubectl");
+    let explain = ok(&server, &["explain", "crd.spec.group"]).await;
+    assert!(explain.contains("FIELD: group <string>"), "{explain}");
     let explain = ok(&server, &["explain", "crontab.spec"]).await;
     assert!(explain.contains("The schedule and what runs."), "{explain}");
     assert!(explain.contains("replicas\t<integer>"), "{explain}");

@@ -70,6 +70,12 @@ impl Served {
             let group: Vec<&str> = self.group.split('.').rev().collect();
             return format!("{}.{}.{}", group.join("."), self.version, self.kind);
         }
+        if self.group == "apiextensions.k8s.io" {
+            return format!(
+                "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{}.{}",
+                self.version, self.kind
+            );
+        }
         let pkg = match self.group.as_str() {
             "" => "core".to_string(),
             g => g.trim_end_matches(".k8s.io").replace('.', "_"),
