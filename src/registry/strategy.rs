@@ -292,6 +292,11 @@ pub(crate) trait Strategy: Send + Sync + 'static {
         true
     }
 
+    /// Where the scale subresource reads and writes replicas, if the resource has one.
+    fn scale(&self) -> Option<&ScalePaths> {
+        None
+    }
+
     /// Whether creates are served now (a terminating CRD's objects: `Err` is the answer).
     fn admit_create(&self) -> Result<(), super::error::Error> {
         Ok(())
@@ -317,6 +322,116 @@ pub(crate) trait Strategy: Send + Sync + 'static {
     /// Whether writes maintain metadata.generation.
     fn uses_generation(&self) -> bool {
         false
+    }
+}
+
+/// The paths of a scale subresource (a CRD's `subresources.scale`): where spec and status
+/// replicas and the label selector are, as field names from the object's root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ScalePaths {
+    /// `specReplicasPath` (`.spec.replicas` → `["spec", "replicas"]`).
+    pub spec_replicas: Vec<String>,
+    /// `statusReplicasPath`.
+    pub status_replicas: Vec<String>,
+    /// `labelSelectorPath`.
+    pub label_selector: Option<Vec<String>>,
+}
+
+impl ScalePaths {
+    /// Fields of a simple JSON path (`.spec.replicas`).
+    pub(crate) fn fields(path: &str) -> Vec<String> {
+        path.trim_start_matches('.')
+            .split('.')
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn get<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
+        path.iter().try_fold(obj, |v, f| v.get(f))
+    }
+
+    /// The autoscaling/v1 Scale of `obj` (scaleFromCustomResource).
+    ///
+    /// # Errors
+    /// A replicas field that is not an integer: the text of upstream's error.
+    pub(crate) fn to_scale(&self, obj: &Value) -> Result<Value, String> {
+        let int = |path: &[String]| -> Result<i64, String> {
+            match Self::get(obj, path) {
+                None | Some(Value::Null) => Ok(0),
+                Some(v) => v.as_i64().ok_or_else(|| {
+                    format!(
+                        ".{} accessor error: {v} is of the type {}, expected int64",
+                        path.join("."),
+                        json_type(v)
+                    )
+                }),
+            }
+        };
+        let spec = int(&self.spec_replicas)?;
+        let status = int(&self.status_replicas)?;
+        let mut meta = serde_json::Map::new();
+        for f in [
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+        ] {
+            if let Some(v) = obj.at(&format!("/metadata/{f}")) {
+                meta.insert(f.into(), v.clone());
+            }
+        }
+        let mut status_obj = serde_json::json!({ "replicas": status });
+        if let Some(sel) = self
+            .label_selector
+            .as_ref()
+            .and_then(|p| Self::get(obj, p))
+            .and_then(Value::as_str)
+        {
+            status_obj["selector"] = Value::from(sel);
+        }
+        Ok(serde_json::json!({
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": meta,
+            "spec": { "replicas": spec },
+            "status": status_obj,
+        }))
+    }
+
+    /// Sets spec replicas in `obj`, creating the objects on the way.
+    pub(crate) fn set_replicas(&self, obj: &mut Value, replicas: i64) {
+        let Some((last, parents)) = self.spec_replicas.split_last() else {
+            return;
+        };
+        let mut cur = obj;
+        for p in parents {
+            if !cur.get(p).is_some_and(Value::is_object) {
+                if let Some(m) = cur.as_object_mut() {
+                    m.insert(p.clone(), Value::Object(serde_json::Map::new()));
+                }
+            }
+            match cur.get_mut(p) {
+                Some(next) => cur = next,
+                None => return,
+            }
+        }
+        if let Some(m) = cur.as_object_mut() {
+            m.insert(last.clone(), Value::from(replicas));
+        }
+    }
+}
+
+/// Go's name of a JSON value's type in unstructured accessor errors.
+fn json_type(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "float64",
+        Value::Array(_) => "[]interface {}",
+        Value::Object(_) => "map[string]interface {}",
+        Value::Null => "<nil>",
     }
 }
 

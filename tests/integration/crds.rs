@@ -21,7 +21,9 @@ spec:
   - name: v1
     served: true
     storage: true
-    subresources: {status: {}}
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.active}
     additionalPrinterColumns:
     - {name: Spec, type: string, jsonPath: .spec.cronSpec}
     - {name: Replicas, type: integer, jsonPath: .spec.replicas}
@@ -328,6 +330,37 @@ async fn kubectl_serves_custom_resources_from_a_crd() {
     let explain = ok(&server, &["explain", "crontab.spec"]).await;
     assert!(explain.contains("The schedule and what runs."), "{explain}");
     assert!(explain.contains("replicas\t<integer>"), "{explain}");
+
+    // The scale subresource: kubectl scale writes spec.replicas through it; the schema
+    // still applies.
+    ok(&server, &["scale", "ct", "a", "--replicas=5"]).await;
+    let got = ok(
+        &server,
+        &["get", "ct", "a", "-o", "jsonpath={.spec.replicas}"],
+    )
+    .await;
+    assert_eq!(got, "5");
+    let scale = ok(
+        &server,
+        &[
+            "get",
+            "--raw",
+            "/apis/stable.example.com/v1/namespaces/default/crontabs/a/scale",
+        ],
+    )
+    .await;
+    let scale: serde_json::Value = serde_json::from_str(&scale).unwrap();
+    assert_eq!(scale["kind"], "Scale");
+    assert_eq!(scale["apiVersion"], "autoscaling/v1");
+    assert_eq!(
+        (
+            scale["spec"]["replicas"].as_i64(),
+            scale["status"]["replicas"].as_i64()
+        ),
+        (Some(5), Some(2))
+    );
+    let err = fails(&server, &["scale", "ct", "a", "--replicas=11"]).await;
+    assert!(err.contains("spec.replicas: Invalid value: 11"), "{err}");
 
     // Deleting the CRD deletes its objects, then the CRD; a new CRD of the same name starts
     // empty.

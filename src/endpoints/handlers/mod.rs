@@ -7,6 +7,7 @@ mod bookmarks;
 mod delete;
 pub(crate) mod error;
 mod read;
+mod scale;
 mod table;
 mod watch;
 mod write;
@@ -51,7 +52,7 @@ pub(crate) fn gvk_of(i: &ResourceInfo) -> GroupVersionKind {
     GroupVersionKind::new(&i.group, &i.version, &i.kind)
 }
 
-fn method_not_allowed(i: &ResourceInfo, verb: &str) -> Response<Body> {
+pub(super) fn method_not_allowed(i: &ResourceInfo, verb: &str) -> Response<Body> {
     error_response(&Error::MethodNotAllowed {
         group: i.group.to_string(),
         resource: i.resource.to_string(),
@@ -92,6 +93,9 @@ pub(crate) async fn dispatch(resource: &Resource, req: Req<'_>) -> Response<Body
         Resource::Review(review) => return write::review(*review, &req),
         Resource::Stored(store) => store,
     };
+    if sub == "scale" {
+        return Box::pin(scale::handle(store, &req, verb)).await;
+    }
     // Each verb's future is boxed so this one stays as small as the largest pointer.
     match verb {
         "get" => Box::pin(read::get(store, &req)).await,

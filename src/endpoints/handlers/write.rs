@@ -18,7 +18,7 @@ use serde_json::Value;
 use std::sync::Mutex;
 
 /// The field manager of a write: `fieldManager`, else the User-Agent before the first `/`.
-fn manager(req: &Req<'_>) -> String {
+pub(super) fn manager(req: &Req<'_>) -> String {
     if let Some(m) = req.query.get("fieldManager").filter(|m| !m.is_empty()) {
         return m.to_string();
     }

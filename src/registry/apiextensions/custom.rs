@@ -11,7 +11,7 @@ use crate::api::At;
 use crate::registry::error::{Error, FieldError};
 use crate::registry::strategy::{
     since, status_update, text, typed_roundtrip, Column, Input, KindSchema, Names, ResourceInfo,
-    Strategy, Text, AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
+    ScalePaths, Strategy, Text, AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion,
@@ -62,6 +62,7 @@ pub(crate) struct CustomResource {
     selectable: Vec<String>,
     /// The CRD is being deleted: creates are refused.
     terminating: bool,
+    scale: Option<ScalePaths>,
 }
 
 impl CustomResource {
@@ -130,6 +131,11 @@ impl CustomResource {
                 .map(|f| f.json_path.trim_start_matches('.').to_string())
                 .collect(),
             terminating,
+            scale: subs.and_then(|s| s.scale.as_ref()).map(|s| ScalePaths {
+                spec_replicas: ScalePaths::fields(&s.spec_replicas_path),
+                status_replicas: ScalePaths::fields(&s.status_replicas_path),
+                label_selector: s.label_selector_path.as_deref().map(ScalePaths::fields),
+            }),
             info,
         }
     }
@@ -308,6 +314,10 @@ impl Strategy for CustomResource {
 
     fn uses_generation(&self) -> bool {
         true
+    }
+
+    fn scale(&self) -> Option<&ScalePaths> {
+        self.scale.as_ref()
     }
 
     fn admit_create(&self) -> Result<(), Error> {
