@@ -196,6 +196,14 @@ pub(crate) fn yaml_to_json(body: &[u8]) -> Result<Value, Error> {
     serde_yaml::from_slice::<Value>(body).map_err(Error::Yaml)
 }
 
+/// Adds a `Warning: 299 - "<text>"` header to a response (first, as upstream's handler
+/// records the deprecation warning before the handler's own).
+pub(crate) fn add_warning(resp: &mut Response<Body>, text: &str) {
+    if let Some(v) = warning_value(text) {
+        resp.headers_mut().append(http::header::WARNING, v);
+    }
+}
+
 /// A `Warning: 299 - "<text>"` header value (NewWarningHeader).
 fn warning_value(text: &str) -> Option<HeaderValue> {
     let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");

@@ -292,6 +292,11 @@ pub(crate) trait Strategy: Send + Sync + 'static {
         true
     }
 
+    /// The Warning every request of this resource gets (a deprecated CRD version's).
+    fn deprecation_warning(&self) -> Option<&str> {
+        None
+    }
+
     /// Where the scale subresource reads and writes replicas, if the resource has one.
     fn scale(&self) -> Option<&ScalePaths> {
         None

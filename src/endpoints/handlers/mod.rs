@@ -16,7 +16,7 @@ use super::negotiate::{self, Output};
 use super::query::Query;
 use super::status::error_response;
 use crate::api::{Body, GroupVersionKind, RequestContext, Status};
-use crate::registry::{Decoded, Error, Resource, ResourceInfo};
+use crate::registry::{Decoded, Error, GenericStore, Resource, ResourceInfo};
 use bytes::Bytes;
 use http::{HeaderMap, Response};
 
@@ -93,19 +93,34 @@ pub(crate) async fn dispatch(resource: &Resource, req: Req<'_>) -> Response<Body
         Resource::Review(review) => return write::review(*review, &req),
         Resource::Stored(store) => store,
     };
-    if sub == "scale" {
-        return Box::pin(scale::handle(store, &req, verb)).await;
+    let mut resp = serve_stored(store, &req, verb, sub).await;
+    if let Some(w) = store.strategy().deprecation_warning() {
+        crate::endpoints::negotiate::add_warning(&mut resp, w);
     }
+    resp
+}
+
+/// Serves a request for a stored resource.
+async fn serve_stored(
+    store: &std::sync::Arc<GenericStore>,
+    req: &Req<'_>,
+    verb: &str,
+    sub: &str,
+) -> Response<Body> {
+    if sub == "scale" {
+        return Box::pin(scale::handle(store, req, verb)).await;
+    }
+    let info = store.strategy().info();
     // Each verb's future is boxed so this one stays as small as the largest pointer.
     match verb {
-        "get" => Box::pin(read::get(store, &req)).await,
-        "list" => Box::pin(read::list(store, &req)).await,
-        "watch" => Box::pin(watch::watch(store, &req)).await,
-        "create" => Box::pin(write::create(store, &req)).await,
-        "update" => Box::pin(write::update(store, &req)).await,
-        "patch" => Box::pin(write::patch(store, &req)).await,
-        "delete" => Box::pin(delete::delete(store, &req)).await,
-        "deletecollection" => Box::pin(delete::delete_collection(store, &req)).await,
+        "get" => Box::pin(read::get(store, req)).await,
+        "list" => Box::pin(read::list(store, req)).await,
+        "watch" => Box::pin(watch::watch(store, req)).await,
+        "create" => Box::pin(write::create(store, req)).await,
+        "update" => Box::pin(write::update(store, req)).await,
+        "patch" => Box::pin(write::patch(store, req)).await,
+        "delete" => Box::pin(delete::delete(store, req)).await,
+        "deletecollection" => Box::pin(delete::delete_collection(store, req)).await,
         other => method_not_allowed(info, other),
     }
 }

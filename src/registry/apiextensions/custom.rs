@@ -7,6 +7,7 @@
 //! May use: registry (strategy, error, codec), api.
 
 use super::schema::{CoerceOptions, Schema};
+use super::serving::compare_versions;
 use crate::api::At;
 use crate::registry::error::{Error, FieldError};
 use crate::registry::strategy::{
@@ -63,6 +64,8 @@ pub(crate) struct CustomResource {
     /// The CRD is being deleted: creates are refused.
     terminating: bool,
     scale: Option<ScalePaths>,
+    /// A deprecated version's Warning.
+    deprecation: Option<String>,
 }
 
 impl CustomResource {
@@ -136,6 +139,10 @@ impl CustomResource {
                 status_replicas: ScalePaths::fields(&s.status_replicas_path),
                 label_selector: s.label_selector_path.as_deref().map(ScalePaths::fields),
             }),
+            deprecation: version
+                .deprecated
+                .unwrap_or(false)
+                .then(|| deprecation_warning(crd, version)),
             info,
         }
     }
@@ -147,6 +154,34 @@ impl CustomResource {
             }
         }
     }
+}
+
+/// The Warning of a deprecated version: its deprecationWarning, else upstream's default
+/// (`<group>/<version> <Kind> is deprecated; use <group>/<newer> <Kind>`).
+fn deprecation_warning(
+    crd: &CustomResourceDefinition,
+    version: &CustomResourceDefinitionVersion,
+) -> String {
+    if let Some(w) = &version.deprecation_warning {
+        return w.clone();
+    }
+    let spec = &crd.spec;
+    let kind = &spec.names.kind;
+    let mut msg = format!("{}/{} {kind} is deprecated", spec.group, version.name);
+    let newer = spec
+        .versions
+        .iter()
+        .filter(|v| {
+            v.served
+                && !v.deprecated.unwrap_or(false)
+                && compare_versions(&version.name, &v.name).is_gt()
+        })
+        .map(|v| v.name.as_str())
+        .min_by(|a, b| compare_versions(a, b));
+    if let Some(n) = newer {
+        msg.push_str(&format!("; use {}/{n} {kind}", spec.group));
+    }
+    msg
 }
 
 /// The version's additionalPrinterColumns, or upstream's default (Age).
@@ -314,6 +349,10 @@ impl Strategy for CustomResource {
 
     fn uses_generation(&self) -> bool {
         true
+    }
+
+    fn deprecation_warning(&self) -> Option<&str> {
+        self.deprecation.as_deref()
     }
 
     fn scale(&self) -> Option<&ScalePaths> {
