@@ -10,6 +10,7 @@ mod chaos;
 mod clients;
 mod controllers;
 mod crds;
+mod crds_kube;
 mod crud;
 mod discovery;
 mod disk;
