@@ -24,6 +24,7 @@ spec:
     subresources:
       status: {}
       scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.active}
+    selectableFields: [{jsonPath: .spec.image}]
     additionalPrinterColumns:
     - {name: Spec, type: string, jsonPath: .spec.cronSpec}
     - {name: Replicas, type: integer, jsonPath: .spec.replicas}
@@ -158,6 +159,50 @@ async fn kubectl_serves_custom_resources_from_a_crd() {
     // The category: the only kind in `all` here, so kubectl prints no type prefix.
     let table = ok(&server, &["get", "all", "-o", "name"]).await;
     assert_eq!(table.trim(), "crontab.stable.example.com/a");
+
+    // Field selectors: metadata.name and the CRD's selectableFields; others are refused.
+    let f = write(
+        &server,
+        "a2.yaml",
+        &crontab("a2", "{cronSpec: '* * * * *', image: nginx}"),
+    );
+    ok(&server, &["apply", "-f", &f]).await;
+    let by_image = ok(
+        &server,
+        &[
+            "get",
+            "ct",
+            "--field-selector",
+            "spec.image=nginx",
+            "-o",
+            "name",
+        ],
+    )
+    .await;
+    assert_eq!(by_image.trim(), "crontab.stable.example.com/a2");
+    let by_name = ok(
+        &server,
+        &[
+            "get",
+            "ct",
+            "--field-selector",
+            "metadata.name=a",
+            "-o",
+            "name",
+        ],
+    )
+    .await;
+    assert_eq!(by_name.trim(), "crontab.stable.example.com/a");
+    let err = fails(
+        &server,
+        &["get", "ct", "--field-selector", "spec.cronSpec=x"],
+    )
+    .await;
+    assert!(
+        err.contains("field label not supported: spec.cronSpec"),
+        "{err}"
+    );
+    ok(&server, &["delete", "ct", "a2"]).await;
 
     // Printer columns: priority > 0 only with -o wide.
     let table = ok(&server, &["get", "crontabs"]).await;
