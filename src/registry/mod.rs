@@ -183,6 +183,14 @@ impl Registry {
         GenericStore::new(Arc::clone(&self.storage), &self.prefix, strategy, key_root)
     }
 
+    /// Drops the watch cache of the keys under `<prefix>/<key root>/` (a deleted CRD's).
+    pub(crate) fn forget_cached(&self, key_root: &str) {
+        self.storage.forget_cached(&format!(
+            "{}/{key_root}/",
+            self.prefix.trim_end_matches('/')
+        ));
+    }
+
     /// Stops serving the resources at `remove` ("group/version/resource" triples) and serves
     /// `add` after the others, in one change: a request sees the set before or after it.
     /// Built-in resources are neither removed nor replaced; returns the triples of `add` that

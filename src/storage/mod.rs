@@ -239,6 +239,11 @@ pub trait Storage: Send + Sync + 'static {
         self.get(key).await
     }
 
+    /// Drops what the store keeps in memory for the keys under `prefix` (the watch cache of
+    /// a resource that is no longer served, such as a deleted CRD's); watchers already
+    /// running keep theirs until they end. Nothing to do for a store without such a copy.
+    fn forget_cached(&self, _prefix: &str) {}
+
     /// Lists the keys under `prefix` (which must end with `/`).
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult>;
 

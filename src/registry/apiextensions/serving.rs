@@ -132,10 +132,15 @@ impl Installer {
         establish
     }
 
-    /// Stops serving a deleted CRD's resources.
+    /// Stops serving a deleted CRD's resources, and drops their watch cache.
     pub(crate) fn delete(&mut self, name: &str) {
         if let Some((_, gvrs)) = self.served.remove(name) {
             self.registry.replace(&gvrs, Vec::new());
+            let mut roots: Vec<String> = gvrs.iter().map(|(g, _, r)| format!("{g}/{r}")).collect();
+            roots.dedup();
+            for root in roots {
+                self.registry.forget_cached(&root);
+            }
         }
     }
 

@@ -105,6 +105,15 @@ impl Storage for Cacher {
         self.backend.get(key).await
     }
 
+    fn forget_cached(&self, prefix: &str) {
+        if let Some(resource) = self.resource_of(prefix) {
+            self.resources
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(&resource);
+        }
+    }
+
     async fn get_cached(&self, key: &str) -> Result<KeyValue> {
         if let Some(kv) = self.cache(key).await.and_then(|rc| rc.get(key)) {
             return Ok(kv);

@@ -1,0 +1,129 @@
+use super::*;
+use crate::storage::{Cacher, EmbeddedStore};
+use bytes::Bytes;
+
+async fn next(w: &mut WatchStream) -> Result<WatchEvent> {
+    loop {
+        let item = tokio::time::timeout(Duration::from_secs(10), w.next())
+            .await
+            .expect("no watch event within 10s")
+            .expect("watch ended");
+        if !matches!(item, Ok(WatchEvent::Progress(_))) {
+            return item;
+        }
+    }
+}
+
+/// A watch cache with `opts` over an embedded store in a temp dir, its cache of
+/// `prefix`'s resource started (before any write).
+async fn started(prefix: &str, opts: CacherOptions) -> (tempfile::TempDir, Cacher) {
+    let dir = tempfile::tempdir().unwrap();
+    let backend: Arc<dyn Storage> =
+        Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).unwrap());
+    let cache = Cacher::new(backend, "/registry", opts);
+    let any = ListOptions {
+        revision: ListRevision::Any,
+        ..ListOptions::default()
+    };
+    cache.list(prefix, any).await.unwrap();
+    (dir, cache)
+}
+
+#[tokio::test]
+async fn custom_resources_get_a_cache_each_and_lose_it_when_forgotten() {
+    let (_dir, cache) = started("/registry/example.org/widgets/", CacherOptions::default()).await;
+    let any = ListOptions {
+        revision: ListRevision::Any,
+        ..ListOptions::default()
+    };
+    cache
+        .list("/registry/example.org/gadgets/ns/", any)
+        .await
+        .unwrap();
+    let names = |c: &Cacher| {
+        let mut v: Vec<String> = c.resources.lock().unwrap().keys().cloned().collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        names(&cache),
+        [
+            "/registry/example.org/gadgets/",
+            "/registry/example.org/widgets/"
+        ]
+    );
+    cache.forget_cached("/registry/example.org/widgets/");
+    assert_eq!(names(&cache), ["/registry/example.org/gadgets/"]);
+}
+
+#[tokio::test]
+async fn replays_from_the_ring_then_goes_live_and_refuses_older_revisions() {
+    let p = "/registry/configmaps/";
+    let opts = CacherOptions {
+        history: 8,
+        ..CacherOptions::default()
+    };
+    let (_dir, cache) = started(p, opts).await;
+    let mut revs = Vec::new();
+    for i in 0..20 {
+        let key = format!("{p}ns/cm-{i:02}");
+        revs.push(
+            cache
+                .create(&key, Bytes::from("x"), None)
+                .await
+                .unwrap()
+                .mod_revision,
+        );
+    }
+    // Wait until the cache has applied every write.
+    let mut w = cache.watch(p, Some(revs[18])).await.unwrap();
+    assert_eq!(next(&mut w).await.unwrap().revision(), revs[19]);
+    // Only the last 8 events are kept: from before them is "too old".
+    match cache.watch(p, Some(revs[5])).await {
+        Err(Error::Compacted { requested, oldest }) => {
+            assert_eq!((requested, oldest), (revs[5], revs[12]));
+        }
+        Ok(_) => panic!("a watch from before the ring was accepted"),
+        Err(e) => panic!("unexpected {e:?}"),
+    }
+    // From the ring's start: all 8 in order, then a live one.
+    let mut w = cache.watch(p, Some(revs[11])).await.unwrap();
+    for want in &revs[12..] {
+        assert_eq!(next(&mut w).await.unwrap().revision(), *want);
+    }
+    let live = cache
+        .create(&format!("{p}ns/live"), Bytes::from("y"), None)
+        .await
+        .unwrap();
+    assert_eq!(next(&mut w).await.unwrap().revision(), live.mod_revision);
+}
+
+#[tokio::test]
+async fn the_ring_keeps_within_its_byte_budget() {
+    let p = "/registry/configmaps/";
+    let key = |i: usize| format!("{p}ns/cm-{i:02}");
+    // Room for three creates of a 100-byte value.
+    let opts = CacherOptions {
+        history_bytes: 3 * (key(0).len() + 100),
+        ..CacherOptions::default()
+    };
+    let (_dir, cache) = started(p, opts).await;
+    let mut revs = Vec::new();
+    for i in 0..10 {
+        let value = Bytes::from(vec![b'x'; 100]);
+        revs.push(
+            cache
+                .create(&key(i), value, None)
+                .await
+                .unwrap()
+                .mod_revision,
+        );
+    }
+    let mut w = cache.watch(p, Some(revs[8])).await.unwrap();
+    assert_eq!(next(&mut w).await.unwrap().revision(), revs[9]);
+    assert!(cache.watch(p, Some(revs[6])).await.is_ok());
+    assert!(matches!(
+        cache.watch(p, Some(revs[5])).await,
+        Err(Error::Compacted { .. })
+    ));
+}
