@@ -228,7 +228,7 @@ impl Target {
     }
 }
 
-const RESOURCES: [Target; 11] = [
+const RESOURCES: [Target; 13] = [
     Target {
         path: "/api/v1/namespaces/default/configmaps",
         kind: "ConfigMap",
@@ -286,6 +286,20 @@ const RESOURCES: [Target; 11] = [
         seed: r#"{"metadata":{"name":"fuzz","labels":{"team":"x"}}}"#,
     },
     Target {
+        path: "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        kind: "CustomResourceDefinition",
+        name: "crontabs.stable.example.com",
+        status: true,
+        seed: CRD,
+    },
+    Target {
+        path: "/apis/stable.example.com/v1/namespaces/default/crontabs",
+        kind: "CronTab",
+        name: "ct",
+        status: true,
+        seed: r#"{"apiVersion":"stable.example.com/v1","kind":"CronTab","metadata":{"name":"ct"},"spec":{"cronSpec":"* * * * *","image":"i","ports":[{"name":"http","port":80}],"tags":["a"]}}"#,
+    },
+    Target {
         path: "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
         kind: "SelfSubjectAccessReview",
         name: "",
@@ -308,6 +322,11 @@ const RESOURCES: [Target; 11] = [
     },
 ];
 
+/// A CRD whose schema has most of what structural schemas can say (bounds, patterns, enums,
+/// defaults, formats, list types, int-or-string, embedded resources, preserved fields), with
+/// the status and scale subresources; its CronTabs are fuzzed like the built-in kinds.
+const CRD: &str = r#"{"metadata":{"name":"crontabs.stable.example.com"},"spec":{"group":"stable.example.com","scope":"Namespaced","names":{"plural":"crontabs","singular":"crontab","kind":"CronTab","shortNames":["ct"]},"versions":[{"name":"v1","served":true,"storage":true,"subresources":{"status":{},"scale":{"specReplicasPath":".spec.replicas","statusReplicasPath":".status.replicas"}},"selectableFields":[{"jsonPath":".spec.image"}],"additionalPrinterColumns":[{"name":"Spec","type":"string","jsonPath":".spec.cronSpec"},{"name":"Replicas","type":"integer","jsonPath":".spec.replicas"}],"schema":{"openAPIV3Schema":{"type":"object","properties":{"spec":{"type":"object","required":["cronSpec"],"properties":{"cronSpec":{"type":"string","pattern":"^(\\S+\\s+){4}\\S+$","maxLength":64},"image":{"type":"string","minLength":1},"replicas":{"type":"integer","minimum":0,"maximum":10,"default":1},"policy":{"type":"string","enum":["Allow","Forbid"],"default":"Allow"},"started":{"type":"string","format":"date-time","nullable":true},"port":{"x-kubernetes-int-or-string":true},"ports":{"type":"array","maxItems":8,"x-kubernetes-list-type":"map","x-kubernetes-list-map-keys":["name"],"items":{"type":"object","required":["name"],"properties":{"name":{"type":"string"},"port":{"type":"integer","format":"int32"}}}},"tags":{"type":"array","x-kubernetes-list-type":"set","items":{"type":"string"}},"labels":{"type":"object","additionalProperties":{"type":"string"}},"template":{"type":"object","x-kubernetes-embedded-resource":true,"x-kubernetes-preserve-unknown-fields":true},"extra":{"type":"object","x-kubernetes-preserve-unknown-fields":true}}},"status":{"type":"object","properties":{"replicas":{"type":"integer"},"ready":{"type":"boolean"}}}}}}}]}}"#;
+
 /// The resources with a stored object (patch and apply targets).
 fn patchable(byte: u8) -> &'static Target {
     let stored = RESOURCES.iter().filter(|r| !r.name.is_empty()).count();
@@ -318,6 +337,7 @@ fn patchable(byte: u8) -> &'static Target {
 struct Server {
     rt: tokio::runtime::Runtime,
     api: ApiServer,
+    registry: Arc<Registry>,
 }
 
 fn server() -> &'static Server {
@@ -342,9 +362,11 @@ impl Server {
                 healthcheck_timeout: Duration::from_secs(2),
             }))
             .expect("the embedded store opens");
+        let registry = Arc::new(Registry::with_prefix(store, "/registry"));
         let server = Server {
             rt,
-            api: ApiServer::new(Arc::new(Registry::with_prefix(store, "/registry"))),
+            api: ApiServer::new(registry.clone()),
+            registry,
         };
         server.seed();
         // The open file lives on; libFuzzer exits without running destructors.
@@ -358,6 +380,9 @@ impl Server {
         let code = self.request("POST", "/api/v1/namespaces", "", "", None, ns.as_bytes());
         assert_eq!(code, 201, "seeding namespace default");
         for r in RESOURCES.iter().filter(|r| !r.seed.is_empty()) {
+            if r.kind == "CronTab" {
+                self.serve_crd();
+            }
             let code = self.request(
                 "PATCH",
                 &format!("{}/{}", r.path, r.name),
@@ -368,6 +393,35 @@ impl Server {
             );
             assert!(code == 201 || code == 200, "seeding {}: {code}", r.path);
         }
+    }
+
+    /// Serves the seeded CRD as the server's hooks would once its names are accepted (no
+    /// hooks run here): its names accepted in status, then installed.
+    fn serve_crd(&self) {
+        let path = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/crontabs.stable.example.com/status";
+        let status = r#"{"status":{"acceptedNames":{"plural":"crontabs","singular":"crontab","kind":"CronTab","listKind":"CronTabList","shortNames":["ct"]},"conditions":[{"type":"NamesAccepted","status":"True","reason":"NoConflicts","message":"no conflicts found","lastTransitionTime":"2024-01-01T00:00:00Z"}]}}"#;
+        let code = self.request(
+            "PATCH",
+            path,
+            "",
+            "",
+            Some("application/merge-patch+json"),
+            status.as_bytes(),
+        );
+        assert_eq!(code, 200, "accepting the CRD's names");
+        let resources = self.registry.resources();
+        let Some(crate::registry::Resource::Stored(crds)) = resources
+            .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+            .map(|r| r.as_ref())
+        else {
+            panic!("CRDs are served");
+        };
+        let crd = self
+            .rt
+            .block_on(crds.get_shared(&Default::default(), "crontabs.stable.example.com"))
+            .expect("the seeded CRD");
+        crate::registry::apiextensions::serving::Installer::new(self.registry.clone())
+            .apply(&crd.obj);
     }
 
     /// Serves one request; a watch is read until it goes quiet, then the server's shutdown

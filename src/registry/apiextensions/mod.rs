@@ -3,6 +3,8 @@
 //! registry's error and validation helpers.
 
 pub(crate) mod custom;
+mod gofmt;
+mod goregex;
 pub(crate) mod schema;
 pub(crate) mod serving;
 pub(crate) mod validation;

@@ -19,7 +19,6 @@
 mod fieldpath;
 mod gojson;
 mod openapi;
-mod regexp;
 mod spec;
 mod structural;
 mod view;

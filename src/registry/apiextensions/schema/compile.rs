@@ -9,8 +9,8 @@
 //! `additionalProperties` of the node itself, never inside `allOf` and friends). May use:
 //! nothing internal.
 
+use super::super::goregex;
 use super::formats::Format;
-use super::goregex;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
 };

@@ -7,8 +7,8 @@
 
 use super::super::super::error::{FieldError, FieldErrorKind};
 use super::super::super::validation::{name_errors, validate_labels, NameRule};
+use super::super::gofmt::{self, bad_value, json};
 use super::compile::Node;
-use super::gofmt::{self, bad_value, json};
 use super::objectmeta;
 use super::path::{Path, Seg};
 use crate::api::selectors::qualified_name_errors;

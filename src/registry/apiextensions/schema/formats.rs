@@ -118,7 +118,7 @@ fn matches(lazy: &'static Lazy, s: &str) -> bool {
 
 macro_rules! go_regex {
     ($name:ident, $pattern:expr) => {
-        static $name: Lazy = LazyLock::new(|| super::goregex::compile($pattern).ok());
+        static $name: Lazy = LazyLock::new(|| super::super::goregex::compile($pattern).ok());
     };
 }
 

@@ -4,8 +4,8 @@
 //! `Invalid value` for a non-object item of a list-map. May use: registry's error types.
 
 use super::super::super::error::{FieldError, FieldErrorKind};
+use super::super::gofmt::{self, go_number, GoNumber};
 use super::compile::{ListType, Node};
-use super::gofmt::{self, go_number, GoNumber};
 use super::path::{Path, Seg};
 use serde_json::{Map, Value};
 

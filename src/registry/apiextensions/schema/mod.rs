@@ -36,8 +36,6 @@ mod compile;
 mod default;
 mod embedded;
 mod formats;
-mod gofmt;
-mod goregex;
 mod listtype;
 mod objectmeta;
 mod path;

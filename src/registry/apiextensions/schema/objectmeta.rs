@@ -304,8 +304,8 @@ fn normalize_time(s: &str) -> Result<String, String> {
         .map_err(|_| {
             format!(
                 "parsing time {} as \"2006-01-02T15:04:05Z07:00\": cannot parse {} as \"2006\"",
-                super::gofmt::quote(s),
-                super::gofmt::quote(s)
+                super::super::gofmt::quote(s),
+                super::super::gofmt::quote(s)
             )
         })
 }

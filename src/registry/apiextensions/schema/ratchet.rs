@@ -5,8 +5,8 @@
 //! lists, by the list-map keys; anything else has no old value and is validated as new.
 //! May use: nothing internal.
 
+use super::super::gofmt::deep_equal;
 use super::compile::{ListType, Node, Types};
-use super::gofmt::deep_equal;
 use serde_json::Value;
 
 /// The old value of field `key`, when both objects have it and the schema knows it

@@ -4,7 +4,7 @@
 //! pkg/apiserver/validation/validation.go). May use: registry's error types.
 
 use super::super::super::error::{FieldError, FieldErrorKind};
-use super::gofmt;
+use super::super::gofmt;
 
 /// What a kube-openapi error converts into (by its code).
 #[derive(Debug, Clone)]

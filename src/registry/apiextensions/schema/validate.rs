@@ -8,9 +8,9 @@
 //! The walk keeps its path on the stack and builds text only for errors, so a valid object is
 //! checked without allocating. May use: nothing internal.
 
+use super::super::gofmt::{self, deep_equal, go_number, is_float_json_integer, GoNumber};
 use super::compile::{Node, Types};
 use super::formats::Format;
-use super::gofmt::{self, deep_equal, go_number, is_float_json_integer, GoNumber};
 use super::path::{Path, Seg};
 use super::ratchet;
 use super::result::{Acc, Raw, RawError};

@@ -5,6 +5,7 @@
 //! keys sorted, numbers formatted like Go's float64 and `<`, `>`, `&` escaped. This module
 //! writes exactly that from the v1 types (after the v1 → internal conversion of [`super::view`]).
 
+use super::super::gofmt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceColumnDefinition, CustomResourceSubresources, CustomResourceValidation,
     JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool, JSONSchemaPropsOrStringArray,
@@ -24,19 +25,7 @@ pub(super) fn object(fields: &[(&str, String)]) -> String {
 
 /// A Go string, as `json.Marshal` escapes it (HTML-safe).
 pub(super) fn string(s: &str) -> String {
-    let plain = serde_json::to_string(s).unwrap_or_else(|_| format!("\"{s}\""));
-    let mut out = String::with_capacity(plain.len());
-    for c in plain.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
+    gofmt::json_str(s)
 }
 
 /// A `*string`.
@@ -62,16 +51,7 @@ pub(super) fn boolean(b: bool) -> String {
 
 /// A float64, formatted as Go's encoding/json does (`1`, `1.5`, `1e+21`, `1e-7`).
 pub(super) fn float(f: f64) -> String {
-    let a = f.abs();
-    if a != 0.0 && !(1e-6..1e21).contains(&a) {
-        let s = format!("{f:e}");
-        match s.split_once('e') {
-            Some((m, e)) if !e.starts_with('-') => format!("{m}e+{e}"),
-            _ => s,
-        }
-    } else {
-        format!("{f}")
-    }
+    gofmt::json_f64(f)
 }
 
 fn opt<T>(v: Option<T>, f: impl FnOnce(T) -> String) -> String {

@@ -517,7 +517,7 @@ fn value_validation(
         nested(n, false, &path::child(fld, "not"), errs);
     }
     if !v.pattern.is_empty() {
-        if let Err(e) = super::regexp::check(&v.pattern) {
+        if let Err(e) = super::super::goregex::check(&v.pattern) {
             errs.push(FieldError::invalid(
                 path::child(fld, "pattern"),
                 &v.pattern,

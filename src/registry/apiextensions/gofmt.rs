@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 /// A JSON number as Go's unstructured decoding holds it.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub(super) enum GoNumber {
+pub(crate) enum GoNumber {
     /// `int64`.
     Int(i64),
     /// `float64` (a fraction, an exponent, or an integer beyond int64).
@@ -16,7 +16,7 @@ pub(super) enum GoNumber {
 }
 
 /// The Go type of `n`.
-pub(super) fn go_number(n: &Number) -> GoNumber {
+pub(crate) fn go_number(n: &Number) -> GoNumber {
     match n.as_i64() {
         Some(i) => GoNumber::Int(i),
         None => GoNumber::Float(n.as_f64().unwrap_or(f64::NAN)),
@@ -99,7 +99,7 @@ fn fmt_f(out: &mut String, digits: &str, dp: i32) {
 }
 
 /// `strconv.FormatFloat(f, 'g', -1, 64)`, which is `%v` of a float64: `1.5`, `1e+06`, `1e-05`.
-pub(super) fn format_g(f: f64) -> String {
+pub(crate) fn format_g(f: f64) -> String {
     if f.is_nan() {
         return "NaN".into();
     }
@@ -154,7 +154,7 @@ fn is_go_print(c: char) -> bool {
 }
 
 /// `strconv.Quote(s)` (and `%q`).
-pub(super) fn quote(s: &str) -> String {
+pub(crate) fn quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {
@@ -208,8 +208,22 @@ fn json_string(out: &mut String, s: &str) {
     out.push('"');
 }
 
+/// `json.Marshal` of a Go string.
+pub(crate) fn json_str(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    json_string(&mut out, s);
+    out
+}
+
+/// `json.Marshal` of a float64 (`1`, `1.5`, `1e+21`, `1e-7`).
+pub(crate) fn json_f64(f: f64) -> String {
+    let mut out = String::new();
+    json_float(&mut out, f);
+    out
+}
+
 /// `json.Marshal` of an unstructured value: map keys sorted, Go number forms.
-pub(super) fn json(v: &Value) -> String {
+pub(crate) fn json(v: &Value) -> String {
     let mut out = String::new();
     write_json(&mut out, v);
     out
@@ -255,7 +269,7 @@ fn write_json(out: &mut String, v: &Value) {
 
 /// A field.Error's bad value as `ErrorBody` prints it: `%q` for strings, `%v` for numbers and
 /// booleans, JSON for everything else (a nil value included: `null`).
-pub(super) fn bad_value(v: &Value) -> String {
+pub(crate) fn bad_value(v: &Value) -> String {
     match v {
         Value::String(s) => quote(s),
         Value::Bool(b) => b.to_string(),
@@ -266,7 +280,7 @@ pub(super) fn bad_value(v: &Value) -> String {
 
 /// `reflect.DeepEqual` of two unstructured values: int64 and float64 never equal each other,
 /// maps compare without order.
-pub(super) fn deep_equal(a: &Value, b: &Value) -> bool {
+pub(crate) fn deep_equal(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Number(x), Value::Number(y)) => go_number(x) == go_number(y),
         (Value::Array(x), Value::Array(y)) => {
@@ -283,7 +297,7 @@ pub(super) fn deep_equal(a: &Value, b: &Value) -> bool {
 
 /// swag.IsFloat64AJSONInteger (go-openapi/swag v0.23.0): a float that is an integer within
 /// ±(2^53-1), allowing a relative error of 1e-9 above 1.
-pub(super) fn is_float_json_integer(f: f64) -> bool {
+pub(crate) fn is_float_json_integer(f: f64) -> bool {
     const MAX: f64 = 9_007_199_254_740_991.0;
     if !f.is_finite() || !(-MAX..=MAX).contains(&f) {
         return false;
