@@ -30,6 +30,8 @@ mod tests;
 mod tests_conversion;
 #[cfg(test)]
 mod tests_schema;
+#[cfg(test)]
+mod tests_update;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionNames,
