@@ -24,8 +24,12 @@
 //! `BENCH_SECS` sets the seconds per row (default 5). Without `--bench` (under `cargo test
 //! --benches`) it runs a short smoke pass: 1 s rows, one round.
 
+#[path = "storage/etcd.rs"]
+mod etcd;
 #[path = "common/machine.rs"]
 mod machine;
+#[path = "storage/report.rs"]
+mod report;
 
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
@@ -37,6 +41,9 @@ use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use etcd::*;
+use report::*;
 
 /// The allocator the `kapi` binary runs with (src/main.rs).
 #[global_allocator]
@@ -78,216 +85,6 @@ fn rounds() -> usize {
         env_or("BENCH_ROUNDS", 3).max(1) as usize
     } else {
         1
-    }
-}
-
-struct Stats {
-    ops_per_sec: f64,
-    p50: Duration,
-    p99: Duration,
-    /// CPU time per operation of this process (loader and, for the embedded store, the store).
-    self_us: f64,
-    /// CPU time per operation of the etcd process.
-    etcd_us: f64,
-}
-
-/// The PID of the etcd the bench started (0 = none).
-static ETCD_PID: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
-
-/// CPU seconds (user + system) a process has used, from /proc/<pid>/stat; 0 if unreadable.
-fn cpu_secs(pid: &str) -> f64 {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return 0.0;
-    };
-    // Fields after the parenthesised command: state is the first, utime the 12th, stime the 13th.
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-/// (this process, etcd) CPU seconds so far.
-fn cpu_now() -> (f64, f64) {
-    let etcd = ETCD_PID.load(std::sync::atomic::Ordering::Relaxed);
-    let etcd = if etcd == 0 {
-        0.0
-    } else {
-        cpu_secs(&etcd.to_string())
-    };
-    (cpu_secs("self"), etcd)
-}
-
-fn stats(lat: Vec<Duration>, elapsed: Duration) -> Stats {
-    stats_with_cpu(lat, elapsed, (0.0, 0.0))
-}
-
-fn stats_with_cpu(mut lat: Vec<Duration>, elapsed: Duration, cpu: (f64, f64)) -> Stats {
-    lat.sort();
-    let pct = |p: f64| {
-        lat.get(((lat.len() as f64 * p) as usize).min(lat.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
-    let per_op = |secs: f64| 1e6 * secs / lat.len().max(1) as f64;
-    Stats {
-        ops_per_sec: lat.len() as f64 / elapsed.as_secs_f64(),
-        p50: pct(0.50),
-        p99: pct(0.99),
-        self_us: per_op(cpu.0),
-        etcd_us: per_op(cpu.1),
-    }
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
-}
-
-fn row(backend: &str, op: &str, conc: usize, s: &Stats) {
-    println!(
-        "| {backend} | {op} | {conc} | {:.0} | {} | {} | - | - |",
-        s.ops_per_sec,
-        ms(s.p50),
-        ms(s.p99)
-    );
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
-/// Which row: (backend, operation, concurrency).
-type RowId = (&'static str, &'static str, usize);
-
-/// The write rows of every round: one Stats per round for each row.
-#[derive(Default)]
-struct Rounds {
-    rows: Vec<(RowId, Vec<Stats>)>,
-}
-
-impl Rounds {
-    fn add(&mut self, backend: &'static str, op: &'static str, conc: usize, st: Stats) {
-        eprintln!(
-            "{backend} {op} c={conc}: {:.0} ops/s p99 {}",
-            st.ops_per_sec,
-            ms(st.p99)
-        );
-        let id = (backend, op, conc);
-        match self.rows.iter_mut().find(|(k, _)| *k == id) {
-            Some((_, v)) => v.push(st),
-            None => self.rows.push((id, vec![st])),
-        }
-    }
-
-    fn get(&self, backend: &str, op: &str, conc: usize) -> Option<&[Stats]> {
-        self.rows
-            .iter()
-            .find(|((b, o, c), _)| *b == backend && *o == op && *c == conc)
-            .map(|(_, v)| v.as_slice())
-    }
-
-    /// One row per measurement, grouped by backend: medians over the rounds, and the range of
-    /// ops/s.
-    fn print(&self) {
-        let mut backends: Vec<&str> = Vec::new();
-        for ((b, _, _), _) in &self.rows {
-            if !backends.contains(b) {
-                backends.push(b);
-            }
-        }
-        let grouped = backends
-            .iter()
-            .flat_map(|b| self.rows.iter().filter(move |((r, _, _), _)| r == b));
-        for ((backend, op, conc), runs) in grouped {
-            let ops: Vec<f64> = runs.iter().map(|s| s.ops_per_sec).collect();
-            let lo = ops.iter().copied().fold(f64::INFINITY, f64::min);
-            let hi = ops.iter().copied().fold(0.0, f64::max);
-            let p = |f: fn(&Stats) -> Duration| {
-                Duration::from_secs_f64(median(runs.iter().map(|s| f(s).as_secs_f64()).collect()))
-            };
-            let etcd_us = median(runs.iter().map(|s| s.etcd_us).collect());
-            println!(
-                "| {backend} | {op} | {conc} | {:.0} ({lo:.0}-{hi:.0}) | {} | {} | {:.0} | {} |",
-                median(ops),
-                ms(p(|s| s.p50)),
-                ms(p(|s| s.p99)),
-                median(runs.iter().map(|s| s.self_us).collect()),
-                if *backend == "embedded" {
-                    "-".to_string()
-                } else {
-                    format!("{etcd_us:.0}")
-                }
-            );
-        }
-    }
-
-    /// The etcd backend's rate over the raw rate, per round (the rows of a round ran back to
-    /// back), for each (backend operation, raw operation) pair: the median and every round.
-    fn print_ratios(&self, title: &str, pairs: &[(&str, &str)], bar: Option<f64>) {
-        println!();
-        match bar {
-            Some(bar) => {
-                println!("| {title} | concurrency | median | per round | ≥ {bar:.0}% |");
-                println!("|---|---|---|---|---|");
-            }
-            None => {
-                println!("| {title} | concurrency | median | per round |");
-                println!("|---|---|---|---|");
-            }
-        }
-        for (op, raw_op) in pairs {
-            for conc in CONCURRENCY {
-                let (Some(raw), Some(ours)) =
-                    (self.get(RAW, raw_op, conc), self.get(ETCD, op, conc))
-                else {
-                    continue;
-                };
-                let ratios: Vec<f64> = raw
-                    .iter()
-                    .zip(ours)
-                    .map(|(r, o)| 100.0 * o.ops_per_sec / r.ops_per_sec)
-                    .collect();
-                let each: Vec<String> = ratios.iter().map(|r| format!("{r:.0}%")).collect();
-                let med = median(ratios.clone());
-                let verdict = match bar {
-                    Some(bar) if med >= bar => " met |",
-                    Some(_) => " **missed** |",
-                    None => "",
-                };
-                println!(
-                    "| {op} ÷ raw {raw_op} | {conc} | {med:.0}% | {} |{verdict}",
-                    each.join(", ")
-                );
-            }
-        }
-    }
-
-    /// The bar: the etcd backend against raw etcd-client requests of the same shape; and,
-    /// for the record, its writes against raw puts (which no backend can match: etcd charges
-    /// more for a transaction than for a put).
-    fn print_etcd_ratios(&self) {
-        let same_shape = [
-            ("create", CREATE_TXN),
-            ("update", UPDATE_TXN),
-            ("get", "get"),
-        ];
-        self.print_ratios(
-            "etcd backend ÷ raw etcd-client request of the same shape",
-            &same_shape,
-            Some(85.0),
-        );
-        self.print_ratios(
-            "etcd backend ÷ raw etcd-client put",
-            &[("create", "put"), ("update", "put")],
-            None,
-        );
     }
 }
 
@@ -688,67 +485,6 @@ async fn fan_out(store: Arc<dyn Storage>) {
     for h in handles {
         h.abort();
     }
-}
-
-struct Etcd {
-    child: Child,
-    url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Etcd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("port")
-}
-
-async fn start_etcd() -> Option<Etcd> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    let bin = std::env::split_paths(&path)
-        .map(|d| d.join("etcd"))
-        .find(|p| p.is_file())?;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (c, p) = (port(), port());
-    let url = format!("http://127.0.0.1:{c}");
-    let peer = format!("http://127.0.0.1:{p}");
-    let child = Command::new(bin)
-        .args([
-            "--name=bench".to_string(),
-            format!("--data-dir={}", dir.path().join("etcd").display()),
-            format!("--listen-client-urls={url}"),
-            format!("--advertise-client-urls={url}"),
-            format!("--listen-peer-urls={peer}"),
-            format!("--initial-advertise-peer-urls={peer}"),
-            format!("--initial-cluster=bench={peer}"),
-            "--log-level=error".to_string(),
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    ETCD_PID.store(child.id(), std::sync::atomic::Ordering::Relaxed);
-    let etcd = Etcd {
-        child,
-        url,
-        _dir: dir,
-    };
-    for _ in 0..200 {
-        if let Ok(mut c) = etcd_client::Client::connect([etcd.url.as_str()], None).await {
-            if c.get("health", None).await.is_ok() {
-                return Some(etcd);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    None
 }
 
 fn main() {
