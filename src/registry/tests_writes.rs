@@ -1,5 +1,6 @@
 //! Registry tests of what a write stores and serves: the stored bytes decode to the object
-//! served, a JSON body's direct decode matches the tree's, an unchanged update writes nothing.
+//! served, a JSON body's direct decode matches the tree's, an unchanged update writes nothing,
+//! dry runs store nothing and generateName collisions are retried with fresh names.
 
 use super::tests::{create, ctx, make_ns, registry, registry_on, store, timed};
 use super::*;
@@ -257,8 +258,14 @@ async fn a_watch_omits_renewals(watch_cache: bool) {
 async fn only_renewals_are_written_as_heartbeats() {
     let (_d, r, cached) = registry_on(true).await;
     timed(make_ns(&r, "default")).await;
-    let (leases, _) = lease_l(&r).await;
-    let mut w = timed(cached.watch("/registry/leases/", None))
+    let (leases, l) = lease_l(&r).await;
+    // From the create on (a watch from "now" may still see it: the cache can lag the write).
+    let created = l["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .ok();
+    let mut w = timed(cached.watch("/registry/leases/", created))
         .await
         .unwrap();
     let (held, renewed) = hold_then_renew(leases).await;
@@ -359,4 +366,90 @@ async fn errors_raised_inside_a_storage_update_come_back_typed() {
         .unwrap();
     let got = timed(sas.delete(&ctx("default"), "large", &DeleteOptions::default())).await;
     assert!(matches!(&got, Err(Error::TooLarge(_))), "{got:?}");
+}
+
+#[tokio::test]
+async fn dry_run_and_generate_name_store_nothing_extra() {
+    let (_d, r) = registry().await;
+    timed(make_ns(&r, "default")).await;
+    let cms = store(&r, "", "v1", "configmaps");
+    let mut dry = ctx("default");
+    dry.dry_run = true;
+    let o = timed(create(cms, &dry, json!({"metadata": {"name": "d"}})))
+        .await
+        .unwrap();
+    assert_eq!(o["metadata"]["name"], "d");
+    assert!(matches!(
+        timed(cms.get(&ctx("default"), "d")).await,
+        Err(Error::NotFound { .. })
+    ));
+    let g = timed(create(
+        cms,
+        &ctx("default"),
+        json!({"metadata": {"generateName": "gen-"}}),
+    ))
+    .await
+    .unwrap();
+    let name = g["metadata"]["name"].as_str().unwrap();
+    assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
+}
+
+/// A name generator that collides: the first names it makes are all `gen-taken`, then
+/// `gen-free`, as a busy prefix would with five random characters.
+fn colliding(prefix: &str) -> String {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let n = CALLS.fetch_add(1, Ordering::SeqCst);
+    // Three collisions for the first create, then every name is taken for the second.
+    match n {
+        0..=2 => format!("{prefix}taken"),
+        3 => format!("{prefix}free"),
+        _ => format!("{prefix}taken"),
+    }
+}
+
+#[tokio::test]
+async fn generate_name_collisions_are_retried_with_fresh_names() {
+    let (_d, r, storage) = registry_on(false).await;
+    timed(make_ns(&r, "default")).await;
+    let prototype = store(&r, "", "v1", "configmaps");
+    let mut cms = GenericStore::new(
+        storage,
+        "/registry",
+        prototype.strategy().clone(),
+        "configmaps",
+    );
+    cms.name_generator = colliding;
+    timed(create(
+        &cms,
+        &ctx("default"),
+        json!({"metadata": {"name": "gen-taken"}}),
+    ))
+    .await
+    .unwrap();
+    let gen = || json!({"metadata": {"generateName": "gen-"}});
+    let made = timed(create(&cms, &ctx("default"), gen())).await.unwrap();
+    assert_eq!(made["metadata"]["name"], "gen-free");
+    // Every attempt collides: after the last one the client gets kube's 409, naming the name.
+    match timed(create(&cms, &ctx("default"), gen())).await {
+        Err(Error::AlreadyExists {
+            name, generated, ..
+        }) => {
+            assert_eq!((name.as_str(), generated), ("gen-taken", true));
+        }
+        other => panic!("{other:?}"),
+    }
+    // An explicit name is never replaced.
+    assert!(matches!(
+        timed(create(
+            &cms,
+            &ctx("default"),
+            json!({"metadata": {"name": "gen-taken"}})
+        ))
+        .await,
+        Err(Error::AlreadyExists {
+            generated: false,
+            ..
+        })
+    ));
 }

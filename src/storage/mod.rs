@@ -6,7 +6,7 @@
 
 mod cacher;
 #[cfg(test)]
-mod conformance;
+pub(crate) mod conformance;
 mod embedded;
 mod error;
 mod etcd;
@@ -243,6 +243,12 @@ pub trait Storage: Send + Sync + 'static {
     /// a resource that is no longer served, such as a deleted CRD's); watchers already
     /// running keep theirs until they end. Nothing to do for a store without such a copy.
     fn forget_cached(&self, _prefix: &str) {}
+
+    /// Starts the in-memory copy of the keys under `prefix` (the watch cache of a resource)
+    /// if there is none, and waits briefly for its first list, so that a watch from any
+    /// revision written after this returns is served from it (upstream's cacher starts with
+    /// its resource's storage). Nothing to do for a store without such a copy.
+    async fn start_cache(&self, _prefix: &str) {}
 
     /// Lists the keys under `prefix` (which must end with `/`).
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult>;

@@ -375,4 +375,6 @@ impl Strategy for CustomResource {
 }
 
 #[cfg(test)]
+mod conformance;
+#[cfg(test)]
 mod tests;

@@ -24,6 +24,7 @@ impl GenericStore {
         opts: &DeleteOptions,
     ) -> Result<WriteResult> {
         opts.validate()?;
+        self.start_cache().await;
         self.strategy.admit_delete(name).map_err(|message| {
             let i = self.strategy.info();
             Error::Forbidden {

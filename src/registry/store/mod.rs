@@ -19,6 +19,7 @@ use crate::registry::strategy::{name_of, Strategy};
 use crate::registry::validation::{validate_object_meta, validate_object_meta_update};
 use crate::storage::{self, KeyValue, Storage, Update};
 use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Largest object the store accepts (etcd's default request limit, 1.5 MiB).
@@ -66,6 +67,8 @@ pub(crate) struct GenericStore {
     pub(crate) memo: Memo,
     /// Makes a name from a `generateName` prefix ([`generate_name`]; tests make it collide).
     pub(crate) name_generator: fn(&str) -> String,
+    /// Whether the watch cache was started before the first write ([`Self::start_cache`]).
+    cache_started: AtomicBool,
 }
 
 impl GenericStore {
@@ -83,6 +86,17 @@ impl GenericStore {
             key_root: key_root.to_string(),
             memo: Memo::default(),
             name_generator: generate_name,
+            cache_started: AtomicBool::new(false),
+        }
+    }
+
+    /// Before the first write: starts the resource's watch cache, so that a watch from the
+    /// revision of any write is served (a cache started later would begin after it, and
+    /// answer "too old resource version"). One atomic load after that.
+    async fn start_cache(&self) {
+        if !self.cache_started.load(Ordering::Relaxed) {
+            self.storage.start_cache(&self.list_prefix("")).await;
+            self.cache_started.store(true, Ordering::Relaxed);
         }
     }
 
@@ -291,6 +305,7 @@ impl GenericStore {
     /// The result is shared with the memo, so the response and the watchers encode it once.
     pub(crate) async fn create(&self, ctx: &Context, obj: Value) -> Result<Arc<Decoded>> {
         self.strategy.admit_create()?;
+        self.start_cache().await;
         self.admit_namespace(&ctx.namespace, name_of(&obj)).await?;
         let generated = needs_name_generation(&obj);
         let mut obj = obj;
@@ -471,6 +486,7 @@ impl GenericStore {
         allow_create: bool,
         transform: Transform<'_>,
     ) -> Result<WriteResult> {
+        self.start_cache().await;
         let key = self.key(&ctx.namespace, name);
         if allow_create {
             if let Err(storage::Error::NotFound { .. }) = self.storage.get(&key).await {

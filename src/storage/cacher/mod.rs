@@ -114,6 +114,10 @@ impl Storage for Cacher {
         }
     }
 
+    async fn start_cache(&self, prefix: &str) {
+        self.cache(prefix).await;
+    }
+
     async fn get_cached(&self, key: &str) -> Result<KeyValue> {
         if let Some(kv) = self.cache(key).await.and_then(|rc| rc.get(key)) {
             return Ok(kv);
