@@ -1,0 +1,662 @@
+//! CustomResourceDefinition benchmark of the real `kapi serve` (`cargo bench --bench crds`).
+//!
+//! Spawns the `kapi` binary cargo builds for this bench on 127.0.0.1 with a temp data dir (the
+//! embedded store) and measures, over TLS + HTTP/2 with the admin client certificate:
+//!
+//! 1. **Custom resources against ConfigMaps.** GET and UPDATE (PUT with the current
+//!    resourceVersion, one object per worker) at concurrency 64 (8 connections x 8 streams)
+//!    of a CronTab and of a ConfigMap of the same size (~600 bytes). The CronTab's schema has
+//!    types, bounds, a pattern, defaults, unknown fields to prune and one CEL rule. The
+//!    ConfigMap and CronTab cells alternate within each run; the table shows the medians over
+//!    the runs and the CronTab ÷ ConfigMap ratio.
+//! 2. **One CRD to its first object.** For each of 20 CRDs in turn: POST the CRD, then POST an
+//!    object of it until one is accepted (a 404 while the resource is not served yet); the
+//!    time from the CRD's POST to the first 201, and to the CRD's Established condition.
+//! 3. **Many CRDs.** 2,000 CRDs (about 5 KB of schema each, 20 kinds per group, as Crossplane
+//!    providers install them) POSTed at concurrency 16; the time until every one is
+//!    Established; the server's RSS afterwards; GET /apis, aggregated discovery (/apis as
+//!    `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`) and
+//!    /openapi/v3 (median of 10 each); then a restart with all of them, spawn → /readyz.
+//!
+//! Environment: `KAPI_BENCH_SECS` (seconds per cell of part 1, default 5),
+//! `KAPI_BENCH_RUNS` (default 3), `KAPI_BENCH_CRDS` (part 3's count, default 2000),
+//! `KAPI_BENCH_SERVE_ARGS`, `KAPI_BENCH_BIN` (as the api bench). Without `--bench` (under
+//! `cargo test --benches`) it runs a short smoke pass that fails on any failed request.
+
+#[path = "api/loader.rs"]
+mod loader;
+#[path = "common/machine.rs"]
+mod machine;
+#[path = "api/server.rs"]
+mod server;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use hyper::Method;
+use serde_json::{json, Value};
+use server::{cpu_seconds, kapi_binary, rss_mib, Server};
+use std::time::{Duration, Instant};
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+const NS: &str = "bench";
+/// Objects per kind in part 1: one per worker at c=64.
+const OBJECTS: usize = 64;
+/// Part 1's layout: 8 connections x 8 streams.
+const CONNS: usize = 8;
+const STREAMS: usize = 8;
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+struct Settings {
+    secs: f64,
+    warmup: Duration,
+    runs: usize,
+    first_object_crds: usize,
+    many_crds: usize,
+}
+
+impl Settings {
+    fn from_env(smoke: bool) -> Settings {
+        let get = |name: &str, default: f64| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.parse::<f64>().ok())
+                .unwrap_or(default)
+        };
+        if smoke {
+            return Settings {
+                secs: 0.3,
+                warmup: Duration::from_millis(100),
+                runs: 1,
+                first_object_crds: 3,
+                many_crds: 40,
+            };
+        }
+        Settings {
+            secs: get("KAPI_BENCH_SECS", 5.0),
+            warmup: Duration::from_millis(1000),
+            runs: get("KAPI_BENCH_RUNS", 3.0).max(1.0) as usize,
+            first_object_crds: 20,
+            many_crds: get("KAPI_BENCH_CRDS", 2000.0).max(1.0) as usize,
+        }
+    }
+}
+
+/// The CronTab CRD of part 1: validation, defaulting, pruning and one CEL rule in play.
+fn crontab_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "crontabs.stable.example.com"},
+        "spec": {
+            "group": "stable.example.com", "scope": "Namespaced",
+            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {
+                        "type": "object",
+                        "x-kubernetes-validations": [
+                            {"rule": "self.replicas <= self.maxReplicas", "message": "replicas must not exceed maxReplicas"}
+                        ],
+                        "properties": {
+                            "cronSpec": {"type": "string", "pattern": "^(\\S+\\s+){4}\\S+$", "maxLength": 64},
+                            "image": {"type": "string", "minLength": 1},
+                            "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                            "maxReplicas": {"type": "integer", "minimum": 0, "default": 10},
+                            "policy": {"type": "string", "enum": ["Allow", "Forbid"], "default": "Allow"},
+                            "renewTime": {"type": "string"},
+                            "config": {"type": "string"}
+                        }
+                    }
+                }}}
+            }]
+        }
+    })
+}
+
+/// About 400 bytes of configuration text, the same in both kinds.
+fn payload() -> String {
+    "server:\n  port: 8080\n  timeout: 30s\nlog:\n  level: info\n".repeat(8)
+}
+
+fn crontab(name: &str) -> Value {
+    json!({
+        "apiVersion": "stable.example.com/v1", "kind": "CronTab",
+        "metadata": {"name": name, "namespace": NS},
+        "spec": {"cronSpec": "*/5 * * * *", "image": "registry.example.com/app:1.0",
+                 "replicas": 3, "renewTime": now(), "config": payload()}
+    })
+}
+
+fn configmap(name: &str) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": NS},
+        "data": {"cronSpec": "*/5 * * * *", "image": "registry.example.com/app:1.0",
+                 "replicas": "3", "policy": "Allow", "renewTime": now(), "config": payload()}
+    })
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// POSTs `body` to `path`; a 409 counts as present.
+async fn post(client: &reqwest::Client, url: &str, path: &str, body: &Value) -> Res<()> {
+    let resp = client
+        .post(format!("{url}{path}"))
+        .json(body)
+        .send()
+        .await?;
+    if resp.status().is_success() || resp.status() == 409 {
+        return Ok(());
+    }
+    Err(format!("POST {path}: {} {}", resp.status(), resp.text().await?).into())
+}
+
+/// Whether the CRD named `name` has the condition Established=True.
+async fn established(client: &reqwest::Client, url: &str, name: &str) -> Res<bool> {
+    let path = format!("{url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
+    let crd: Value = client.get(path).send().await?.json().await?;
+    Ok(is_established(&crd))
+}
+
+fn is_established(crd: &Value) -> bool {
+    crd["status"]["conditions"].as_array().is_some_and(|c| {
+        c.iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")
+    })
+}
+
+/// Polls until `name` is Established (at most `limit`).
+async fn wait_established(
+    client: &reqwest::Client,
+    url: &str,
+    name: &str,
+    limit: Duration,
+) -> Res<()> {
+    let end = Instant::now() + limit;
+    while !established(client, url, name).await? {
+        if Instant::now() > end {
+            return Err(format!("{name} not Established within {limit:?}").into());
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+    Ok(())
+}
+
+/// Median of `v` (NaN when empty).
+fn median(mut v: Vec<f64>) -> f64 {
+    v.retain(|x| !x.is_nan());
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    let m = v.len() / 2;
+    if v.len() % 2 == 1 {
+        v[m]
+    } else {
+        (v[m - 1] + v[m]) / 2.0
+    }
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    sorted[rank - 1]
+}
+
+/// One cell's (ops/s, p50 µs, p99 µs, server CPU µs per op).
+type Sample = (f64, f64, f64, f64);
+
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    Get,
+    Update,
+}
+
+/// One cell of part 1: (ops/s, p50 µs, p99 µs, server CPU µs per op, errors).
+async fn cell(
+    server: &Server,
+    kind_path: &str,
+    op: Op,
+    s: &Settings,
+) -> Res<(f64, f64, f64, f64, u64)> {
+    let tls = loader::tls_config(&server.ca_pem, &server.admin_pem)?;
+    let (host, port) = loader::host_port(&server.url)?;
+    let begin = Instant::now();
+    let measure_from = begin + s.warmup;
+    let end = measure_from + Duration::from_secs_f64(s.secs);
+    let mut tasks = Vec::new();
+    for c in 0..CONNS {
+        let conn = loader::connect(tls.clone(), &host, port).await?;
+        for st in 0..STREAMS {
+            let uri: hyper::Uri =
+                format!("{}{kind_path}/obj-{:02}", server.url, c * STREAMS + st).parse()?;
+            let mut conn = conn.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut lat = Vec::new();
+                let mut errors = 0u64;
+                let mut current: Option<Bytes> = None;
+                loop {
+                    let start = Instant::now();
+                    if start >= end {
+                        return (lat, errors);
+                    }
+                    let result: loader::Res<bool> = async {
+                        if op == Op::Get {
+                            return Ok(loader::send(&mut conn, &Method::GET, &uri, None).await?.0);
+                        }
+                        let obj = match current.take() {
+                            Some(obj) => obj,
+                            None => loader::send(&mut conn, &Method::GET, &uri, None).await?.1,
+                        };
+                        let next = loader::with_renew_time(&obj, &now())?;
+                        let (ok, body) =
+                            loader::send(&mut conn, &Method::PUT, &uri, Some(next)).await?;
+                        if ok {
+                            current = Some(body);
+                        }
+                        Ok(ok)
+                    }
+                    .await;
+                    let done = Instant::now();
+                    if done < measure_from || done > end {
+                        continue;
+                    }
+                    match result {
+                        Ok(true) => lat.push((done - start).as_secs_f64() * 1e6),
+                        _ => errors += 1,
+                    }
+                }
+            }));
+        }
+    }
+    let pid = server.child.id().to_string();
+    tokio::time::sleep_until(measure_from.into()).await;
+    let cpu0 = cpu_seconds(&pid);
+    tokio::time::sleep_until(end.into()).await;
+    let cpu = cpu_seconds(&pid) - cpu0;
+    let mut lat = Vec::new();
+    let mut errors = 0;
+    for t in tasks {
+        let (l, e) = t.await?;
+        lat.extend(l);
+        errors += e;
+    }
+    lat.sort_by(|a, b| a.total_cmp(b));
+    Ok((
+        lat.len() as f64 / s.secs,
+        percentile(&lat, 0.5),
+        percentile(&lat, 0.99),
+        cpu * 1e6 / lat.len().max(1) as f64,
+        errors,
+    ))
+}
+
+/// Part 1: CronTab against ConfigMap, GET and UPDATE at c=64.
+async fn custom_against_configmaps(server: &Server, s: &Settings, smoke: bool) -> Res<()> {
+    let admin = server.client(true)?;
+    let url = &server.url;
+    post(
+        &admin,
+        url,
+        "/api/v1/namespaces",
+        &json!({"metadata": {"name": NS}}),
+    )
+    .await?;
+    post(
+        &admin,
+        url,
+        "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+        &crontab_crd(),
+    )
+    .await?;
+    wait_established(
+        &admin,
+        url,
+        "crontabs.stable.example.com",
+        Duration::from_secs(10),
+    )
+    .await?;
+    let cm_path = format!("/api/v1/namespaces/{NS}/configmaps");
+    let ct_path = format!("/apis/stable.example.com/v1/namespaces/{NS}/crontabs");
+    for i in 0..OBJECTS {
+        let name = format!("obj-{i:02}");
+        post(&admin, url, &cm_path, &configmap(&name)).await?;
+        post(&admin, url, &ct_path, &crontab(&name)).await?;
+    }
+    let size = |path: String| {
+        let admin = admin.clone();
+        async move { Ok::<_, reqwest::Error>(admin.get(path).send().await?.bytes().await?.len()) }
+    };
+    println!(
+        "object sizes as served: ConfigMap {} bytes, CronTab {} bytes",
+        size(format!("{url}{cm_path}/obj-00")).await?,
+        size(format!("{url}{ct_path}/obj-00")).await?
+    );
+    let mut results: Vec<[Vec<Sample>; 2]> = vec![Default::default(), Default::default()];
+    for run in 0..s.runs {
+        for (oi, op) in [Op::Get, Op::Update].into_iter().enumerate() {
+            // Alternate which kind goes first, so drift hurts both alike.
+            let order = if run % 2 == 0 { [0, 1] } else { [1, 0] };
+            for k in order {
+                let path = if k == 0 { &cm_path } else { &ct_path };
+                let (ops, p50, p99, cpu, errors) = cell(server, path, op, s).await?;
+                let kind = if k == 0 { "ConfigMap" } else { "CronTab" };
+                let name = if op == Op::Get { "GET" } else { "UPDATE" };
+                eprintln!("run {} {name} {kind} c=64: {ops:.0} ops/s p50 {p50:.0} µs p99 {p99:.0} µs server {cpu:.0} µs/op errors {errors}", run + 1);
+                if smoke && (errors > 0 || ops == 0.0) {
+                    return Err(format!("{name} {kind}: {errors} errors, {ops} ops/s").into());
+                }
+                results[oi][k].push((ops, p50, p99, cpu));
+            }
+        }
+    }
+    println!("\n| op (c=64) | ConfigMap ops/s | CronTab ops/s | CronTab ÷ ConfigMap | ConfigMap p50 / p99 | CronTab p50 / p99 | server µs/op ConfigMap / CronTab |");
+    println!("|---|---|---|---|---|---|---|");
+    for (oi, name) in ["GET", "UPDATE"].iter().enumerate() {
+        let m = |k: usize, f: fn(&Sample) -> f64| median(results[oi][k].iter().map(f).collect());
+        let ratios: Vec<f64> = results[oi][0]
+            .iter()
+            .zip(&results[oi][1])
+            .map(|(cm, ct)| ct.0 / cm.0)
+            .collect();
+        println!(
+            "| {name} | {:.0} | {:.0} | {:.0}% | {:.0} / {:.0} µs | {:.0} / {:.0} µs | {:.0} / {:.0} |",
+            m(0, |r| r.0),
+            m(1, |r| r.0),
+            median(ratios) * 100.0,
+            m(0, |r| r.1),
+            m(0, |r| r.2),
+            m(1, |r| r.1),
+            m(1, |r| r.2),
+            m(0, |r| r.3),
+            m(1, |r| r.3),
+        );
+    }
+    Ok(())
+}
+
+/// A small CRD of its own group, for part 2.
+fn small_crd(i: usize) -> (String, Value) {
+    let group = format!("first{i}.bench.example.com");
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("widgets.{group}")},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer", "default": 1}}}
+                }}}}]
+        }
+    });
+    (group, crd)
+}
+
+/// Part 2: CRD POST → Established, and → first object accepted, one CRD at a time.
+async fn first_objects(server: &Server, s: &Settings) -> Res<()> {
+    let admin = server.client(true)?;
+    let url = &server.url;
+    let mut to_object = Vec::new();
+    let mut to_established = Vec::new();
+    for i in 0..s.first_object_crds {
+        let (group, crd) = small_crd(i);
+        let name = crd["metadata"]["name"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let object = json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+                            "metadata": {"name": "w"}, "spec": {}});
+        let objects = format!("{url}/apis/{group}/v1/namespaces/{NS}/widgets");
+        let start = Instant::now();
+        post(
+            &admin,
+            url,
+            "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+            &crd,
+        )
+        .await?;
+        let (mut object_at, mut established_at) = (None, None);
+        while object_at.is_none() || established_at.is_none() {
+            if start.elapsed() > Duration::from_secs(30) {
+                return Err(format!("{name}: no object accepted within 30 s").into());
+            }
+            if object_at.is_none() {
+                let resp = admin.post(&objects).json(&object).send().await?;
+                if resp.status().is_success() {
+                    object_at = Some(start.elapsed());
+                } else if resp.status() != 404 {
+                    return Err(
+                        format!("POST widget: {} {}", resp.status(), resp.text().await?).into(),
+                    );
+                }
+            }
+            if established_at.is_none() && established(&admin, url, &name).await? {
+                established_at = Some(start.elapsed());
+            }
+            if object_at.is_none() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+        }
+        let ms = |d: Option<Duration>| d.unwrap_or_default().as_secs_f64() * 1000.0;
+        to_object.push(ms(object_at));
+        to_established.push(ms(established_at));
+    }
+    let mut sorted = to_object.clone();
+    sorted.sort_by(|a, b| a.total_cmp(b));
+    println!(
+        "\nCRD POST → first object accepted, over {} CRDs: p50 {:.1} ms, max {:.1} ms; → Established p50 {:.1} ms",
+        to_object.len(),
+        median(to_object),
+        sorted.last().copied().unwrap_or(f64::NAN),
+        median(to_established)
+    );
+    Ok(())
+}
+
+/// A CRD of part 3: kind `i` of group `i / 20`, with about 5 KB of schema.
+fn big_crd(i: usize) -> Value {
+    let group = format!("g{}.providers.example.com", i / 20);
+    let kind = format!("Resource{i}");
+    let plural = format!("resource{i}s");
+    let mut props = serde_json::Map::new();
+    for p in 0..24 {
+        let field = match p % 4 {
+            0 => {
+                json!({"type": "string", "maxLength": 253, "description": format!("The name of the upstream object that field {p} refers to, as the provider's API spells it.")})
+            }
+            1 => {
+                json!({"type": "integer", "minimum": 0, "maximum": 65535, "description": format!("A count or port the provider sets for field {p}; zero leaves it to the cloud.")})
+            }
+            2 => {
+                json!({"type": "array", "items": {"type": "string"}, "x-kubernetes-list-type": "set", "description": format!("Tags for field {p}, merged as a set.")})
+            }
+            _ => {
+                json!({"type": "object", "additionalProperties": {"type": "string"}, "description": format!("Labels copied onto the external resource for field {p}.")})
+            }
+        };
+        props.insert(format!("field{p}"), field);
+    }
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("{plural}.{group}")},
+        "spec": {
+            "group": group, "scope": "Cluster",
+            "names": {"plural": plural, "singular": format!("resource{i}"), "kind": kind,
+                      "categories": ["managed", "providers"]},
+            "versions": [{"name": "v1beta1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    {"name": "READY", "type": "string", "jsonPath": ".status.conditions[?(@.type=='Ready')].status"},
+                    {"name": "AGE", "type": "date", "jsonPath": ".metadata.creationTimestamp"}],
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "forProvider": {"type": "object", "properties": props},
+                        "deletionPolicy": {"type": "string", "enum": ["Orphan", "Delete"], "default": "Delete"}
+                    }},
+                    "status": {"type": "object", "properties": {
+                        "conditions": {"type": "array", "items": {"type": "object",
+                            "required": ["type", "status"],
+                            "properties": {"type": {"type": "string"}, "status": {"type": "string"},
+                                           "reason": {"type": "string"}, "message": {"type": "string"},
+                                           "lastTransitionTime": {"type": "string", "format": "date-time"}}},
+                            "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["type"]}
+                    }}
+                }}}}]
+        }
+    })
+}
+
+/// Median wall time of 10 GETs of `path` with `accept`, in ms.
+async fn timed_get(
+    client: &reqwest::Client,
+    url: &str,
+    path: &str,
+    accept: &str,
+) -> Res<(f64, usize)> {
+    let mut times = Vec::new();
+    let mut size = 0;
+    for _ in 0..10 {
+        let start = Instant::now();
+        let resp = client
+            .get(format!("{url}{path}"))
+            .header("accept", accept)
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            return Err(format!("GET {path}: {}", resp.status()).into());
+        }
+        size = resp.bytes().await?.len();
+        times.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    Ok((median(times), size))
+}
+
+/// Part 3: many CRDs at c=16, then discovery, OpenAPI and a restart.
+async fn many_crds(server: Server, dir: &std::path::Path, s: &Settings) -> Res<()> {
+    let admin = server.client(true)?;
+    let url = server.url.clone();
+    let sample = serde_json::to_vec(&big_crd(0))?.len();
+    let start = Instant::now();
+    let posts = futures::stream::iter(0..s.many_crds)
+        .map(|i| {
+            let admin = admin.clone();
+            let url = url.clone();
+            async move {
+                post(
+                    &admin,
+                    &url,
+                    "/apis/apiextensions.k8s.io/v1/customresourcedefinitions",
+                    &big_crd(i),
+                )
+                .await
+            }
+        })
+        .buffer_unordered(16)
+        .collect::<Vec<_>>()
+        .await;
+    if let Some(Err(e)) = posts.into_iter().find(Result::is_err) {
+        return Err(e);
+    }
+    let posted = start.elapsed();
+    loop {
+        let list: Value = admin
+            .get(format!(
+                "{url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+            ))
+            .send()
+            .await?
+            .json()
+            .await?;
+        let items = list["items"].as_array().cloned().unwrap_or_default();
+        let done = items
+            .iter()
+            .filter(|c| {
+                c["spec"]["group"]
+                    .as_str()
+                    .is_some_and(|g| g.ends_with(".providers.example.com"))
+            })
+            .filter(|c| is_established(c))
+            .count();
+        if done >= s.many_crds {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(300) {
+            return Err(format!(
+                "only {done} of {} CRDs Established after 300 s",
+                s.many_crds
+            )
+            .into());
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let all_established = start.elapsed();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss = rss_mib(server.child.id());
+    println!(
+        "\n{} CRDs of {sample} bytes each POSTed at c=16 in {:.1} s; all Established after {:.1} s; RSS afterwards {rss:.0} MiB",
+        s.many_crds,
+        posted.as_secs_f64(),
+        all_established.as_secs_f64()
+    );
+    println!("| request | median of 10 | response bytes |");
+    println!("|---|---|---|");
+    for (label, path, accept) in [
+        ("GET /apis", "/apis", "application/json"),
+        ("GET /apis (aggregated discovery v2)", "/apis", AGGREGATED),
+        ("GET /openapi/v3", "/openapi/v3", "application/json"),
+    ] {
+        let (ms, size) = timed_get(&admin, &url, path, accept).await?;
+        println!("| {label} | {ms:.1} ms | {size} |");
+    }
+    drop(admin);
+    server.stop().await?;
+    let mut starts = Vec::new();
+    for _ in 0..3 {
+        let server = Server::start(dir).await?;
+        starts.push(server.ready_after.as_secs_f64() * 1000.0);
+        server.stop().await?;
+    }
+    println!(
+        "restart with {} CRDs, spawn → /readyz 200: median {:.0} ms over {} restarts",
+        s.many_crds + s.first_object_crds + 1,
+        median(starts.clone()),
+        starts.len()
+    );
+    Ok(())
+}
+
+async fn bench(s: Settings, smoke: bool) -> Res<()> {
+    let dir = tempfile::tempdir()?;
+    println!("kapi CRD bench: {}", kapi_binary().display());
+    println!("before: {}", machine::conditions());
+    let server = Server::start(dir.path()).await?;
+    custom_against_configmaps(&server, &s, smoke).await?;
+    first_objects(&server, &s).await?;
+    many_crds(server, dir.path(), &s).await?;
+    println!("after: {}", machine::conditions());
+    Ok(())
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` does not: run a short smoke pass then.
+    let smoke = !std::env::args().any(|a| a == "--bench");
+    let settings = Settings::from_env(smoke);
+    let _ = tracing::dispatcher::set_global_default(tracing::Dispatch::new(
+        tracing::subscriber::NoSubscriber::default(),
+    ));
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(Into::into)
+        .and_then(|rt| rt.block_on(bench(settings, smoke)));
+    if let Err(err) = result {
+        eprintln!("bench failed: {err}");
+        std::process::exit(1);
+    }
+}
