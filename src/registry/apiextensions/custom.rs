@@ -6,6 +6,7 @@
 //! Table has the version's additionalPrinterColumns.
 //! May use: registry (strategy, error, codec), api.
 
+use super::cel::Rules;
 use super::schema::{CoerceOptions, Schema};
 use super::serving::compare_versions;
 use crate::api::At;
@@ -57,6 +58,8 @@ pub(crate) struct CustomResource {
     /// `<group>/<this version>`.
     api_version: String,
     schema: Option<Schema>,
+    /// The schema's CEL rules, if it has any.
+    rules: Option<Rules>,
     status: bool,
     columns: Vec<PrinterColumn>,
     /// selectableFields, as field labels (`spec.color`).
@@ -97,6 +100,7 @@ impl CustomResource {
             .iter()
             .find(|v| v.storage)
             .map_or(version.name.as_str(), |v| v.name.as_str());
+        let rules = Rules::compile(&schema_json, &spec.group, &version.name, &names.kind);
         let info = ResourceInfo {
             group: Text::Owned(spec.group.clone()),
             version: Text::Owned(version.name.clone()),
@@ -125,6 +129,7 @@ impl CustomResource {
             storage_api_version: format!("{}/{storage}", spec.group),
             api_version: format!("{}/{}", spec.group, version.name),
             schema: props.map(Schema::compile),
+            rules,
             status,
             columns: printer_columns(version),
             selectable: version
@@ -275,21 +280,36 @@ impl Strategy for CustomResource {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        self.schema
+        let mut errs = self
+            .schema
             .as_ref()
-            .map_or_else(Vec::new, |s| s.validate(obj))
+            .map_or_else(Vec::new, |s| s.validate(obj));
+        if let Some(rules) = &self.rules {
+            errs.extend(rules.validate(obj, None));
+        }
+        errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        self.schema
+        let mut errs = self
+            .schema
             .as_ref()
-            .map_or_else(Vec::new, |s| s.validate_update(new, old))
+            .map_or_else(Vec::new, |s| s.validate_update(new, old));
+        if let Some(rules) = &self.rules {
+            errs.extend(rules.validate(new, Some(old)));
+        }
+        errs
     }
 
     fn validate_subresource_update(&self, _sub: &str, new: &Value, old: &Value) -> Vec<FieldError> {
-        self.schema
+        let mut errs = self
+            .schema
             .as_ref()
-            .map_or_else(Vec::new, |s| s.validate_status_update(new, old))
+            .map_or_else(Vec::new, |s| s.validate_status_update(new, old));
+        if let Some(rules) = &self.rules {
+            errs.extend(rules.validate(new, Some(old)));
+        }
+        errs
     }
 
     fn field(&self, obj: &Value, field: &str) -> Option<String> {

@@ -2,6 +2,7 @@
 //! ([`validation`]) and what its schema makes of custom objects ([`schema`]). May use: api,
 //! registry's error and validation helpers.
 
+pub(crate) mod cel;
 pub(crate) mod custom;
 mod gofmt;
 mod goregex;

@@ -9,9 +9,9 @@
 //! for it, including paths such as `spec.validation.openAPIV3Schema...` when every version
 //! shares one schema, and bad values printed as Go's JSON of the internal structs ([`gojson`]).
 //!
-//! Not done here, as they need pieces that live elsewhere: compiling `x-kubernetes-validations`
-//! rules with CEL and estimating their cost (only their static shape is checked), and checking
-//! `default` values against their schema (structuraldefaulting.ValidateDefaults, which needs the
+//! Not done here, as they need pieces that live elsewhere: estimating the cost of
+//! `x-kubernetes-validations` rules (they are parsed by the sibling module `cel`, not
+//! type-checked), and checking `default` values against their schema (structuraldefaulting.ValidateDefaults, which needs the
 //! object-schema validator and pruning of [`super::schema`]).
 //!
 //! May use: api, registry's error and validation helpers.

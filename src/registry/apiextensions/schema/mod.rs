@@ -28,8 +28,8 @@
 //! `%q` outside ASCII knows the separators, format and private-use characters, not every
 //! unassigned one.
 //!
-//! Not done here: CEL `x-kubernetes-validations`, conversion between versions, server-side
-//! apply's list merging, and the scale subresource's checks.
+//! Not done here: CEL `x-kubernetes-validations` (the sibling module `cel`), conversion
+//! between versions, server-side apply's list merging, and the scale subresource's checks.
 //! May use: api, registry's error types and validation helpers.
 
 mod compile;

@@ -3,8 +3,9 @@
 //! unsupported keywords, where defaults may appear, and the consistency of the
 //! x-kubernetes-* extensions. Properties are visited in name order (Go visits a map in random
 //! order, so upstream's order between sibling properties is not fixed either).
-//! Left out: compiling x-kubernetes-validations rules with CEL and estimating their cost, and
-//! checking `default` values against the schema (structuraldefaulting.ValidateDefaults).
+//! Left out: type-checking x-kubernetes-validations rules against the schema and estimating
+//! their cost (they are parsed, see `cel`), and checking `default` values against the schema
+//! (structuraldefaulting.ValidateDefaults).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceValidation, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
@@ -567,7 +568,7 @@ fn has_newlines(s: &str) -> bool {
     s.contains(['\n', '\r'])
 }
 
-/// The static shape of x-kubernetes-validations rules (what needs no CEL compiler).
+/// x-kubernetes-validations rules: their static shape, then whether they compile.
 fn validation_rules(s: &JSONSchemaProps, fld: &str, errs: &mut Vec<FieldError>) {
     let Some(rules) = s
         .x_kubernetes_validations
@@ -646,6 +647,13 @@ fn validation_rules(s: &JSONSchemaProps, fld: &str, errs: &mut Vec<FieldError>) 
             ));
         }
     }
+    let at = |i: usize, f: &str| {
+        path::child(
+            &path::index(&path::child(fld, "x-kubernetes-validations"), i),
+            f,
+        )
+    };
+    super::super::cel::compile_errors(rules, at, errs);
 }
 
 /// pathValid: a rule's fieldPath names a field of the schema (true when the schema is not

@@ -1,0 +1,345 @@
+//! CEL `x-kubernetes-validations` (apiextensions-apiserver's pkg/apiserver/schema/cel), on
+//! the `cel` crate with Kubernetes' CEL library from `kube-cel` (quantity, url, ip/cidr,
+//! regex, format, lists, sets, semver).
+//!
+//! - When a CRD is written, every rule and messageExpression must compile
+//!   ([`compile_errors`], with upstream's `compilation failed: ...` field errors).
+//! - When a custom object is written, [`Rules`] (compiled once per CRD version) evaluates every
+//!   rule at every node where data is present: `self` is the node's value, `oldSelf` its old
+//!   value on update (a rule naming `oldSelf` is a transition rule, skipped without an old
+//!   value unless `optionalOldSelf`). Failures become upstream's field errors: the default
+//!   message `failed rule: <rule>`, `message` or the result of `messageExpression`, `reason`
+//!   choosing the error type, `fieldPath` appended to the node's path, the node's schema type as
+//!   the bad value (`spec: Invalid value: "object": ...`). On update, errors of rules that are
+//!   not transition rules on values equal to the old ones are dropped (ratcheting).
+//!
+//! Where this differs from upstream: rules are parsed, not type-checked, when the CRD is
+//! written (a reference to a field the schema lacks fails when evaluated, not at CRD
+//! creation); there is no static or runtime cost budget; parse errors are the `cel` crate's
+//! text; old list items are correlated by index. May use: registry's error types.
+
+use super::gofmt::quote;
+use crate::registry::error::{FieldError, FieldErrorKind};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule;
+use kube_cel::{CompiledSchema, ErrorKind, RootContext, ValidationError, Validator};
+use serde_json::Value;
+
+thread_local! {
+    /// A validator per thread: making one registers every library function.
+    static VALIDATOR: Validator = Validator::new();
+}
+
+/// The compiled rules of one CRD version's schema.
+pub(crate) struct Rules {
+    compiled: CompiledSchema,
+    /// The schema, to find the node (and its type) where a rule failed.
+    schema: Value,
+    root: RootContext,
+}
+
+impl std::fmt::Debug for Rules {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rules").finish_non_exhaustive()
+    }
+}
+
+/// Whether `schema` holds a rule anywhere.
+fn has_rules(schema: &Value) -> bool {
+    match schema {
+        Value::Object(m) => {
+            m.get("x-kubernetes-validations")
+                .and_then(Value::as_array)
+                .is_some_and(|r| !r.is_empty())
+                || m.values().any(has_rules)
+        }
+        Value::Array(a) => a.iter().any(has_rules),
+        _ => false,
+    }
+}
+
+impl Rules {
+    /// The rules of `schema` (a version's openAPIV3Schema as JSON), or None when it has none,
+    /// so objects of such versions pay nothing.
+    pub(crate) fn compile(schema: &Value, group: &str, version: &str, kind: &str) -> Option<Rules> {
+        if !has_rules(schema) {
+            return None;
+        }
+        Some(Rules {
+            compiled: kube_cel::compile_schema(schema),
+            schema: schema.clone(),
+            root: RootContext {
+                api_version: format!("{group}/{version}"),
+                api_group: group.to_string(),
+                kind: kind.to_string(),
+            },
+        })
+    }
+
+    /// The rules' errors for `new` (`old` on update), as upstream's field errors.
+    pub(crate) fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        let outcome = VALIDATOR
+            .with(|v| v.validate_compiled_with_context(&self.compiled, new, old, Some(&self.root)));
+        let Err(failures) = outcome else {
+            return Vec::new();
+        };
+        failures
+            .into_vec()
+            .into_iter()
+            .filter_map(|e| self.field_error(&e, new, old))
+            .collect()
+    }
+
+    /// Upstream's field error for one failure; None when ratcheting drops it.
+    fn field_error(
+        &self,
+        e: &ValidationError,
+        new: &Value,
+        old: Option<&Value>,
+    ) -> Option<FieldError> {
+        let node = self.locate(e);
+        if let Some(old) = old {
+            let transition = e.rule.contains("oldSelf");
+            if !transition && lookup(new, &node.segments) == lookup(old, &node.segments) {
+                return None;
+            }
+        }
+        let message = match e.kind {
+            ErrorKind::ValidationFailure => e.message.trim().to_string(),
+            ErrorKind::UnsupportedReference => format!(
+                "call arguments did not match a supported operator, function or macro signature for rule: {}",
+                rule_or_message(&node.rule, &e.rule)
+            ),
+            ErrorKind::EvaluationError => {
+                let cause = std::error::Error::source(e)
+                    .map_or_else(|| e.message.clone(), ToString::to_string);
+                format!("{cause} evaluating rule: {}", rule_or_message(&node.rule, &e.rule))
+            }
+            _ => e.message.clone(),
+        };
+        let value = quote(&node.type_);
+        let field = node.error_path;
+        let reason = if e.kind == ErrorKind::ValidationFailure {
+            e.reason.as_deref()
+        } else {
+            None
+        };
+        Some(match reason {
+            Some("FieldValueForbidden") => FieldError::forbidden(field, message),
+            Some("FieldValueRequired") => FieldError::required(field, message),
+            Some("FieldValueDuplicate") => FieldError {
+                kind: FieldErrorKind::Duplicate,
+                field,
+                value: Some(value),
+                detail: String::new(),
+            },
+            _ => FieldError::invalid_raw(field, value, message),
+        })
+    }
+
+    /// Where a failure's rule sits: the deepest node along its path that declares it.
+    fn locate(&self, e: &ValidationError) -> Located {
+        let segments = split_path(&e.field_path);
+        let mut located = Located {
+            segments: Vec::new(),
+            type_: type_of(&self.schema),
+            // A fieldPath names fields below the rule's node: the error is reported there.
+            error_path: upstream_path(&self.schema, &segments),
+            rule: declared(&self.schema, &e.rule),
+        };
+        let mut node = &self.schema;
+        for (i, seg) in segments.iter().enumerate() {
+            let next = match seg {
+                Segment::Index(_) => node.get("items"),
+                Segment::Name(name) => node
+                    .get("properties")
+                    .and_then(|p| p.get(name.as_str()))
+                    .or_else(|| node.get("additionalProperties").filter(|a| a.is_object())),
+            };
+            let Some(next) = next else { break };
+            node = next;
+            if let Some(rule) = declared(node, &e.rule) {
+                located.segments = segments[..=i].to_vec();
+                located.type_ = type_of(node);
+                located.rule = Some(rule);
+            }
+        }
+        located
+    }
+}
+
+/// A failing rule's node.
+struct Located {
+    /// The path from the root to the rule's node.
+    segments: Vec<Segment>,
+    /// The node's schema type (the bad value upstream shows).
+    type_: String,
+    /// Where the error is reported (the node, or its fieldPath).
+    error_path: String,
+    /// The rule as declared.
+    rule: Option<ValidationRule>,
+}
+
+/// One step of a path.
+#[derive(Debug, Clone, PartialEq)]
+enum Segment {
+    Name(String),
+    Index(usize),
+}
+
+/// `a.b[2].c` as steps.
+fn split_path(p: &str) -> Vec<Segment> {
+    let mut out = Vec::new();
+    for part in p.split('.').filter(|s| !s.is_empty()) {
+        let (name, mut rest) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !name.is_empty() {
+            out.push(Segment::Name(name.to_string()));
+        }
+        while let Some(end) = rest.find(']') {
+            let inner = &rest[1..end];
+            out.push(match inner.parse() {
+                Ok(n) => Segment::Index(n),
+                Err(_) => Segment::Name(inner.trim_matches(['\'', '"']).to_string()),
+            });
+            rest = &rest[end + 1..];
+        }
+    }
+    out
+}
+
+/// The path as upstream's field.Path prints it: properties as `.name`, map entries as
+/// `[key]`, list items as `[i]`.
+fn upstream_path(schema: &Value, segments: &[Segment]) -> String {
+    let mut node = Some(schema);
+    let mut path = String::new();
+    for seg in segments {
+        match seg {
+            Segment::Index(n) => {
+                path.push_str(&format!("[{n}]"));
+                node = node.and_then(|n| n.get("items"));
+            }
+            Segment::Name(name) => {
+                let prop = node
+                    .and_then(|n| n.get("properties"))
+                    .and_then(|p| p.get(name.as_str()));
+                let is_map = prop.is_none()
+                    && node
+                        .and_then(|n| n.get("additionalProperties"))
+                        .is_some_and(Value::is_object);
+                if is_map {
+                    path.push_str(&format!("[{name}]"));
+                    node = node.and_then(|n| n.get("additionalProperties"));
+                } else {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(name);
+                    node = prop;
+                }
+            }
+        }
+    }
+    path
+}
+
+/// The value at `segments` of `v`.
+fn lookup<'v>(v: &'v Value, segments: &[Segment]) -> Option<&'v Value> {
+    segments.iter().try_fold(v, |v, seg| match seg {
+        Segment::Name(n) => v.get(n.as_str()),
+        Segment::Index(i) => v.get(*i),
+    })
+}
+
+fn type_of(node: &Value) -> String {
+    node.get("type")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// The rule of `node` whose expression is `rule`.
+fn declared(node: &Value, rule: &str) -> Option<ValidationRule> {
+    node.get("x-kubernetes-validations")?
+        .as_array()?
+        .iter()
+        .find(|r| r.get("rule").and_then(Value::as_str) == Some(rule))
+        .and_then(|r| serde_json::from_value(r.clone()).ok())
+}
+
+/// ruleErrorString: the rule's message when it has one, else the rule.
+fn rule_or_message(declared: &Option<ValidationRule>, rule: &str) -> String {
+    match declared.as_ref().and_then(|r| r.message.as_deref()) {
+        Some(m) if !m.trim().is_empty() => m.trim().to_string(),
+        _ => rule.trim().to_string(),
+    }
+}
+
+/// Go's `%#v` of the internal ValidationRule, as upstream prints the bad value of a rule that
+/// does not compile.
+fn go_rule(r: &ValidationRule) -> String {
+    let ptr = |set: bool, ty: &str| {
+        if set {
+            format!("(*{ty})(0xc000000000)")
+        } else {
+            format!("(*{ty})(nil)")
+        }
+    };
+    format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, OptionalOldSelf:{}}}",
+        quote(&r.rule),
+        quote(r.message.as_deref().unwrap_or("")),
+        quote(r.message_expression.as_deref().unwrap_or("")),
+        ptr(r.reason.is_some(), "apiextensions.FieldValueErrorReason"),
+        quote(r.field_path.as_deref().unwrap_or("")),
+        ptr(r.optional_old_self.is_some(), "bool"),
+    )
+}
+
+/// The compile errors of the rules of one schema node (`at(i, field)` is the path of rule
+/// `i`'s field), as validation.go reports them.
+pub(crate) fn compile_errors(
+    rules: &[ValidationRule],
+    at: impl Fn(usize, &str) -> String,
+    errs: &mut Vec<FieldError>,
+) {
+    for (i, r) in rules.iter().enumerate() {
+        if r.rule.trim().is_empty() {
+            continue;
+        }
+        if let Err(e) = kube_cel::cel::Program::compile(&r.rule) {
+            errs.push(FieldError::invalid_raw(
+                at(i, "rule"),
+                go_rule(r),
+                format!(
+                    "compilation failed: ERROR: <input>: {}",
+                    one_line(&e.to_string())
+                ),
+            ));
+            continue;
+        }
+        let expr = r.message_expression.as_deref().unwrap_or("");
+        if expr.trim().is_empty() {
+            continue;
+        }
+        if let Err(e) = kube_cel::cel::Program::compile(expr) {
+            errs.push(FieldError::invalid_raw(
+                at(i, "messageExpression"),
+                go_rule(r),
+                format!(
+                    "messageExpression compilation failed: ERROR: <input>: {}",
+                    one_line(&e.to_string())
+                ),
+            ));
+        }
+    }
+}
+
+/// A multi-line parser message on one line.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,121 @@
+//! CEL rules on custom objects and in CRDs, with upstream's messages and paths.
+
+use super::*;
+use serde_json::json;
+
+fn schema() -> Value {
+    json!({"type": "object", "properties": {
+        "spec": {
+            "type": "object",
+            "x-kubernetes-validations": [
+                {"rule": "self.minReplicas <= self.replicas", "message": "replicas must be at least minReplicas"},
+                {"rule": "!has(self.endpoint) || isURL(self.endpoint)", "fieldPath": ".endpoint", "reason": "FieldValueForbidden", "message": "must be a URL"}
+            ],
+            "properties": {
+                "replicas": {"type": "integer", "x-kubernetes-validations": [{"rule": "self >= 0"}]},
+                "minReplicas": {"type": "integer"},
+                "endpoint": {"type": "string"},
+                "memory": {"type": "string", "x-kubernetes-validations": [
+                    {"rule": "quantity(self).isLessThan(quantity('2Gi'))", "messageExpression": "'memory ' + self + ' is too much'"}
+                ]},
+                "name": {"type": "string", "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "Value is immutable"}
+                ]},
+                "labels": {"type": "object", "additionalProperties": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 4"}]}}
+            }
+        }
+    }})
+}
+
+fn rules() -> Rules {
+    Rules::compile(&schema(), "stable.example.com", "v1", "CronTab").expect("has rules")
+}
+
+fn errors(new: Value, old: Option<Value>) -> Vec<String> {
+    rules()
+        .validate(&new, old.as_ref())
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn a_schema_without_rules_compiles_to_nothing() {
+    let plain = json!({"type": "object", "properties": {"spec": {"type": "object"}}});
+    assert!(Rules::compile(&plain, "g.io", "v1", "K").is_none());
+}
+
+#[test]
+fn failing_rules_read_as_upstream_writes_them() {
+    let obj = json!({"spec": {"replicas": -1, "minReplicas": 2, "endpoint": "not a url", "memory": "3Gi", "labels": {"team": "toolong"}}});
+    let mut got = errors(obj, None);
+    got.sort();
+    assert_eq!(
+        got,
+        [
+            "spec.endpoint: Forbidden: must be a URL",
+            "spec.labels[team]: Invalid value: \"string\": failed rule: self.size() < 4",
+            "spec.memory: Invalid value: \"string\": memory 3Gi is too much",
+            "spec.replicas: Invalid value: \"integer\": failed rule: self >= 0",
+            "spec: Invalid value: \"object\": replicas must be at least minReplicas",
+        ]
+    );
+}
+
+#[test]
+fn valid_objects_pass() {
+    let obj = json!({"spec": {"replicas": 3, "minReplicas": 2, "endpoint": "https://example.com/x", "memory": "1Gi", "labels": {"a": "b"}}});
+    assert_eq!(errors(obj, None), Vec::<String>::new());
+}
+
+#[test]
+fn transition_rules_need_an_old_value() {
+    let new = json!({"spec": {"replicas": 1, "minReplicas": 1, "name": "b"}});
+    assert_eq!(
+        errors(new.clone(), None),
+        Vec::<String>::new(),
+        "create: no oldSelf"
+    );
+    let old = json!({"spec": {"replicas": 1, "minReplicas": 1, "name": "a"}});
+    assert_eq!(
+        errors(new, Some(old)),
+        ["spec.name: Invalid value: \"string\": Value is immutable"]
+    );
+}
+
+#[test]
+fn unchanged_values_are_ratcheted_on_update() {
+    // replicas was already negative and did not change: its rule is not held against the
+    // update; spec changed, so the rule on spec is checked.
+    let old = json!({"spec": {"replicas": -1, "minReplicas": 0}});
+    let new = json!({"spec": {"replicas": -1, "minReplicas": 0, "endpoint": "https://a.example"}});
+    assert_eq!(
+        errors(new, Some(old)),
+        ["spec: Invalid value: \"object\": replicas must be at least minReplicas"]
+    );
+}
+
+#[test]
+fn rules_that_do_not_parse_reject_the_crd() {
+    let rules: Vec<ValidationRule> = serde_json::from_value(json!([
+        {"rule": "self.replicas >"},
+        {"rule": "self.ok", "messageExpression": "'x' +"},
+        {"rule": "self.fine"}
+    ]))
+    .unwrap();
+    let mut errs = Vec::new();
+    compile_errors(
+        &rules,
+        |i, f| format!("schema.x-kubernetes-validations[{i}].{f}"),
+        &mut errs,
+    );
+    assert_eq!(errs.len(), 2, "{errs:?}");
+    let first = errs[0].to_string();
+    assert!(
+        first.starts_with("schema.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.replicas >\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>: "),
+        "{first}"
+    );
+    assert!(errs[1]
+        .to_string()
+        .starts_with("schema.x-kubernetes-validations[1].messageExpression: Invalid value: apiextensions.ValidationRule{Rule:\"self.ok\""));
+}

@@ -1,0 +1,168 @@
+//! CEL x-kubernetes-validations with kubectl: rules on objects, scalars and maps, a
+//! messageExpression, reason and fieldPath, Kubernetes' CEL library (quantity, url), a
+//! transition rule that makes a field immutable, and a CRD whose rule does not parse.
+
+use crate::crds::{fails, ok, write};
+use crate::crud::wait_default;
+use crate::support::TestServer;
+
+const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: backups.cel.example.com
+spec:
+  group: cel.example.com
+  scope: Namespaced
+  names: {plural: backups, singular: backup, kind: Backup}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: self.minReplicas <= self.replicas
+              message: replicas must be at least minReplicas
+            - rule: "!has(self.target) || isURL(self.target)"
+              fieldPath: .target
+              reason: FieldValueForbidden
+              message: must be a URL
+            properties:
+              replicas: {type: integer}
+              minReplicas: {type: integer, default: 1}
+              target: {type: string}
+              memory:
+                type: string
+                x-kubernetes-validations:
+                - rule: quantity(self).isLessThan(quantity('2Gi'))
+                  messageExpression: "'memory ' + self + ' is over 2Gi'"
+              bucket:
+                type: string
+                x-kubernetes-validations:
+                - {rule: self == oldSelf, message: Value is immutable}
+"#;
+
+fn backup(name: &str, spec: &str) -> String {
+    format!(
+        "apiVersion: cel.example.com/v1\nkind: Backup\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+    )
+}
+
+#[tokio::test]
+async fn kubectl_sees_cel_rules_enforced() {
+    let server = TestServer::start().await;
+    wait_default(&server).await;
+    let f = write(&server, "crd.yaml", CRD);
+    ok(&server, &["apply", "-f", &f]).await;
+    ok(
+        &server,
+        &[
+            "wait",
+            "--for",
+            "condition=Established",
+            "crd/backups.cel.example.com",
+            "--timeout=20s",
+        ],
+    )
+    .await;
+
+    // Every rule that fails is listed with its path and message; nothing is stored.
+    let bad = write(
+        &server,
+        "bad.yaml",
+        &backup(
+            "bad",
+            "{replicas: 0, minReplicas: 2, target: 'not a url', memory: 3Gi, bucket: b}",
+        ),
+    );
+    let err = fails(&server, &["apply", "-f", &bad]).await;
+    for want in [
+        "The Backup \"bad\" is invalid",
+        "spec: Invalid value: \"object\": replicas must be at least minReplicas",
+        "spec.target: Forbidden: must be a URL",
+        "spec.memory: Invalid value: \"string\": memory 3Gi is over 2Gi",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in:\n{err}");
+    }
+    let gone = fails(&server, &["get", "backup", "bad"]).await;
+    assert!(
+        gone.contains("NotFound") || gone.contains("not found"),
+        "{gone}"
+    );
+
+    // A valid one is stored (minReplicas defaulted before the rules ran).
+    let good = write(
+        &server,
+        "good.yaml",
+        &backup(
+            "good",
+            "{replicas: 2, target: 'https://backup.example.com/b', memory: 1Gi, bucket: b1}",
+        ),
+    );
+    ok(&server, &["apply", "-f", &good]).await;
+    let stored = ok(
+        &server,
+        &[
+            "get",
+            "backup",
+            "good",
+            "-o",
+            "jsonpath={.spec.minReplicas}",
+        ],
+    )
+    .await;
+    assert_eq!(stored, "1");
+
+    // The transition rule: bucket may not change; other fields may.
+    let err = fails(
+        &server,
+        &[
+            "patch",
+            "backup",
+            "good",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"bucket":"b2"}}"#,
+        ],
+    )
+    .await;
+    assert!(
+        err.contains("spec.bucket: Invalid value: \"string\": Value is immutable"),
+        "{err}"
+    );
+    ok(
+        &server,
+        &[
+            "patch",
+            "backup",
+            "good",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"replicas":3}}"#,
+        ],
+    )
+    .await;
+
+    // A CRD whose rule does not parse is refused.
+    let broken = CRD
+        .replace("backups.cel.example.com", "brokens.cel.example.com")
+        .replace(
+            "plural: backups, singular: backup, kind: Backup",
+            "plural: brokens, singular: broken, kind: Broken",
+        )
+        .replace(
+            "rule: self.minReplicas <= self.replicas",
+            "rule: self.minReplicas <=",
+        );
+    let f = write(&server, "broken.yaml", &broken);
+    let err = fails(&server, &["apply", "-f", &f]).await;
+    assert!(
+        err.contains("spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.minReplicas <=\"")
+            && err.contains("compilation failed"),
+        "{err}"
+    );
+}
