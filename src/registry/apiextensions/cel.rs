@@ -31,10 +31,18 @@ thread_local! {
 
 /// The compiled rules of one CRD version's schema.
 pub(crate) struct Rules {
-    compiled: CompiledSchema,
+    /// The rules, per top-level field that holds any (`spec`, `status`), so an object's
+    /// metadata is never converted for them; or the whole schema when the root has rules.
+    parts: Vec<Part>,
     /// The schema, to find the node (and its type) where a rule failed.
     schema: Value,
     root: RootContext,
+}
+
+/// The rules under one top-level field (`None`: the root's own rules, over the whole object).
+struct Part {
+    field: Option<String>,
+    compiled: CompiledSchema,
 }
 
 impl std::fmt::Debug for Rules {
@@ -64,8 +72,26 @@ impl Rules {
         if !has_rules(schema) {
             return None;
         }
+        let root_rules = schema
+            .get("x-kubernetes-validations")
+            .and_then(Value::as_array)
+            .is_some_and(|r| !r.is_empty());
+        let parts = match schema.get("properties").and_then(Value::as_object) {
+            Some(props) if !root_rules => props
+                .iter()
+                .filter(|(_, s)| has_rules(s))
+                .map(|(name, s)| Part {
+                    field: Some(name.clone()),
+                    compiled: kube_cel::compile_schema(s),
+                })
+                .collect(),
+            _ => vec![Part {
+                field: None,
+                compiled: kube_cel::compile_schema(schema),
+            }],
+        };
         Some(Rules {
-            compiled: kube_cel::compile_schema(schema),
+            parts,
             schema: schema.clone(),
             root: RootContext {
                 api_version: format!("{group}/{version}"),
@@ -77,16 +103,28 @@ impl Rules {
 
     /// The rules' errors for `new` (`old` on update), as upstream's field errors.
     pub(crate) fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        let outcome = VALIDATOR
-            .with(|v| v.validate_compiled_with_context(&self.compiled, new, old, Some(&self.root)));
-        let Err(failures) = outcome else {
-            return Vec::new();
-        };
-        failures
-            .into_vec()
-            .into_iter()
-            .filter_map(|e| self.field_error(&e, new, old))
-            .collect()
+        let mut errs = Vec::new();
+        for part in &self.parts {
+            let (value, old_value, root) = match &part.field {
+                None => (Some(new), old, Some(&self.root)),
+                Some(f) => (new.get(f), old.and_then(|o| o.get(f)), None),
+            };
+            let Some(value) = value else { continue };
+            let outcome = VALIDATOR
+                .with(|v| v.validate_compiled_with_context(&part.compiled, value, old_value, root));
+            let Err(failures) = outcome else { continue };
+            for mut e in failures.into_vec() {
+                if let Some(f) = &part.field {
+                    e.field_path = match e.field_path.as_str() {
+                        "" => f.clone(),
+                        p if p.starts_with('[') => format!("{f}{p}"),
+                        p => format!("{f}.{p}"),
+                    };
+                }
+                errs.extend(self.field_error(&e, new, old));
+            }
+        }
+        errs
     }
 
     /// Upstream's field error for one failure; None when ratcheting drops it.
