@@ -83,6 +83,17 @@ impl GenericStore {
                 .guaranteed_update(&key, false, &write)
                 .await
                 .map_err(|e| self.storage_error(name, e))?;
+            if self.key_root == "namespaces" {
+                // NamespaceLifecycle reads namespaces from the watch cache: once the DELETE
+                // answers, a create in the namespace must see it Terminating, so wait for the
+                // cache to hold this revision (a page of one at NotOlderThan waits for that).
+                let fresh = storage::ListOptions {
+                    revision: storage::ListRevision::NotOlderThan(kv.mod_revision),
+                    limit: 1,
+                    start_key: None,
+                };
+                let _ = self.storage.list(&self.list_prefix(""), fresh).await;
+            }
             return Ok(WriteResult {
                 object: self.decode_shared(&kv)?,
                 created_or_gone: false,
