@@ -21,6 +21,7 @@
 //!
 //! Environment: `KAPI_BENCH_SECS` (seconds per cell of part 1, default 5),
 //! `KAPI_BENCH_RUNS` (default 3), `KAPI_BENCH_CRDS` (part 3's count, default 2000),
+//! `KAPI_BENCH_PARTS` (which parts, e.g. `3`; default `1,2,3`),
 //! `KAPI_BENCH_SERVE_ARGS`, `KAPI_BENCH_BIN` (as the api bench). Without `--bench` (under
 //! `cargo test --benches`) it runs a short smoke pass that fails on any failed request.
 
@@ -636,10 +637,19 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
     let dir = tempfile::tempdir()?;
     println!("kapi CRD bench: {}", kapi_binary().display());
     println!("before: {}", machine::conditions());
+    let parts = std::env::var("KAPI_BENCH_PARTS").unwrap_or_else(|_| "1,2,3".into());
+    let part = |n: &str| parts.split(',').any(|p| p.trim() == n);
     let server = Server::start(dir.path()).await?;
-    custom_against_configmaps(&server, &s, smoke).await?;
-    first_objects(&server, &s).await?;
+    if part("1") {
+        custom_against_configmaps(&server, &s, smoke).await?;
+    }
+    if part("2") {
+        first_objects(&server, &s).await?;
+    }
     server.stop().await?;
+    if !part("3") {
+        return Ok(());
+    }
     // Part 3 on a fresh server and data dir: its RSS is the CRDs', not part 1's watch cache.
     let fresh = tempfile::tempdir()?;
     let server = Server::start(fresh.path()).await?;

@@ -33,6 +33,8 @@ const APPROVAL_ANNOTATION: &str = "api-approved.kubernetes.io";
 /// Runs the controllers until `cancel`.
 pub(crate) async fn run(client: Client, cancel: CancellationToken, tasks: TaskTracker) {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    // Every CRD without its schemas (naming needs names and status only): the full objects
+    // of a few thousand CRDs with large schemas would be hundreds of MB.
     let mut cache: BTreeMap<String, CustomResourceDefinition> = BTreeMap::new();
     let mut listing: Option<BTreeMap<String, CustomResourceDefinition>> = None;
     let finalizing = Arc::new(Mutex::new(HashSet::new()));
@@ -46,7 +48,7 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, tasks: TaskTr
                 None => return,
             },
         };
-        let changed: Vec<String> = match event {
+        let changed: Vec<CustomResourceDefinition> = match event {
             Ok(watcher::Event::Init) => {
                 listing = Some(BTreeMap::new());
                 Vec::new()
@@ -58,45 +60,74 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, tasks: TaskTr
                 Vec::new()
             }
             Ok(watcher::Event::InitDone) => {
-                cache = listing.take().unwrap_or_default();
-                cache.keys().cloned().collect()
+                let full = listing.take().unwrap_or_default();
+                cache = full.iter().map(|(k, v)| (k.clone(), slim(v))).collect();
+                full.into_values().collect()
             }
             Ok(watcher::Event::Apply(crd)) => {
-                let name = crd.name_any();
-                cache.insert(name.clone(), crd);
-                vec![name]
+                cache.insert(crd.name_any(), slim(&crd));
+                vec![crd]
             }
             Ok(watcher::Event::Delete(crd)) => {
                 // Its names are free now: the others of its group may take them.
                 cache.remove(&crd.name_any());
-                group_of(&cache, &crd.spec.group)
+                fetch(&api, group_of(&cache, &crd.spec.group)).await
             }
             Err(e) => {
                 tracing::debug!(error = %e, "watching CustomResourceDefinitions");
                 Vec::new()
             }
         };
-        for name in changed {
-            let Some(crd) = cache.get(&name).cloned() else {
-                continue;
-            };
+        for crd in changed {
+            let name = crd.name_any();
             if needs_finalizing(&crd) {
                 finalizer::start(&client, &tasks, &cancel, &finalizing, crd);
                 continue;
             }
             if let Some(released) = sync_status(&api, &crd, &cache).await {
                 // Names it held are free: let the others of its group try again.
-                for other in group_of(&cache, &released) {
-                    if other == name {
-                        continue;
-                    }
-                    if let Some(o) = cache.get(&other).cloned() {
-                        sync_status(&api, &o, &cache).await;
-                    }
+                let others = group_of(&cache, &released)
+                    .into_iter()
+                    .filter(|o| *o != name)
+                    .collect();
+                for o in fetch(&api, others).await {
+                    sync_status(&api, &o, &cache).await;
                 }
             }
         }
     }
+}
+
+/// `crd` without its versions' schemas and managedFields: what the cache keeps.
+fn slim(crd: &CustomResourceDefinition) -> CustomResourceDefinition {
+    let mut spec = crd.spec.clone();
+    for v in &mut spec.versions {
+        v.schema = None;
+    }
+    CustomResourceDefinition {
+        metadata: kube::api::ObjectMeta {
+            managed_fields: None,
+            ..crd.metadata.clone()
+        },
+        spec,
+        status: crd.status.clone(),
+    }
+}
+
+/// The current objects of the CRDs `names` (the cache keeps them without schemas); those that
+/// cannot be read are skipped (their next event brings them).
+async fn fetch(
+    api: &Api<CustomResourceDefinition>,
+    names: Vec<String>,
+) -> Vec<CustomResourceDefinition> {
+    let mut out = Vec::with_capacity(names.len());
+    for n in names {
+        match api.get(&n).await {
+            Ok(crd) => out.push(crd),
+            Err(e) => tracing::debug!(crd = %n, error = %Brief(&e), "reading a CRD"),
+        }
+    }
+    out
 }
 
 /// The names of the cached CRDs of `group`.

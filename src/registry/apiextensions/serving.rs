@@ -28,8 +28,9 @@ type Gvr = (String, String, String);
 /// What the installer serves for each CRD.
 pub(crate) struct Installer {
     registry: Arc<Registry>,
-    /// CRD name → (the parts of the CRD its serving depends on, the resources served).
-    served: HashMap<String, (Value, Vec<Gvr>)>,
+    /// CRD name → (the digest of the parts of the CRD its serving depends on, the resources
+    /// served). A digest, not the parts: a CRD's schemas can be tens of KB.
+    served: HashMap<String, (Fingerprint, Vec<Gvr>)>,
 }
 
 /// Whether condition `type_` of a CRD object is True.
@@ -44,16 +45,29 @@ fn condition_true(crd: &Value, type_: &str) -> bool {
         })
 }
 
-/// The parts of a CRD that decide what is served: when they are unchanged, a write to the
-/// CRD (most are status updates by the controllers) leaves the served set as it is.
-fn fingerprint(crd: &Value) -> Value {
-    json!({
-        "uid": crd.at("/metadata/uid"),
-        "spec": crd.get("spec"),
-        "names": crd.at("/status/acceptedNames"),
-        "serve": condition_true(crd, "NamesAccepted") || condition_true(crd, "Established"),
-        "terminating": condition_true(crd, "Terminating"),
-    })
+/// What decides whether and how a CRD is served: a digest of its uid, spec and accepted
+/// names, whether it is to be served, and whether it is terminating. When it is unchanged, a
+/// write to the CRD (most are status updates by the controllers) leaves the served set as it
+/// is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Fingerprint {
+    digest: [u8; 32],
+    serve: bool,
+    terminating: bool,
+}
+
+fn fingerprint(crd: &Value) -> Fingerprint {
+    use sha2::Digest;
+    let parts = json!([
+        crd.at("/metadata/uid"),
+        crd.get("spec"),
+        crd.at("/status/acceptedNames"),
+    ]);
+    Fingerprint {
+        digest: sha2::Sha256::digest(parts.to_string().as_bytes()).into(),
+        serve: condition_true(crd, "NamesAccepted") || condition_true(crd, "Established"),
+        terminating: condition_true(crd, "Terminating"),
+    }
 }
 
 /// kube's version priority (version.CompareKubeAwareVersionStrings): GA before beta before
@@ -109,9 +123,9 @@ impl Installer {
             return establish;
         }
         let mut add = Vec::new();
-        if fp["serve"] == true {
+        if fp.serve {
             if let Ok(crd) = serde_json::from_value::<CustomResourceDefinition>(obj.clone()) {
-                let terminating = fp["terminating"] == true;
+                let terminating = fp.terminating;
                 let mut versions: Vec<_> = crd.spec.versions.iter().filter(|v| v.served).collect();
                 versions.sort_by(|a, b| compare_versions(&a.name, &b.name));
                 for v in versions {
