@@ -11,6 +11,7 @@ mod clients;
 mod controllers;
 mod controllers_system;
 mod crds;
+mod crds_apply;
 mod crds_cel;
 mod crds_kube;
 mod crds_versions;

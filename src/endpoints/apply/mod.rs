@@ -310,6 +310,7 @@ fn compare(types: &Types<'_>, old: &Value, new: &Value) -> (Set, Set) {
 /// # Errors
 /// [`ApplyError::Conflict`] when `force` is false and the apply changes fields others own;
 /// BadRequest/Invalid for malformed configurations.
+#[cfg(test)]
 pub(crate) fn server_side_apply(
     current: Option<&Value>,
     applied: &Value,
@@ -317,7 +318,22 @@ pub(crate) fn server_side_apply(
     force: bool,
     gvk: &GroupVersionKind,
 ) -> Result<Value, ApplyError> {
-    let mut merged = apply(current, applied, manager, force, gvk)?;
+    server_side_apply_of(current, applied, manager, force, gvk, None)
+}
+
+/// [`server_side_apply`] of a custom resource whose structural schema is `schema`.
+///
+/// # Errors
+/// As [`server_side_apply`].
+pub(crate) fn server_side_apply_of(
+    current: Option<&Value>,
+    applied: &Value,
+    manager: &str,
+    force: bool,
+    gvk: &GroupVersionKind,
+    schema: Option<&Value>,
+) -> Result<Value, ApplyError> {
+    let mut merged = apply(current, applied, manager, force, gvk, schema)?;
     if manager == KUBECTL_SERVER_SIDE {
         last_applied::sync(&mut merged, applied);
     }
@@ -331,6 +347,7 @@ fn apply(
     manager: &str,
     force: bool,
     gvk: &GroupVersionKind,
+    schema: Option<&Value>,
 ) -> Result<Value, ApplyError> {
     if !applied.is_object() {
         return Err(ApplyError::BadRequest(
@@ -345,7 +362,7 @@ fn apply(
             "metadata.managedFields must be nil".into(),
         ));
     }
-    let types = Types::new(gvk);
+    let types = Types::new(gvk).with_schema(schema);
     let empty = json!({});
     let live = current.unwrap_or(&empty);
     let api_version = gvk.api_version();
@@ -413,7 +430,7 @@ fn apply(
             if let Some(allowed) = allowed_by_last_applied(&types, live, gvk) {
                 causes.retain(|(p, _)| !allowed.contains(p));
                 if causes.is_empty() {
-                    return apply(current, applied, manager, true, gvk);
+                    return apply(current, applied, manager, true, gvk, schema);
                 }
             }
         }
@@ -451,6 +468,7 @@ fn apply(
 /// from other managers; removed fields are released. `new` gets its managedFields rewritten.
 /// A request that sends `managedFields: []` clears all ownership, as kube does. More than ten
 /// update entries are capped (the `cap` module).
+#[cfg(test)]
 pub(crate) fn update_managed_fields(
     old: Option<&Value>,
     new: &mut Value,
@@ -458,8 +476,21 @@ pub(crate) fn update_managed_fields(
     operation: &str,
     subresource: &str,
 ) {
+    update_managed_fields_of(old, new, manager, operation, subresource, None);
+}
+
+/// [`update_managed_fields`] for a custom resource whose structural schema is `schema` (its
+/// lists and maps merge and are owned as the schema says).
+pub(crate) fn update_managed_fields_of(
+    old: Option<&Value>,
+    new: &mut Value,
+    manager: &str,
+    operation: &str,
+    subresource: &str,
+    schema: Option<&Value>,
+) {
     let gvk = gvk_of(new);
-    let types = Types::new(&gvk);
+    let types = Types::new(&gvk).with_schema(schema);
     let api_version = gvk.api_version();
     fn entries(o: &Value) -> Option<&Value> {
         o.get("metadata")?.get("managedFields")
@@ -545,5 +576,7 @@ pub(crate) fn update_managed_fields(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_custom;
 #[cfg(test)]
 mod tests_upgrade;

@@ -1,6 +1,7 @@
 //! The structure server-side apply needs from the served types (structured-merge-diff's
 //! schema, reduced to what these kinds use): which objects are maps, which structs are atomic
-//! or embedded by value, and list semantics from `endpoints::patch::meta`. With it: the field
+//! or embedded by value, and list semantics from `endpoints::patch::meta`; for a custom
+//! resource, from its CRD's structural schema ([`custom`]). With it: the field
 //! set of an applied configuration (typed.ToFieldSet), the member set of a whole object (what
 //! Compare sees), and merging an applied configuration into the live object (typed.Merge).
 //! May use: api.
@@ -11,6 +12,8 @@ use crate::api::json::{field, pair_up, same};
 use crate::api::GroupVersionKind;
 use crate::endpoints::patch::meta::{field_meta, ListType};
 use serde_json::{Map, Value};
+
+mod custom;
 
 /// How a node is merged and owned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -58,14 +61,28 @@ const ATOMIC_ITEMS: &[&[&str]] = &[&["metadata", "ownerReferences"], &["secrets"
 
 pub(crate) struct Types<'a> {
     gvk: &'a GroupVersionKind,
+    /// A custom resource's structural schema (its openAPIV3Schema): lists and maps below
+    /// `metadata` follow the tables, the rest the schema.
+    schema: Option<&'a Value>,
 }
 
 impl<'a> Types<'a> {
     pub(crate) fn new(gvk: &'a GroupVersionKind) -> Self {
-        Types { gvk }
+        Types { gvk, schema: None }
+    }
+
+    /// The types of a custom resource whose schema is `schema` (None: the built-in tables).
+    pub(crate) fn with_schema(mut self, schema: Option<&'a Value>) -> Self {
+        self.schema = schema;
+        self
     }
 
     fn kind(&self, fields: &[&str], value: &Value) -> Kind {
+        if let Some(schema) = self.schema {
+            if fields.first() != Some(&"metadata") {
+                return custom::kind(schema, fields, value);
+            }
+        }
         let is = |table: &[&[&str]]| table.contains(&fields);
         match value {
             Value::Array(_) => match field_meta(self.gvk, fields).list {

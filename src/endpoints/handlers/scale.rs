@@ -111,12 +111,13 @@ async fn write(
         }
         let mut next = current.clone();
         paths.set_replicas(&mut next, replicas);
-        crate::endpoints::apply::update_managed_fields(
+        crate::endpoints::apply::update_managed_fields_of(
             Some(current),
             &mut next,
             &manager,
             "Update",
             "scale",
+            super::write::custom_schema(store),
         );
         Ok(next)
     };

@@ -8,7 +8,7 @@ use super::error::Error;
 use super::{gvk_of, respond, respond_object, status_response, Req};
 use crate::api::At;
 use crate::api::{Body, Status};
-use crate::endpoints::apply::server_side_apply;
+use crate::endpoints::apply::server_side_apply_of;
 use crate::endpoints::negotiate::{decode_body, is_json_body, yaml_to_json};
 use crate::endpoints::patch::{apply_patch, PatchError, PatchType};
 use crate::endpoints::status::error_response;
@@ -46,8 +46,30 @@ fn write_context(req: &Req<'_>, options_kind: &'static str) -> Result<Context, S
 }
 
 /// managedFields of a non-apply write (operation Update).
-fn track_managed_fields(old: Option<&Value>, new: &mut Value, manager: &str, subresource: &str) {
-    crate::endpoints::apply::update_managed_fields(old, new, manager, "Update", subresource);
+fn track_managed_fields(
+    store: &GenericStore,
+    old: Option<&Value>,
+    new: &mut Value,
+    manager: &str,
+    subresource: &str,
+) {
+    crate::endpoints::apply::update_managed_fields_of(
+        old,
+        new,
+        manager,
+        "Update",
+        subresource,
+        custom_schema(store),
+    );
+}
+
+/// A custom resource's structural schema (None for built-in kinds): what server-side apply
+/// and managedFields follow for its lists and maps.
+pub(super) fn custom_schema(store: &GenericStore) -> Option<&Value> {
+    match &store.strategy().info().schema {
+        crate::registry::strategy::KindSchema::Custom(s) => Some(s),
+        crate::registry::strategy::KindSchema::Typed(_) => None,
+    }
 }
 
 /// Sets the URL's name when the body has none; a different name is refused.
@@ -104,7 +126,7 @@ pub(crate) async fn create(store: &GenericStore, req: &Req<'_>) -> Response<Body
         Ok(d) => d,
         Err(e) => return error_response(&e),
     };
-    track_managed_fields(None, &mut obj, &manager(req), "");
+    track_managed_fields(store, None, &mut obj, &manager(req), "");
     match store.create(&ctx, obj).await {
         Ok(o) => respond_object(req, 201, &o, &warnings),
         Err(e) => error_response(&e),
@@ -166,7 +188,7 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
                     .0
             }
         };
-        track_managed_fields(Some(current), &mut next, &mgr, sub);
+        track_managed_fields(store, Some(current), &mut next, &mgr, sub);
         Ok(next)
     };
     match store.update(&ctx, req.name(), sub, false, &transform).await {
@@ -226,7 +248,7 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
         if let Ok(mut w) = warnings.lock() {
             *w = warns;
         }
-        track_managed_fields(Some(current), &mut next, &mgr, sub);
+        track_managed_fields(store, Some(current), &mut next, &mgr, sub);
         Ok(next)
     };
     let result = store.update(&ctx, req.name(), sub, false, &transform).await;
@@ -269,8 +291,9 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     }
     let warnings: Mutex<Vec<String>> = Mutex::new(Vec::new());
     let transform = |current: Option<&Value>| -> registry::Result<Value> {
-        let merged = server_side_apply(current, &applied, &mgr, force, &gvk)
-            .map_err(registry::Error::transform)?;
+        let merged =
+            server_side_apply_of(current, &applied, &mgr, force, &gvk, custom_schema(store))
+                .map_err(registry::Error::transform)?;
         let (next, warns) = store.decode_request(&ctx, merged)?;
         if let Ok(mut w) = warnings.lock() {
             *w = warns;

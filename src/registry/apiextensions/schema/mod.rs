@@ -29,7 +29,8 @@
 //! unassigned one.
 //!
 //! Not done here: CEL `x-kubernetes-validations` (the sibling module `cel`), conversion
-//! between versions, server-side apply's list merging, and the scale subresource's checks.
+//! between versions, server-side apply's list merging (endpoints::apply, from the schema's
+//! JSON), and the scale subresource's checks.
 //! May use: api, registry's error types and validation helpers.
 
 mod compile;
