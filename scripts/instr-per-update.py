@@ -10,7 +10,9 @@ bench rather than replacing it.
     .tools/venv/bin/python scripts/instr-per-update.py --create target/release/kapi ...
 
 With --create it counts instructions per CREATE instead: a POST of the API bench's ConfigMap
-(`generateName`, so every create makes a new object) to the namespace `default`.
+(`generateName`, so every create makes a new object) to the namespace `default`. With
+--crontab it counts per UPDATE of the CRD bench's CronTab (schema, defaults, one CEL rule)
+instead of a lease.
 
 Starts `kapi serve` under callgrind on a temp data dir, creates one lease per thread, opens
 one HTTPS connection per thread (HTTP/1.1, the admin client certificate), warms up, zeroes
@@ -38,9 +40,13 @@ import yaml
 
 def main():
     args = sys.argv[1:]
-    create = "--create" in args[: args.index("--") if "--" in args else len(args)]
+    head = args[: args.index("--") if "--" in args else len(args)]
+    create = "--create" in head
     if create:
         args.remove("--create")
+    crontab = "--crontab" in head
+    if crontab:
+        args.remove("--crontab")
     serve_flags = []
     if "--" in args:
         at = args.index("--")
@@ -57,7 +63,7 @@ def main():
          f"{tmp}/data"] + serve_flags,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        run(server, tmp, threads, per, create)
+        run(server, tmp, threads, per, create, crontab)
     finally:
         server.terminate()
         server.wait()
@@ -76,7 +82,27 @@ CONFIGMAP = {
 }
 
 
-def run(server, tmp, threads, per, create):
+CRONTAB_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "crontabs.stable.example.com"},
+    "spec": {"group": "stable.example.com", "scope": "Namespaced",
+             "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+             "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
+                 "type": "object", "properties": {"spec": {
+                     "type": "object",
+                     "x-kubernetes-validations": [{"rule": "self.replicas <= self.maxReplicas"}],
+                     "properties": {
+                         "cronSpec": {"type": "string", "pattern": "^(\\S+\\s+){4}\\S+$", "maxLength": 64},
+                         "image": {"type": "string", "minLength": 1},
+                         "replicas": {"type": "integer", "minimum": 0, "default": 1},
+                         "maxReplicas": {"type": "integer", "minimum": 0, "default": 10},
+                         "policy": {"type": "string", "enum": ["Allow", "Forbid"], "default": "Allow"},
+                         "renewTime": {"type": "string"},
+                         "config": {"type": "string"}}}}}}}]},
+}
+
+
+def run(server, tmp, threads, per, create, crontab=False):
     kubeconfig = None
     for line in server.stderr:
         if line.startswith("export KUBECONFIG="):
@@ -116,14 +142,30 @@ def run(server, tmp, threads, per, create):
     def now():
         return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
-    for i in range(threads):
-        r = admin.post(base, json={
-            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-            "metadata": {"name": f"instr-{i}"},
-            "spec": {"holderIdentity": "instr", "leaseDurationSeconds": 40,
-                     "acquireTime": now(), "renewTime": now()}})
+    if crontab:
+        r = admin.post(url + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=CRONTAB_CRD)
         if r.status_code != 201:
-            sys.exit(f"creating lease instr-{i}: {r.status_code} {r.text}")
+            sys.exit(f"creating the CRD: {r.status_code} {r.text}")
+        base = url + "/apis/stable.example.com/v1/namespaces/default/crontabs"
+        for _ in range(600):
+            if admin.get(base).status_code == 200:
+                break
+            time.sleep(0.2)
+    for i in range(threads):
+        if crontab:
+            body = {"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+                    "metadata": {"name": f"instr-{i}"},
+                    "spec": {"cronSpec": "*/5 * * * *", "image": "registry.example.com/app:1.0",
+                             "replicas": 3, "renewTime": now(),
+                             "config": "server:\n  port: 8080\n" * 16}}
+        else:
+            body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": f"instr-{i}"},
+                    "spec": {"holderIdentity": "instr", "leaseDurationSeconds": 40,
+                             "acquireTime": now(), "renewTime": now()}}
+        r = admin.post(base, json=body)
+        if r.status_code != 201:
+            sys.exit(f"creating instr-{i}: {r.status_code} {r.text}")
     sessions = [session() for _ in range(threads)]
     objects = [s.get(f"{base}/instr-{i}").json() for i, s in enumerate(sessions)]
     failures = []

@@ -5,8 +5,9 @@
 //! but for `resourceVersion` (client-go's lease renewal does, every few seconds per lease,
 //! `managedFields` and all). Decoding that metadata into `ObjectMeta` and serializing it
 //! again was most of the round trip. Its canonical form depends on its bytes only, and
-//! `resourceVersion` (a plain string) is copied through unchanged; so a bounded table
-//! remembers the canonical metadata by the bytes sent with that value emptied (checked, when
+//! `resourceVersion` (a plain string) and `generation` (a plain integer, which moves with every
+//! spec change of a custom resource) are copied through unchanged; so a bounded table
+//! remembers the canonical metadata by the bytes sent with those values emptied (checked, when
 //! the table learns a key, to be metadata's own resourceVersion: the decode of the bytes
 //! sent must match). The rest of the body round-trips with a stand-in metadata (from the
 //! table of [`super::rest`] when it knows those bytes but for their timestamps),
@@ -94,7 +95,34 @@ where
             (splice(sent, start..start + len, b""), Some(rv))
         }
     };
-    let canonical = TABLE.canonical(&key, sent, rv)?;
+    // metadata.generation, a plain integer, moves with every spec change of kinds that keep
+    // it (custom resources): it is set to 0 in the key and copied through, like rv.
+    static GENERATION: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"\"generation\":"));
+    let (key, generation) = match GENERATION.find(&key) {
+        None => (key, None),
+        Some(i) => {
+            let after = i + GENERATION.needle().len();
+            let gap = key[after..]
+                .iter()
+                .take_while(|b| b.is_ascii_whitespace())
+                .count();
+            let start = after + gap;
+            let len = key[start..]
+                .iter()
+                .take_while(|b| b.is_ascii_digit())
+                .count();
+            if len == 0 || len > 18 {
+                return None;
+            }
+            let g: i64 = std::str::from_utf8(&key[start..start + len])
+                .ok()?
+                .parse()
+                .ok()?;
+            (splice(&key, start..start + len, b"0"), Some(g))
+        }
+    };
+    let canonical = TABLE.canonical(&key, sent, rv, generation)?;
     // The rest with a stand-in metadata, which must come out as the object's own.
     const STAND_IN: &[u8] = br#"{"name":"-"}"#;
     let rest = splice(body, meta, STAND_IN);
@@ -107,7 +135,7 @@ where
     if !unknown.is_empty() || !slot.as_object().is_some_and(stood_in) {
         return None;
     }
-    *slot = Value::Object(with_rv(&canonical, rv));
+    *slot = Value::Object(with_rv(&canonical, rv, generation));
     Some((out, unknown))
 }
 
@@ -124,11 +152,15 @@ fn span(json: &[u8], at: usize) -> Option<Range<usize>> {
     (end <= json.len()).then_some(start..end)
 }
 
-/// `canonical` with its resourceVersion set to `rv` (when the key had it emptied).
-fn with_rv(canonical: &Meta, rv: Option<&str>) -> Meta {
+/// `canonical` with its resourceVersion set to `rv` and its generation to `generation` (when
+/// the key had them emptied).
+fn with_rv(canonical: &Meta, rv: Option<&str>, generation: Option<i64>) -> Meta {
     let mut m = canonical.clone();
     if let (Some(rv), Some(slot)) = (rv, m.get_mut("resourceVersion")) {
         *slot = Value::from(rv);
+    }
+    if let (Some(g), Some(slot)) = (generation, m.get_mut("generation")) {
+        *slot = Value::from(g);
     }
     m
 }
@@ -161,12 +193,20 @@ impl Table {
     /// the value emptied was not metadata's own resourceVersion: decoding `sent` itself must
     /// give the same object with `rv` in it. Once learnt, a key stands for every body that
     /// has it (its bytes but that value are the same, so is where that value lies).
-    fn canonical(&self, key: &[u8], sent: &[u8], rv: Option<&str>) -> Option<Arc<Meta>> {
+    fn canonical(
+        &self,
+        key: &[u8],
+        sent: &[u8],
+        rv: Option<&str>,
+        generation: Option<i64>,
+    ) -> Option<Arc<Meta>> {
         if let Some(m) = self.metas.get(key) {
             return Some(m);
         }
         let m = Arc::new(decode_meta(key)?);
-        if rv.is_some() && decode_meta(sent)? != with_rv(&m, rv) {
+        if (rv.is_some() || generation.is_some())
+            && decode_meta(sent)? != with_rv(&m, rv, generation)
+        {
             return None;
         }
         self.metas.insert(key, m.clone());
@@ -244,6 +284,32 @@ mod tests {
             short.unwrap().0["metadata"]["managedFields"][0]["time"],
             "2026-12-01T12:28:10Z"
         );
+    }
+
+    #[test]
+    fn the_remembered_metadata_takes_each_bodys_generation() {
+        // A custom resource's generation moves with every spec change: one table entry serves
+        // them all, and each body keeps its own.
+        for (generation, spaced) in [("1", false), ("2", false), ("123456", true), ("0", false)] {
+            let mut body = lease(ENTRIES).replace(
+                "\"name\":\"l1\"",
+                &format!("\"generation\":{generation},\"name\":\"l1\""),
+            );
+            if spaced {
+                let v: Value = serde_json::from_str(&body).unwrap();
+                body = serde_json::to_string_pretty(&v).unwrap();
+            }
+            let (short, full) = both::<Lease>(&body);
+            let short = short.expect("shortcut taken");
+            assert_eq!(bytes(&short.0), bytes(&full.unwrap().0), "{body}");
+            assert_eq!(short.0["metadata"]["generation"].to_string(), generation);
+        }
+        // A label named generation is not metadata's generation: the full trip decides.
+        let labelled = lease(ENTRIES).replace("\"a\":\"b\"", "\"generation\":\"7\"");
+        let (short, full) = both::<Lease>(&labelled);
+        if let Some(short) = short {
+            assert_eq!(bytes(&short.0), bytes(&full.unwrap().0));
+        }
     }
 
     #[test]
