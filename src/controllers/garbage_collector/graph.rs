@@ -47,6 +47,11 @@ impl Kinds {
                 }));
             }
         }
+        // kube's Discovery keeps groups in a hash map: without a fixed order, every resync
+        // would see "other" kinds and set every watch up again.
+        kinds.sort_by(|a, b| {
+            (&a.group, &a.version, &a.plural).cmp(&(&b.group, &b.version, &b.plural))
+        });
         Ok(Kinds(kinds))
     }
 
