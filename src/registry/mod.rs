@@ -8,6 +8,7 @@ pub(crate) mod resources;
 pub(crate) mod store;
 pub(crate) mod strategy;
 pub(crate) mod validation;
+pub(crate) mod webhook;
 
 pub(crate) use codec::memo::Decoded;
 #[cfg(test)]

@@ -265,8 +265,12 @@ pub(crate) trait Strategy: Send + Sync + 'static {
     }
 
     /// Converts a served object to its stored form (events.k8s.io events are stored as v1).
-    fn to_storage(&self, obj: Value) -> Value {
-        obj
+    ///
+    /// # Errors
+    ///
+    /// The conversion failed (a CRD's conversion webhook): nothing is to be stored.
+    fn to_storage(&self, obj: Value) -> Result<Value, super::error::Error> {
+        Ok(obj)
     }
 
     /// Whether `new` only renews `old` (a heartbeat, which the in-process controllers have no
@@ -282,8 +286,12 @@ pub(crate) trait Strategy: Send + Sync + 'static {
     }
 
     /// Converts a stored object to the served form.
-    fn to_served(&self, obj: Value) -> Value {
-        obj
+    ///
+    /// # Errors
+    ///
+    /// The conversion failed (a CRD's conversion webhook).
+    fn to_served(&self, obj: Value) -> Result<Value, super::error::Error> {
+        Ok(obj)
     }
 
     /// Whether [`Self::to_storage`] and [`Self::to_served`] leave objects as they are, so an

@@ -97,21 +97,10 @@ pub(crate) fn validate_object_meta(
         obj.at("/metadata/labels"),
         "metadata.labels",
     ));
-    if let Some(Value::Object(annotations)) = obj.at("/metadata/annotations") {
-        let mut total = 0;
-        for (k, v) in annotations {
-            for e in qualified_name_errors(&k.to_ascii_lowercase()) {
-                errs.push(FieldError::invalid("metadata.annotations", k, e));
-            }
-            total += k.len() + v.as_str().map_or(0, str::len);
-        }
-        if total > ANNOTATIONS_LIMIT {
-            errs.push(FieldError::too_long(
-                "metadata.annotations",
-                ANNOTATIONS_LIMIT,
-            ));
-        }
-    }
+    errs.extend(validate_annotations(
+        obj.at("/metadata/annotations"),
+        "metadata.annotations",
+    ));
     if let Some(Value::Array(finalizers)) = obj.at("/metadata/finalizers") {
         for (i, f) in finalizers.iter().enumerate() {
             let f = f.as_str().unwrap_or("");
@@ -154,6 +143,24 @@ pub(crate) fn validate_labels(labels: Option<&Value>, field: &str) -> Vec<FieldE
             for e in label_value_errors(v) {
                 errs.push(FieldError::invalid(field, v, e));
             }
+        }
+    }
+    errs
+}
+
+/// ValidateAnnotations on a `map[string]string` at `field`: qualified-name keys, 256 KiB in all.
+pub(crate) fn validate_annotations(annotations: Option<&Value>, field: &str) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    if let Some(Value::Object(annotations)) = annotations {
+        let mut total = 0;
+        for (k, v) in annotations {
+            for e in qualified_name_errors(&k.to_ascii_lowercase()) {
+                errs.push(FieldError::invalid(field, k, e));
+            }
+            total += k.len() + v.as_str().map_or(0, str::len);
+        }
+        if total > ANNOTATIONS_LIMIT {
+            errs.push(FieldError::too_long(field, ANNOTATIONS_LIMIT));
         }
     }
     errs

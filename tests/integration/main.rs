@@ -13,6 +13,7 @@ mod controllers_system;
 mod crds;
 mod crds_apply;
 mod crds_cel;
+mod crds_conversion;
 mod crds_kube;
 mod crds_versions;
 mod crud;

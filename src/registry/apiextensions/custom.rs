@@ -7,6 +7,7 @@
 //! May use: registry (strategy, error, codec), api.
 
 use super::cel::Rules;
+use super::conversion::Converter;
 use super::schema::{CoerceOptions, Schema};
 use super::serving::compare_versions;
 use crate::api::At;
@@ -57,7 +58,12 @@ pub(crate) struct CustomResource {
     storage_api_version: String,
     /// `<group>/<this version>`.
     api_version: String,
+    /// How objects change version (shared by the CRD's versions).
+    converter: Arc<Converter>,
     schema: Option<Schema>,
+    /// The storage version's schema, when that is another version: what a conversion to
+    /// storage prunes by.
+    storage_schema: Option<Schema>,
     /// The schema's CEL rules, if it has any.
     rules: Option<Rules>,
     status: bool,
@@ -72,11 +78,13 @@ pub(crate) struct CustomResource {
 }
 
 impl CustomResource {
-    /// The strategy of `version` of `crd`, named by the CRD's accepted names.
+    /// The strategy of `version` of `crd`, named by the CRD's accepted names, converting
+    /// with `converter` (the CRD's).
     pub(crate) fn new(
         crd: &CustomResourceDefinition,
         version: &CustomResourceDefinitionVersion,
         terminating: bool,
+        converter: Arc<Converter>,
     ) -> CustomResource {
         let spec = &crd.spec;
         let names = crd
@@ -95,11 +103,13 @@ impl CustomResource {
         let schema_json = props
             .and_then(|p| serde_json::to_value(p).ok())
             .unwrap_or_else(|| serde_json::json!({"type": "object"}));
-        let storage = spec
-            .versions
-            .iter()
-            .find(|v| v.storage)
-            .map_or(version.name.as_str(), |v| v.name.as_str());
+        let storage_version = spec.versions.iter().find(|v| v.storage);
+        let storage = storage_version.map_or(version.name.as_str(), |v| v.name.as_str());
+        let storage_schema = storage_version
+            .filter(|v| v.name != version.name)
+            .and_then(|v| v.schema.as_ref())
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+            .map(Schema::compile);
         let rules = Rules::compile(&schema_json, &spec.group, &version.name, &names.kind);
         let info = ResourceInfo {
             group: Text::Owned(spec.group.clone()),
@@ -128,7 +138,9 @@ impl CustomResource {
         CustomResource {
             storage_api_version: format!("{}/{storage}", spec.group),
             api_version: format!("{}/{}", spec.group, version.name),
+            converter,
             schema: props.map(Schema::compile),
+            storage_schema,
             rules,
             status,
             columns: printer_columns(version),
@@ -149,14 +161,6 @@ impl CustomResource {
                 .unwrap_or(false)
                 .then(|| deprecation_warning(crd, version)),
             info,
-        }
-    }
-
-    fn set_api_version(obj: &mut Value, api_version: &str) {
-        if let Some(m) = obj.as_object_mut() {
-            if m.get("apiVersion").and_then(Value::as_str) != Some(api_version) {
-                m.insert("apiVersion".into(), Value::from(api_version));
-            }
         }
     }
 }
@@ -343,13 +347,28 @@ impl Strategy for CustomResource {
         cells
     }
 
-    fn to_storage(&self, mut obj: Value) -> Value {
-        Self::set_api_version(&mut obj, &self.storage_api_version);
-        obj
+    fn to_storage(&self, obj: Value) -> Result<Value, Error> {
+        let mut obj = self
+            .converter
+            .convert(obj, &self.storage_api_version)
+            .map_err(Error::Internal)?;
+        if let Some(schema) = &self.storage_schema {
+            // What the storage version does not know is pruned, as upstream's converter
+            // coerces its output by the target version's schema.
+            let opts = CoerceOptions {
+                track_unknown: false,
+                drop_invalid_metadata: false,
+            };
+            let _ = schema.coerce(&mut obj, opts);
+        }
+        Ok(obj)
     }
 
-    fn to_served(&self, mut obj: Value) -> Value {
-        Self::set_api_version(&mut obj, &self.api_version);
+    fn to_served(&self, obj: Value) -> Result<Value, Error> {
+        let mut obj = self
+            .converter
+            .convert(obj, &self.api_version)
+            .map_err(Error::Internal)?;
         if let Some(schema) = &self.schema {
             let opts = CoerceOptions {
                 track_unknown: false,
@@ -360,7 +379,7 @@ impl Strategy for CustomResource {
             let _ = schema.coerce(&mut obj, opts);
             schema.default(&mut obj);
         }
-        obj
+        Ok(obj)
     }
 
     fn stores_served_form(&self) -> bool {

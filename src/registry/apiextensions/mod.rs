@@ -3,6 +3,7 @@
 //! registry's error and validation helpers.
 
 pub(crate) mod cel;
+pub(crate) mod conversion;
 pub(crate) mod custom;
 mod gofmt;
 mod goregex;

@@ -8,6 +8,7 @@
 //! when the CRDs stored at start are all served (`crd-informer-synced`).
 //! May use: registry, storage (through the store), api.
 
+use super::conversion::Converter;
 use super::custom::CustomResource;
 use crate::api::At;
 use crate::registry::error::Error;
@@ -126,10 +127,16 @@ impl Installer {
         if fp.serve {
             if let Ok(crd) = serde_json::from_value::<CustomResourceDefinition>(obj.clone()) {
                 let terminating = fp.terminating;
+                let converter = Arc::new(Converter::of(&crd));
                 let mut versions: Vec<_> = crd.spec.versions.iter().filter(|v| v.served).collect();
                 versions.sort_by(|a, b| compare_versions(&a.name, &b.name));
                 for v in versions {
-                    let strategy = Arc::new(CustomResource::new(&crd, v, terminating));
+                    let strategy = Arc::new(CustomResource::new(
+                        &crd,
+                        v,
+                        terminating,
+                        Arc::clone(&converter),
+                    ));
                     let key_root = format!("{}/{}", crd.spec.group, strategy.info().resource);
                     let store = self.registry.store_for(strategy, &key_root);
                     add.push(Arc::new(Resource::Stored(Arc::new(store))));

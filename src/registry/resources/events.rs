@@ -250,11 +250,11 @@ impl Strategy for Events {
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
         typed_roundtrip::<k8s_openapi::api::events::v1::Event>(obj)
     }
-    fn to_storage(&self, obj: Value) -> Value {
-        rename(obj, "v1", true)
+    fn to_storage(&self, obj: Value) -> Result<Value, crate::registry::Error> {
+        Ok(rename(obj, "v1", true))
     }
-    fn to_served(&self, obj: Value) -> Value {
-        rename(obj, "events.k8s.io/v1", false)
+    fn to_served(&self, obj: Value) -> Result<Value, crate::registry::Error> {
+        Ok(rename(obj, "events.k8s.io/v1", false))
     }
     fn stores_served_form(&self) -> bool {
         false
@@ -284,13 +284,13 @@ impl Strategy for Events {
         core_label(field).is_some()
     }
     fn field(&self, obj: &Value, field: &str) -> Option<String> {
-        core_field(&self.to_storage(obj.clone()), core_label(field)?)
+        core_field(&rename(obj.clone(), "v1", true), core_label(field)?)
     }
     fn columns(&self) -> Vec<Column> {
         event_columns()
     }
     fn cells(&self, obj: &Value) -> Vec<Value> {
-        core_cells(&self.to_storage(obj.clone()))
+        core_cells(&rename(obj.clone(), "v1", true))
     }
 }
 

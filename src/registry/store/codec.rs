@@ -35,7 +35,7 @@ impl GenericStore {
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
         stamp_resource_version(&mut obj, kv.mod_revision);
-        Ok(self.strategy.to_served(obj))
+        self.strategy.to_served(obj)
     }
 
     /// The stored form of a served object: storage conversion, no resourceVersion or selfLink,
@@ -58,7 +58,7 @@ impl GenericStore {
 
     /// The stored encoding and the stored object it encodes.
     fn stored_form(&self, obj: Value) -> Result<(Encoded, Value)> {
-        let mut stored = self.strategy.to_storage(obj);
+        let mut stored = self.strategy.to_storage(obj)?;
         if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.remove("resourceVersion");
             meta.remove("selfLink");

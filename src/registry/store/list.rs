@@ -470,20 +470,29 @@ impl GenericStore {
         field: &FieldSelector,
         bookmarks: bool,
     ) -> Option<WatchEvent> {
-        let decode = |kv: &storage::KeyValue| self.decode_shared(kv).ok();
+        // An object that does not decode (a conversion webhook that fails) ends the watch
+        // with an ERROR event rather than being skipped.
+        macro_rules! decode {
+            ($kv:expr) => {
+                match self.decode_shared($kv) {
+                    Ok(obj) => obj,
+                    Err(e) => return Some(WatchEvent::Error(e)),
+                }
+            };
+        }
         match ev {
             Ok(storage::WatchEvent::Created(kv)) => {
-                let obj = decode(&kv)?;
+                let obj = decode!(&kv);
                 self.matches(&obj.obj, label, field)
                     .then_some(WatchEvent::Added(obj))
             }
             Ok(storage::WatchEvent::Updated { kv, .. }) if label.is_empty() && field.is_empty() => {
                 // Without selectors the previous object cannot change the event's type.
-                Some(WatchEvent::Modified(decode(&kv)?))
+                Some(WatchEvent::Modified(decode!(&kv)))
             }
             Ok(storage::WatchEvent::Updated { kv, prev, .. }) => {
-                let obj = decode(&kv)?;
-                let old = decode(&prev)?;
+                let obj = decode!(&kv);
+                let old = decode!(&prev);
                 match (
                     self.matches(&old.obj, label, field),
                     self.matches(&obj.obj, label, field),
@@ -495,7 +504,7 @@ impl GenericStore {
                 }
             }
             Ok(storage::WatchEvent::Deleted { prev, revision }) => {
-                let mut obj = decode(&prev)?.obj.clone();
+                let mut obj = decode!(&prev).obj.clone();
                 stamp_resource_version(&mut obj, revision);
                 self.matches(&obj, label, field)
                     .then(|| WatchEvent::Deleted(Arc::new(Decoded::new(obj))))

@@ -37,13 +37,13 @@ fn crd(extra_version: Value) -> CustomResourceDefinition {
 fn v1() -> CustomResource {
     let c = crd(json!({"name": "v2", "served": true, "storage": false,
         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}));
-    CustomResource::new(&c, &c.spec.versions[0], false)
+    CustomResource::new(&c, &c.spec.versions[0], false, Arc::new(Converter::of(&c)))
 }
 
 fn v2() -> CustomResource {
     let c = crd(json!({"name": "v2", "served": true, "storage": false,
         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}));
-    CustomResource::new(&c, &c.spec.versions[1], false)
+    CustomResource::new(&c, &c.spec.versions[1], false, Arc::new(Converter::of(&c)))
 }
 
 #[test]
@@ -144,13 +144,14 @@ fn printer_columns_and_selectable_fields() {
 #[test]
 fn stored_at_the_storage_version_and_served_at_each() {
     let stored = v2()
-        .to_storage(json!({"apiVersion": "stable.example.com/v2", "kind": "CronTab", "spec": {}}));
+        .to_storage(json!({"apiVersion": "stable.example.com/v2", "kind": "CronTab", "spec": {}}))
+        .unwrap();
     assert_eq!(stored["apiVersion"], "stable.example.com/v1");
-    let served = v2().to_served(stored.clone());
+    let served = v2().to_served(stored.clone()).unwrap();
     assert_eq!(served["apiVersion"], "stable.example.com/v2");
     assert!(!v2().stores_served_form());
     // Read back at v1, new defaults are filled in.
-    let served = v1().to_served(stored);
+    let served = v1().to_served(stored).unwrap();
     assert_eq!(served["spec"]["replicas"], 1);
     assert!(v1().stores_served_form());
 }
@@ -158,7 +159,7 @@ fn stored_at_the_storage_version_and_served_at_each() {
 #[test]
 fn a_terminating_crd_refuses_creates() {
     let c = crd(json!({"name": "v2", "served": false, "storage": false}));
-    let r = CustomResource::new(&c, &c.spec.versions[0], true);
+    let r = CustomResource::new(&c, &c.spec.versions[0], true, Arc::new(Converter::of(&c)));
     match r.admit_create() {
         Err(Error::MethodNotAllowed { message, .. }) => assert_eq!(
             message.as_deref(),

@@ -1,0 +1,309 @@
+//! The API server's client of webhooks (CRD conversion; admission will use it too), as
+//! k8s.io/apiserver's webhook ClientManager builds them: one JSON POST to the webhook's URL
+//! (or `https://<service>.<namespace>.svc:<port><path>`), trusting the caBundle or else the
+//! system's roots, over HTTP/1.1 only, within a deadline. Its errors read as client-go's,
+//! since they reach users inside Status messages. May use: nothing else of kapi.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_util::rt::TokioIo;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig;
+use rustls::pki_types::ServerName;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The most of a webhook's answer that is read.
+const MAX_RESPONSE_BYTES: usize = 64 << 20;
+
+/// How much of a non-JSON error answer is quoted (client-go's maxUnstructuredResponseTextBytes).
+const MAX_QUOTED_BYTES: usize = 2048;
+
+/// Why a webhook call failed, in client-go's words.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum WebhookError {
+    /// The client configuration cannot be used (no URL, an unparsable URL, a bad caBundle).
+    #[error("{0}")]
+    Config(String),
+    /// The request did not get an answer: `Post "<url>": <cause>`.
+    #[error("Post {url:?}: {cause}")]
+    Transport {
+        /// Where the request went.
+        url: String,
+        /// Why it got no answer.
+        cause: String,
+    },
+    /// The webhook answered with an error status.
+    #[error("{0}")]
+    Status(String),
+}
+
+/// Where a webhook is and how it is trusted.
+pub(crate) struct Endpoint {
+    /// The URL, for messages.
+    url: String,
+    /// Host and port to dial.
+    host: String,
+    port: u16,
+    /// Path and query of the request.
+    path: String,
+    /// The Host header.
+    authority: String,
+    server_name: ServerName<'static>,
+    tls: Arc<rustls::ClientConfig>,
+}
+
+impl Endpoint {
+    /// The endpoint of a webhook's clientConfig (url, or service resolved by DNS as
+    /// upstream's default service resolver does).
+    ///
+    /// # Errors
+    ///
+    /// Neither url nor service is set, the URL does not parse, or the caBundle holds no
+    /// certificate.
+    pub(crate) fn new(config: &WebhookClientConfig) -> Result<Endpoint, WebhookError> {
+        let (url, server_name) = match (&config.url, &config.service) {
+            (Some(url), _) => (url.clone(), None),
+            (None, Some(svc)) => {
+                let host = format!("{}.{}.svc", svc.name, svc.namespace);
+                let port = svc.port.unwrap_or(443);
+                let path = svc.path.as_deref().unwrap_or("");
+                (format!("https://{host}:{port}{path}"), Some(host))
+            }
+            (None, None) => {
+                return Err(WebhookError::Config(
+                    "webhook configuration must have either service or URL".into(),
+                ))
+            }
+        };
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| WebhookError::Config(format!("Unparsable URL: {e}")))?;
+        let authority = uri
+            .authority()
+            .ok_or_else(|| WebhookError::Config(format!("Unparsable URL: no host in {url:?}")))?;
+        let host = authority
+            .host()
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        let server_name = ServerName::try_from(server_name.unwrap_or_else(|| host.clone()))
+            .map_err(|e| WebhookError::Config(format!("Unparsable URL: {e}")))?;
+        let path = uri
+            .path_and_query()
+            .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
+        Ok(Endpoint {
+            port: authority.port_u16().unwrap_or(443),
+            authority: authority.as_str().to_string(),
+            host,
+            path: if path.is_empty() { "/".into() } else { path },
+            url,
+            server_name,
+            tls: Arc::new(tls_config(config.ca_bundle.as_ref().map(|b| &b.0[..]))?),
+        })
+    }
+
+    /// POSTs `body` (JSON) and returns the answer's body, within `timeout`.
+    ///
+    /// # Errors
+    ///
+    /// No answer in time, a transport or TLS failure, or a status other than 2xx.
+    pub(crate) async fn post_json(
+        &self,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Bytes, WebhookError> {
+        match tokio::time::timeout(timeout, self.round_trip(body)).await {
+            Ok(answer) => answer,
+            Err(_) => Err(self.transport("context deadline exceeded".into())),
+        }
+    }
+
+    fn transport(&self, cause: String) -> WebhookError {
+        WebhookError::Transport {
+            url: self.url.clone(),
+            cause,
+        }
+    }
+
+    async fn round_trip(&self, body: Vec<u8>) -> Result<Bytes, WebhookError> {
+        let addr = if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        };
+        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+            .await
+            .map_err(|e| self.transport(format!("dial tcp {addr}: {}", go_dial_error(&e))))?;
+        let _ = tcp.set_nodelay(true);
+        let tls = tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
+            .connect(self.server_name.clone(), tcp)
+            .await
+            .map_err(|e| self.transport(format!("tls: {e}")))?;
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .map_err(|e| self.transport(e.to_string()))?;
+        let request = http::Request::post(self.path.as_str())
+            .header(http::header::HOST, self.authority.as_str())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, */*")
+            .header(
+                http::header::USER_AGENT,
+                concat!("kapi/", env!("CARGO_PKG_VERSION")),
+            )
+            .body(Full::new(Bytes::from(body)))
+            .map_err(|e| self.transport(e.to_string()))?;
+        let exchange = async {
+            let response = sender
+                .send_request(request)
+                .await
+                .map_err(|e| self.transport(e.to_string()))?;
+            let status = response.status();
+            let text = response
+                .headers()
+                .get(http::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|v| v.starts_with("text/plain"));
+            let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+                .collect()
+                .await
+                .map_err(|e| self.transport(e.to_string()))?
+                .to_bytes();
+            if status.is_success() {
+                Ok(body)
+            } else {
+                Err(WebhookError::Status(status_error(
+                    status.as_u16(),
+                    &body,
+                    text,
+                )))
+            }
+        };
+        tokio::pin!(conn);
+        tokio::select! {
+            answer = exchange => answer,
+            closed = &mut conn => Err(self.transport(match closed {
+                Ok(()) => "connection closed before an answer".into(),
+                Err(e) => e.to_string(),
+            })),
+        }
+    }
+}
+
+/// Trust for a webhook: its caBundle's certificates, or the system's roots without one.
+fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, WebhookError> {
+    let mut roots = rustls::RootCertStore::empty();
+    match ca_bundle.filter(|b| !b.trim_ascii().is_empty()) {
+        Some(pem) => {
+            for cert in rustls_pemfile::certs(&mut &pem[..]).flatten() {
+                let _ = roots.add(cert);
+            }
+            if roots.is_empty() {
+                return Err(WebhookError::Config(
+                    "unable to load root certificates: unable to parse bytes as PEM block".into(),
+                ));
+            }
+        }
+        None => {
+            for cert in rustls_native_certs::load_native_certs().certs {
+                let _ = roots.add(cert);
+            }
+        }
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| WebhookError::Config(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    // HTTP/1.1 only, as upstream (kubernetes/kubernetes#75791).
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(config)
+}
+
+/// A dial failure as Go words it (`connect: connection refused`).
+fn go_dial_error(e: &std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::ConnectionRefused => "connect: connection refused".into(),
+        std::io::ErrorKind::TimedOut => "i/o timeout".into(),
+        _ => {
+            let text = e.to_string();
+            let text = text.split(" (os error").next().unwrap_or(&text);
+            text.to_ascii_lowercase()
+        }
+    }
+}
+
+/// client-go's error for a non-2xx answer: the Status's message when the body is a Status,
+/// else NewGenericServerResponse's text for the code.
+fn status_error(code: u16, body: &[u8], text: bool) -> String {
+    if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
+        if v.get("kind").and_then(|k| k.as_str()) == Some("Status") {
+            if let Some(m) = v.get("message").and_then(|m| m.as_str()) {
+                return m.to_string();
+            }
+        }
+    }
+    let quoted = &body[..body.len().min(MAX_QUOTED_BYTES)];
+    let server = if text {
+        String::from_utf8_lossy(quoted).trim().to_string()
+    } else {
+        "unknown".to_string()
+    };
+    match code {
+        409 => "the server reported a conflict".into(),
+        404 => "the server could not find the requested resource".into(),
+        400 => "the server rejected our request for an unknown reason".into(),
+        401 => "the server has asked for the client to provide credentials".into(),
+        403 | 415 => server,
+        406 if server.is_empty() || server == "unknown" => {
+            "the server was unable to respond with a content type that the client supports".into()
+        }
+        406 => server,
+        405 => "the server does not allow this method on the requested resource".into(),
+        422 => "the server rejected our request due to an error in our request".into(),
+        503 => "the server is currently unable to handle the request".into(),
+        504 => "the server was unable to return a response in the time allotted, but may still be processing the request".into(),
+        429 => "the server has received too many requests and has asked us to try again later".into(),
+        c if c >= 500 => format!(
+            "an error on the server ({}) has prevented the request from succeeding",
+            crate::registry::error::quote(&server)
+        ),
+        c => format!("the server responded with the status code {c} but did not return more information"),
+    }
+}
+
+/// Runs a webhook call to completion from synchronous code (a storage codec): on a
+/// multi-threaded runtime the worker hands its other tasks off while it waits; elsewhere a
+/// thread of its own runs the call.
+///
+/// # Errors
+///
+/// The call's own, or no runtime could be started for it.
+pub(crate) fn wait<F, T>(fut: F) -> Result<T, WebhookError>
+where
+    F: Future<Output = Result<T, WebhookError>> + Send,
+    T: Send,
+{
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(|| h.block_on(fut))
+        }
+        _ => std::thread::scope(|s| {
+            let call = s.spawn(|| {
+                tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| WebhookError::Config(format!("no runtime for the call: {e}")))?
+                    .block_on(fut)
+            });
+            call.join().unwrap_or_else(|p| std::panic::resume_unwind(p))
+        }),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,82 @@
+//! A real HTTPS webhook for tests: a self-signed certificate for 127.0.0.1 and a hyper server
+//! answering POSTs with what a handler makes of the request body.
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A self-signed certificate for 127.0.0.1 and its key, PEM.
+pub(crate) fn self_signed() -> (String, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    (cert.pem(), key.serialize_pem())
+}
+
+/// What a test webhook answers: status, content type, body.
+pub(crate) type Answer = (u16, &'static str, Vec<u8>);
+
+/// Serves HTTPS on 127.0.0.1 with the certificate `(cert, key)`: every POST to `/convert`
+/// gets `handler(body)` after `delay`. Returns the port. The server lives as long as the
+/// runtime it was started on.
+pub(crate) async fn serve(
+    (cert_pem, key_pem): (&str, &str),
+    delay: Duration,
+    handler: impl Fn(Bytes) -> Answer + Send + Sync + 'static,
+) -> u16 {
+    let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
+        .map(Result::unwrap)
+        .collect();
+    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
+        .unwrap()
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let handler = Arc::new(handler);
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let (acceptor, handler) = (acceptor.clone(), Arc::clone(&handler));
+            tokio::spawn(async move {
+                let Ok(tls) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let handler = Arc::clone(&handler);
+                        async move {
+                            let wrong = req.method() != http::Method::POST
+                                || req.uri().path() != "/convert";
+                            let body = req.into_body().collect().await?.to_bytes();
+                            tokio::time::sleep(delay).await;
+                            let (status, content_type, body) = if wrong {
+                                (404, "text/plain", b"wrong path or method".to_vec())
+                            } else {
+                                handler(body)
+                            };
+                            Ok::<_, hyper::Error>(
+                                http::Response::builder()
+                                    .status(status)
+                                    .header("content-type", content_type)
+                                    .body(Full::new(Bytes::from(body)))
+                                    .unwrap(),
+                            )
+                        }
+                    });
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service)
+                    .await;
+            });
+        }
+    });
+    port
+}

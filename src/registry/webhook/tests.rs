@@ -1,0 +1,195 @@
+use super::*;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ServiceReference;
+use k8s_openapi::ByteString;
+
+use super::testing::{self_signed, serve as serve_with};
+
+/// A webhook answering every request with `status`, `content_type` and `body` after `delay`.
+async fn serve(
+    cert_pem: &str,
+    key_pem: &str,
+    status: u16,
+    content_type: &'static str,
+    body: &'static str,
+    delay: Duration,
+) -> u16 {
+    serve_with((cert_pem, key_pem), delay, move |_| {
+        (status, content_type, body.as_bytes().to_vec())
+    })
+    .await
+}
+
+fn config(port: u16, ca: &str) -> WebhookClientConfig {
+    WebhookClientConfig {
+        url: Some(format!("https://127.0.0.1:{port}/convert")),
+        ca_bundle: Some(ByteString(ca.as_bytes().to_vec())),
+        service: None,
+    }
+}
+
+const SECOND: Duration = Duration::from_secs(1);
+
+#[tokio::test]
+async fn posts_over_tls_trusting_the_ca_bundle() {
+    let (cert, key) = self_signed();
+    let port = serve(
+        &cert,
+        &key,
+        200,
+        "application/json",
+        "{\"ok\":true}",
+        Duration::ZERO,
+    )
+    .await;
+    let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
+    let body = endpoint.post_json(b"{}".to_vec(), SECOND).await.unwrap();
+    assert_eq!(&body[..], b"{\"ok\":true}");
+}
+
+#[tokio::test]
+async fn refuses_a_server_the_ca_bundle_does_not_sign() {
+    let (cert, key) = self_signed();
+    let (other, _) = self_signed();
+    let port = serve(&cert, &key, 200, "application/json", "{}", Duration::ZERO).await;
+    let endpoint = Endpoint::new(&config(port, &other)).unwrap();
+    let err = endpoint
+        .post_json(b"{}".to_vec(), SECOND)
+        .await
+        .unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.starts_with(&format!("Post \"https://127.0.0.1:{port}/convert\": tls: ")),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn error_answers_read_as_client_go_words_them() {
+    let (cert, key) = self_signed();
+    let cases = [
+        (
+            400,
+            "text/plain",
+            "bad",
+            "the server rejected our request for an unknown reason",
+        ),
+        (
+            500,
+            "text/plain",
+            "boom\n",
+            "an error on the server (\"boom\") has prevented the request from succeeding",
+        ),
+        (
+            500,
+            "application/json",
+            "{\"kind\":\"Status\",\"message\":\"from a Status\"}",
+            "from a Status",
+        ),
+        (
+            502,
+            "application/octet-stream",
+            "x",
+            "an error on the server (\"unknown\") has prevented the request from succeeding",
+        ),
+    ];
+    for (status, content_type, body, want) in cases {
+        let port = serve(&cert, &key, status, content_type, body, Duration::ZERO).await;
+        let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
+        let err = endpoint
+            .post_json(b"{}".to_vec(), SECOND)
+            .await
+            .unwrap_err();
+        assert_eq!(err.to_string(), want, "status {status}");
+    }
+}
+
+#[tokio::test]
+async fn a_slow_webhook_runs_out_of_time() {
+    let (cert, key) = self_signed();
+    let port = serve(&cert, &key, 200, "application/json", "{}", 5 * SECOND).await;
+    let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
+    let err = endpoint
+        .post_json(b"{}".to_vec(), Duration::from_millis(200))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("Post \"https://127.0.0.1:{port}/convert\": context deadline exceeded")
+    );
+}
+
+#[tokio::test]
+async fn a_webhook_that_is_down_is_named_with_its_url() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let (cert, _) = self_signed();
+    let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
+    let err = endpoint
+        .post_json(b"{}".to_vec(), SECOND)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "Post \"https://127.0.0.1:{port}/convert\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+        )
+    );
+}
+
+#[test]
+fn a_service_is_reached_by_its_cluster_dns_name() {
+    let (cert, _) = self_signed();
+    let endpoint = Endpoint::new(&WebhookClientConfig {
+        url: None,
+        ca_bundle: Some(ByteString(cert.into_bytes())),
+        service: Some(ServiceReference {
+            name: "conv".into(),
+            namespace: "system".into(),
+            path: Some("/crd".into()),
+            port: None,
+        }),
+    })
+    .unwrap();
+    assert_eq!(endpoint.url, "https://conv.system.svc:443/crd");
+    assert_eq!(
+        (endpoint.host.as_str(), endpoint.port),
+        ("conv.system.svc", 443)
+    );
+    assert_eq!(endpoint.path, "/crd");
+}
+
+#[test]
+fn unusable_configurations_are_refused() {
+    let none = WebhookClientConfig::default();
+    assert_eq!(
+        Endpoint::new(&none).err().unwrap().to_string(),
+        "webhook configuration must have either service or URL"
+    );
+    let bad_ca = WebhookClientConfig {
+        url: Some("https://127.0.0.1/x".into()),
+        ca_bundle: Some(ByteString(b"not a certificate".to_vec())),
+        service: None,
+    };
+    assert_eq!(
+        Endpoint::new(&bad_ca).err().unwrap().to_string(),
+        "unable to load root certificates: unable to parse bytes as PEM block"
+    );
+}
+
+#[test]
+fn wait_runs_a_call_outside_any_runtime_and_inside_one() {
+    let answer = wait(async { Ok::<_, WebhookError>(7) }).unwrap();
+    assert_eq!(answer, 7);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let inside = rt.block_on(async {
+        tokio::spawn(async { wait(async { Ok::<_, WebhookError>(8) }).unwrap() })
+            .await
+            .unwrap()
+    });
+    assert_eq!(inside, 8);
+}
