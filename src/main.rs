@@ -7,7 +7,9 @@ use clap::Parser;
 /// the store's writer thread hands values to the handlers). glibc malloc spent about a quarter
 /// of the UPDATE path's CPU on that; mimalloc (v3) less, but jemalloc served about 15% more
 /// lease updates per second than mimalloc at concurrency 64 (14 of 16 alternated pairs, GET
-/// and LIST unchanged, idle RSS 24 MB). See docs/bench-api.md.
+/// and LIST unchanged, idle RSS 24 MB). See docs/bench-api.md. Its background thread (the
+/// `background_threads` feature) hands freed pages back to the system after a burst (2,000
+/// CRDs applied at once: 348 → 241 MB RSS right after; see docs/bench-crds.md).
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

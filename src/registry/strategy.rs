@@ -90,8 +90,38 @@ pub(crate) enum KindSchema {
     /// A k8s-openapi type: [`schema_of`] adds its schema (and those it refers to) to a
     /// generator.
     Typed(fn(&mut SchemaGenerator)),
-    /// A custom resource's: the CRD version's openAPIV3Schema (JSON), published as is.
-    Custom(std::sync::Arc<Value>),
+    /// A custom resource's: the CRD version's openAPIV3Schema, published as is.
+    Custom(std::sync::Arc<CustomSchema>),
+}
+
+/// A CRD version's openAPIV3Schema, kept as compact JSON text (a few KB, where the decoded
+/// tree takes several times that for every one of thousands of CRDs) and decoded when a
+/// write first needs it.
+pub(crate) struct CustomSchema {
+    json: Box<str>,
+    decoded: std::sync::OnceLock<Value>,
+}
+
+impl CustomSchema {
+    /// Keeps `schema` as text.
+    pub(crate) fn new(schema: &Value) -> CustomSchema {
+        CustomSchema {
+            json: schema.to_string().into_boxed_str(),
+            decoded: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The schema, decoded once and kept (what server-side apply and managedFields follow
+    /// on every write of the kind).
+    pub(crate) fn value(&self) -> &Value {
+        self.decoded.get_or_init(|| self.decode())
+    }
+
+    /// The schema decoded afresh, not kept (for the OpenAPI document, built once per change
+    /// of the served set).
+    pub(crate) fn decode(&self) -> Value {
+        serde_json::from_str(&self.json).unwrap_or(Value::Null)
+    }
 }
 
 impl std::fmt::Debug for KindSchema {

@@ -67,7 +67,7 @@ fn track_managed_fields(
 /// and managedFields follow for its lists and maps.
 pub(super) fn custom_schema(store: &GenericStore) -> Option<&Value> {
     match &store.strategy().info().schema {
-        crate::registry::strategy::KindSchema::Custom(s) => Some(s),
+        crate::registry::strategy::KindSchema::Custom(s) => Some(s.value()),
         crate::registry::strategy::KindSchema::Typed(_) => None,
     }
 }

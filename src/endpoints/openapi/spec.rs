@@ -124,7 +124,7 @@ pub(crate) fn schemas(resources: &[&Served], flavor: Flavor) -> Map<String, Valu
     for r in resources {
         let name = r.schema_name();
         if let KindSchema::Custom(schema) = &r.schema {
-            defs.insert(name.clone(), custom_schema(schema, flavor));
+            defs.insert(name.clone(), custom_schema(&schema.decode(), flavor));
         }
         let gvk_ext = json!([{"group": r.group, "kind": r.kind, "version": r.version}]);
         if let Some(Value::Object(schema)) = defs.get_mut(&name) {

@@ -13,8 +13,8 @@ use super::serving::compare_versions;
 use crate::api::At;
 use crate::registry::error::{Error, FieldError};
 use crate::registry::strategy::{
-    since, status_update, text, typed_roundtrip, Column, Input, KindSchema, Names, ResourceInfo,
-    ScalePaths, Strategy, Text, AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
+    since, status_update, text, typed_roundtrip, Column, CustomSchema, Input, KindSchema, Names,
+    ResourceInfo, ScalePaths, Strategy, Text, AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion,
@@ -132,7 +132,7 @@ impl CustomResource {
                 (false, true) => SCALE,
                 (true, true) => STATUS_AND_SCALE,
             },
-            schema: KindSchema::Custom(Arc::new(schema_json)),
+            schema: KindSchema::Custom(Arc::new(CustomSchema::new(&schema_json))),
             protobuf: None,
         };
         CustomResource {

@@ -4,8 +4,8 @@
 //! encoding the response (served form → JSON) are done once per revision instead of once per
 //! GET, LIST item, watch event and update. This is the registry's counterpart of the
 //! apiserver's `cachingObject` (one serialization per object shared by all watchers). The
-//! memo is bounded (it starts over when full; a deleted key's entry simply ages out); entries
-//! are only a cache, and a miss decodes again.
+//! memo is bounded by entries and by bytes (it starts over when full; a deleted key's entry
+//! simply ages out); entries are only a cache, and a miss decodes again.
 
 use bytes::Bytes;
 use serde_json::Value;
@@ -15,6 +15,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 /// How many objects one resource keeps decoded.
 const CAPACITY: usize = 4096;
+
+/// How many bytes of stored JSON one resource keeps decoded. A decoded tree takes several
+/// times its JSON, so large objects (CRDs with their schemas) are kept a few hundred at a
+/// time rather than all of them: 2,000 CRDs of 20 KB would otherwise pin ~100 MB of trees.
+const BUDGET_BYTES: usize = 4 << 20;
 
 /// One object as served, at one revision.
 #[derive(Debug)]
@@ -123,14 +128,21 @@ enum Slot {
 /// The bounded memo of one resource.
 #[derive(Default)]
 pub(crate) struct Memo {
-    entries: Mutex<HashMap<String, Slot>>,
+    entries: Mutex<Entries>,
+}
+
+/// The memo's entries, each with the size of its stored JSON, and their total.
+#[derive(Default)]
+struct Entries {
+    map: HashMap<String, (Slot, usize)>,
+    bytes: usize,
 }
 
 impl Memo {
     /// The object stored under `key` at `revision`, if it is memoized.
     pub(crate) fn get(&self, key: &str, revision: i64) -> Option<Arc<Decoded>> {
-        match self.lock().get(key) {
-            Some(Slot::At(rev, d)) if *rev == revision => Some(d.clone()),
+        match self.lock().map.get(key) {
+            Some((Slot::At(rev, d), _)) if *rev == revision => Some(d.clone()),
             _ => None,
         }
     }
@@ -145,7 +157,7 @@ impl Memo {
         value: &Bytes,
     ) -> Option<Arc<Decoded>> {
         let mut entries = self.lock();
-        let slot = entries.get_mut(key)?;
+        let (slot, _) = entries.map.get_mut(key)?;
         let Slot::Pending(stored, obj) = slot else {
             return None;
         };
@@ -165,40 +177,54 @@ impl Memo {
     /// Leaves the served object of a write about to store `bytes` under `key` (see
     /// [`Self::take_pending`]); a later write or a newer revision replaces it.
     pub(crate) fn pend(&self, key: &str, stored: Encoded, obj: Value) {
-        let replaced = store(&mut self.lock(), key, Slot::Pending(stored, obj));
+        let size = stored.bytes.len();
+        let replaced = self.lock().store(key, Slot::Pending(stored, obj), size);
         drop(replaced);
     }
 
-    /// Remembers `decoded` as the object under `key` at `revision` (a newer revision
-    /// replaces an older one, never the reverse).
-    pub(crate) fn put(&self, key: &str, revision: i64, decoded: Arc<Decoded>) {
+    /// Remembers `decoded`, stored as `size` bytes of JSON, as the object under `key` at
+    /// `revision` (a newer revision replaces an older one, never the reverse).
+    pub(crate) fn put(&self, key: &str, revision: i64, decoded: Arc<Decoded>, size: usize) {
         let replaced = {
             let mut entries = self.lock();
-            if matches!(entries.get(key), Some(Slot::At(rev, _)) if *rev > revision) {
+            if matches!(entries.map.get(key), Some((Slot::At(rev, _), _)) if *rev > revision) {
                 return;
             }
-            store(&mut entries, key, Slot::At(revision, decoded))
+            entries.store(key, Slot::At(revision, decoded), size)
         };
-        // The replaced object tree is freed after the lock is released.
+        // The replaced object trees are freed after the lock is released.
         drop(replaced);
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Slot>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-/// Puts `slot` under `key` and returns what it replaced.
-fn store(entries: &mut HashMap<String, Slot>, key: &str, slot: Slot) -> Option<Slot> {
-    if let Some(old) = entries.get_mut(key) {
-        return Some(std::mem::replace(old, slot));
+impl Entries {
+    /// Puts `slot` (of `size` bytes) under `key`; returns what it replaced or dropped.
+    fn store(&mut self, key: &str, slot: Slot, size: usize) -> Vec<(Slot, usize)> {
+        let mut dropped = Vec::new();
+        if let Some(old) = self.map.get_mut(key) {
+            self.bytes = self.bytes - old.1 + size;
+            dropped.push(std::mem::replace(old, (slot, size)));
+        } else {
+            self.bytes += size;
+            self.map.insert(key.to_string(), (slot, size));
+        }
+        if self.map.len() > CAPACITY || (self.bytes > BUDGET_BYTES && self.map.len() > 1) {
+            // A cache, not a store: start over (keeping the newest) rather than track
+            // recency on every read.
+            let newest = self.map.remove(key);
+            dropped.extend(self.map.drain().map(|(_, v)| v));
+            self.bytes = 0;
+            if let Some(newest) = newest {
+                self.bytes = newest.1;
+                self.map.insert(key.to_string(), newest);
+            }
+        }
+        dropped
     }
-    if entries.len() >= CAPACITY {
-        // A cache, not a store: start over rather than track recency on every read.
-        entries.clear();
-    }
-    entries.insert(key.to_string(), slot);
-    None
 }
 
 /// Sets `metadata.resourceVersion` the way every served object gets it: the stored form has
@@ -218,12 +244,12 @@ mod tests {
     #[test]
     fn serves_only_the_memoized_revision_and_never_goes_back() {
         let memo = Memo::default();
-        memo.put("/k", 5, Arc::new(Decoded::new(json!({"v": 5}))));
+        memo.put("/k", 5, Arc::new(Decoded::new(json!({"v": 5}))), 10);
         assert_eq!(memo.get("/k", 5).unwrap().obj["v"], 5);
         assert!(memo.get("/k", 6).is_none());
-        memo.put("/k", 4, Arc::new(Decoded::new(json!({"v": 4}))));
+        memo.put("/k", 4, Arc::new(Decoded::new(json!({"v": 4}))), 10);
         assert_eq!(memo.get("/k", 5).unwrap().obj["v"], 5);
-        memo.put("/k", 7, Arc::new(Decoded::new(json!({"v": 7}))));
+        memo.put("/k", 7, Arc::new(Decoded::new(json!({"v": 7}))), 10);
         assert!(memo.get("/k", 5).is_none());
         assert_eq!(memo.get("/k", 7).unwrap().obj["v"], 7);
     }
@@ -306,8 +332,26 @@ mod tests {
     fn stays_bounded() {
         let memo = Memo::default();
         for i in 0..(CAPACITY + 10) {
-            memo.put(&format!("/k{i}"), 1, Arc::new(Decoded::new(json!(i))));
+            memo.put(&format!("/k{i}"), 1, Arc::new(Decoded::new(json!(i))), 10);
         }
-        assert!(memo.entries.lock().unwrap().len() <= CAPACITY);
+        assert!(memo.entries.lock().unwrap().map.len() <= CAPACITY);
+    }
+
+    #[test]
+    fn large_objects_are_kept_within_the_byte_budget() {
+        let memo = Memo::default();
+        let size = BUDGET_BYTES / 4 + 1;
+        for i in 0..10 {
+            memo.put(&format!("/k{i}"), 1, Arc::new(Decoded::new(json!(i))), size);
+            let entries = memo.entries.lock().unwrap();
+            assert!(entries.bytes <= BUDGET_BYTES, "{} bytes", entries.bytes);
+            assert_eq!(entries.bytes, entries.map.len() * size);
+        }
+        // The newest entry survives a start-over.
+        assert!(memo.get("/k9", 1).is_some());
+        // Replacing an entry counts its new size, not both.
+        memo.put("/k9", 2, Arc::new(Decoded::new(json!(9))), 7);
+        let entries = memo.entries.lock().unwrap();
+        assert_eq!(entries.bytes, (entries.map.len() - 1) * size + 7);
     }
 }

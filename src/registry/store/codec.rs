@@ -27,7 +27,8 @@ impl GenericStore {
             return Ok(d);
         }
         let d = Arc::new(Decoded::new(self.decode_fresh(kv)?));
-        self.memo.put(&kv.key, kv.mod_revision, d.clone());
+        self.memo
+            .put(&kv.key, kv.mod_revision, d.clone(), kv.value.len());
         Ok(d)
     }
 

@@ -119,7 +119,7 @@ pub(super) struct Node {
     /// `type` (int-or-string makes it `integer,string`).
     pub(super) types: Types,
     /// The types as kube-openapi joins them in messages.
-    pub(super) type_text: Box<str>,
+    pub(super) type_text: std::borrow::Cow<'static, str>,
     /// Whether `type` was set at all (the type check runs if it or a format is).
     pub(super) has_type: bool,
     pub(super) nullable: bool,
@@ -135,7 +135,7 @@ pub(super) struct Node {
     pub(super) additional: Option<Box<Additional>>,
     pub(super) items: Option<Box<Node>>,
     /// `default`, pruned (None for a `null` default, as upstream drops it).
-    pub(super) default: Option<Value>,
+    pub(super) default: Option<Box<Value>>,
     pub(super) preserve_unknown: bool,
     pub(super) embedded: bool,
     pub(super) list: ListType,
@@ -277,7 +277,7 @@ impl Node {
         };
         Node {
             types,
-            type_text: type_names.join(",").into(),
+            type_text: type_text(&type_names),
             has_type: !type_names.is_empty(),
             nullable: props.nullable == Some(true),
             format,
@@ -292,12 +292,32 @@ impl Node {
             default: props
                 .default
                 .as_ref()
-                .map(|d| d.0.clone())
-                .filter(|d| !d.is_null()),
+                .filter(|d| !d.0.is_null())
+                .map(|d| Box::new(d.0.clone())),
             preserve_unknown: props.x_kubernetes_preserve_unknown_fields == Some(true),
             embedded: props.x_kubernetes_embedded_resource == Some(true),
             list,
             defaults_below: true,
         }
+    }
+}
+
+/// The types of a node as messages name them: static for the types a structural schema can
+/// have (thousands of CRDs share them), joined with commas otherwise.
+fn type_text(names: &[&str]) -> std::borrow::Cow<'static, str> {
+    const KNOWN: [&str; 8] = [
+        "object",
+        "array",
+        "string",
+        "integer",
+        "number",
+        "boolean",
+        "null",
+        "integer,string",
+    ];
+    let joined = names.join(",");
+    match KNOWN.iter().find(|k| **k == joined) {
+        Some(k) => std::borrow::Cow::Borrowed(k),
+        None => std::borrow::Cow::Owned(joined),
     }
 }

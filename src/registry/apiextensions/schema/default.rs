@@ -25,11 +25,11 @@ pub(super) fn apply(x: &mut Value, s: &Node) {
                 match m.get_mut(&**k) {
                     None => {
                         super::probe::allocates();
-                        m.insert(k.to_string(), d.clone());
+                        m.insert(k.to_string(), Value::clone(d));
                     }
                     Some(v) if v.is_null() && !prop.nullable => {
                         super::probe::allocates();
-                        *v = d.clone();
+                        *v = Value::clone(d);
                     }
                     Some(_) => {}
                 }
@@ -42,7 +42,7 @@ pub(super) fn apply(x: &mut Value, s: &Node) {
                     if v.is_null() && !a.nullable {
                         if let Some(d) = &a.default {
                             super::probe::allocates();
-                            *v = d.clone();
+                            *v = Value::clone(d);
                         }
                     }
                     apply(v, a);
@@ -57,7 +57,7 @@ pub(super) fn apply(x: &mut Value, s: &Node) {
                 if v.is_null() && !item.nullable {
                     if let Some(d) = &item.default {
                         super::probe::allocates();
-                        *v = d.clone();
+                        *v = Value::clone(d);
                     }
                 }
                 apply(v, item);
@@ -96,7 +96,9 @@ fn prune_defaults(node: &mut Node, at: Place, root: bool) {
             // Coerce with dropping: a non-string apiVersion or kind is dropped, and so is
             // the default.
             Some("apiVersion" | "kind") => d.is_string().then_some(d),
-            Some(_) => objectmeta::coerce(&d, true, &mut Vec::new()).ok(),
+            Some(_) => objectmeta::coerce(&d, true, &mut Vec::new())
+                .ok()
+                .map(Box::new),
             None => {
                 let mut d = d;
                 let _ = embedded::coerce(node, &mut d, true, &mut Vec::new());
