@@ -11,7 +11,8 @@
 //!   message `failed rule: <rule>`, `message` or the result of `messageExpression`, `reason`
 //!   choosing the error type, `fieldPath` appended to the node's path, the node's schema type as
 //!   the bad value (`spec: Invalid value: "object": ...`). On update, errors of rules that are
-//!   not transition rules on values equal to the old ones are dropped (ratcheting).
+//!   not transition rules on values equal to the old ones are dropped (ratcheting), so a
+//!   top-level field an update leaves as it was, with no transition rule, is not evaluated.
 //!
 //! Where this differs from upstream: rules are parsed, not type-checked, when the CRD is
 //! written (a reference to a field the schema lacks fails when evaluated, not at CRD
@@ -43,6 +44,10 @@ pub(crate) struct Rules {
 struct Part {
     field: Option<String>,
     compiled: CompiledSchema,
+    /// Whether a rule of the part may name `oldSelf`: without one, an update that leaves the
+    /// part as it was has nothing to report (ratcheting drops every error) and is not
+    /// evaluated.
+    transition: bool,
 }
 
 impl std::fmt::Debug for Rules {
@@ -65,6 +70,81 @@ fn has_rules(schema: &Value) -> bool {
     }
 }
 
+/// The schema kube-cel compiles for a part: without `default`s (objects are defaulted before
+/// their rules run) and without the properties it would convert the same way without their
+/// schema and under which no rule lies. kube-cel walks every node it has a schema for,
+/// converting its value and binding `self` there even where no rule is; for a spec with a
+/// rule at its root and plain fields below, that walk was most of the cost of a write.
+fn lean(schema: &Value) -> Value {
+    let Value::Object(m) = schema else {
+        return schema.clone();
+    };
+    let mut out = serde_json::Map::with_capacity(m.len());
+    for (k, v) in m {
+        match (k.as_str(), v) {
+            ("default", _) => {}
+            ("properties", Value::Object(props)) => {
+                let kept = props
+                    .iter()
+                    .filter(|(_, s)| !inert(s))
+                    .map(|(n, s)| (n.clone(), lean(s)))
+                    .collect();
+                out.insert(k.clone(), Value::Object(kept));
+            }
+            ("items" | "additionalProperties", Value::Object(_)) => {
+                out.insert(k.clone(), lean(v));
+            }
+            _ => {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+/// Whether kube-cel converts values of `schema` exactly as it converts them without a schema
+/// (no format it maps to a CEL type, not a map, not an embedded resource, all the same below)
+/// and no rule lies under it.
+fn inert(schema: &Value) -> bool {
+    let Value::Object(m) = schema else {
+        return true;
+    };
+    let flag = |name: &str| m.get(name) == Some(&Value::Bool(true));
+    !has_rules(schema)
+        && !flag("x-kubernetes-int-or-string")
+        && !flag("x-kubernetes-embedded-resource")
+        && !matches!(
+            m.get("format").and_then(Value::as_str),
+            Some("date-time" | "duration" | "byte")
+        )
+        && matches!(
+            m.get("additionalProperties"),
+            None | Some(Value::Bool(false))
+        )
+        && m.get("properties")
+            .and_then(Value::as_object)
+            .is_none_or(|p| p.values().all(inert))
+        && m.get("items").is_none_or(inert)
+}
+
+/// Whether a rule or messageExpression under `schema` may name `oldSelf`.
+fn names_old_self(schema: &Value) -> bool {
+    match schema {
+        Value::Object(m) => m.iter().any(|(k, v)| match (k.as_str(), v) {
+            ("x-kubernetes-validations", Value::Array(rules)) => rules.iter().any(|r| {
+                ["rule", "messageExpression"].iter().any(|f| {
+                    r.get(*f)
+                        .and_then(Value::as_str)
+                        .is_some_and(|t| t.contains("oldSelf"))
+                })
+            }),
+            _ => names_old_self(v),
+        }),
+        Value::Array(a) => a.iter().any(names_old_self),
+        _ => false,
+    }
+}
+
 impl Rules {
     /// The rules of `schema` (a version's openAPIV3Schema as JSON), or None when it has none,
     /// so objects of such versions pay nothing.
@@ -82,12 +162,14 @@ impl Rules {
                 .filter(|(_, s)| has_rules(s))
                 .map(|(name, s)| Part {
                     field: Some(name.clone()),
-                    compiled: kube_cel::compile_schema(s),
+                    compiled: kube_cel::compile_schema(&lean(s)),
+                    transition: names_old_self(s),
                 })
                 .collect(),
             _ => vec![Part {
                 field: None,
-                compiled: kube_cel::compile_schema(schema),
+                compiled: kube_cel::compile_schema(&lean(schema)),
+                transition: names_old_self(schema),
             }],
         };
         Some(Rules {
@@ -110,6 +192,9 @@ impl Rules {
                 Some(f) => (new.get(f), old.and_then(|o| o.get(f)), None),
             };
             let Some(value) = value else { continue };
+            if !part.transition && old_value.is_some_and(|o| crate::api::json::same(o, value)) {
+                continue;
+            }
             let outcome = VALIDATOR
                 .with(|v| v.validate_compiled_with_context(&part.compiled, value, old_value, root));
             let Err(failures) = outcome else { continue };

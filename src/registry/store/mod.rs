@@ -471,16 +471,9 @@ pub(crate) fn metadata_mut(obj: &mut Value) -> &mut serde_json::Map<String, Valu
         .expect("metadata was just made an object")
 }
 
+/// Whether anything but metadata and status differs (what moves metadata.generation).
 fn spec_changed(new: &Value, old: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.as_object_mut() {
-            m.remove("metadata");
-            m.remove("status");
-        }
-        v
-    };
-    strip(new) != strip(old)
+    !crate::api::json::same_except(new, old, &["metadata", "status"])
 }
 
 pub(crate) use crate::api::time::now_rfc3339;

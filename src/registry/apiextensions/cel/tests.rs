@@ -119,3 +119,64 @@ fn rules_that_do_not_parse_reject_the_crd() {
         .to_string()
         .starts_with("schema.x-kubernetes-validations[1].messageExpression: Invalid value: apiextensions.ValidationRule{Rule:\"self.ok\""));
 }
+
+#[test]
+fn fields_without_rules_keep_the_schema_their_values_are_converted_by() {
+    // The rule sits on spec; only its fields' schemas say that `when` is a timestamp and that
+    // `labels` is a map (whose keys are not escaped), so those stay in what kube-cel compiles
+    // while the plain `note` is left out.
+    let schema = json!({"type": "object", "properties": {"spec": {
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.when < timestamp('2030-01-01T00:00:00Z')", "message": "too late"},
+            {"rule": "self.labels['a.b'] == 'x'", "message": "a.b must be x"},
+            {"rule": "self.note != 'bad'", "message": "bad note"}
+        ],
+        "properties": {
+            "when": {"type": "string", "format": "date-time"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+            "note": {"type": "string", "default": "fine"}
+        }
+    }}});
+    let lean_spec = lean(&schema["properties"]["spec"]);
+    let kept: Vec<&String> = lean_spec["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert_eq!(kept, ["when", "labels"]);
+    let rules = Rules::compile(&schema, "g.io", "v1", "K").unwrap();
+    let ok = json!({"spec": {"when": "2026-01-01T00:00:00Z", "labels": {"a.b": "x"}, "note": "n"}});
+    assert!(rules.validate(&ok, None).is_empty());
+    let bad =
+        json!({"spec": {"when": "2031-01-01T00:00:00Z", "labels": {"a.b": "y"}, "note": "bad"}});
+    let messages: Vec<String> = rules
+        .validate(&bad, None)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "spec: Invalid value: \"object\": too late",
+            "spec: Invalid value: \"object\": a.b must be x",
+            "spec: Invalid value: \"object\": bad note",
+        ]
+    );
+}
+
+#[test]
+fn an_unchanged_part_reports_nothing_but_transition_rules_still_run() {
+    let bad = json!({"spec": {"replicas": 1, "minReplicas": 2, "name": "a"}});
+    // The same spec again: ratcheting keeps the old errors from blocking the update.
+    assert!(errors(bad.clone(), Some(bad.clone())).is_empty());
+    // Once spec changes, its rules run again, the transition rule on `name` among them.
+    let renamed = json!({"spec": {"replicas": 1, "minReplicas": 2, "name": "b"}});
+    assert_eq!(
+        errors(renamed, Some(bad)),
+        [
+            "spec: Invalid value: \"object\": replicas must be at least minReplicas",
+            "spec.name: Invalid value: \"string\": Value is immutable",
+        ]
+    );
+}
