@@ -12,7 +12,8 @@ bench rather than replacing it.
 With --create it counts instructions per CREATE instead: a POST of the API bench's ConfigMap
 (`generateName`, so every create makes a new object) to the namespace `default`. With
 --crontab it counts per UPDATE of the CRD bench's CronTab (schema, defaults, one CEL rule)
-instead of a lease.
+instead of a lease, and with --configmap per UPDATE of a ConfigMap of the same fields (the
+bench's other half).
 
 Starts `kapi serve` under callgrind on a temp data dir, creates one lease per thread, opens
 one HTTPS connection per thread (HTTP/1.1, the admin client certificate), warms up, zeroes
@@ -47,6 +48,10 @@ def main():
     crontab = "--crontab" in head
     if crontab:
         args.remove("--crontab")
+    configmap = "--configmap" in head
+    if configmap:
+        args.remove("--configmap")
+        crontab = "configmap"
     serve_flags = []
     if "--" in args:
         at = args.index("--")
@@ -142,7 +147,9 @@ def run(server, tmp, threads, per, create, crontab=False):
     def now():
         return datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
-    if crontab:
+    if crontab == "configmap":
+        base = url + "/api/v1/namespaces/default/configmaps"
+    elif crontab:
         r = admin.post(url + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=CRONTAB_CRD)
         if r.status_code != 201:
             sys.exit(f"creating the CRD: {r.status_code} {r.text}")
@@ -152,7 +159,12 @@ def run(server, tmp, threads, per, create, crontab=False):
                 break
             time.sleep(0.2)
     for i in range(threads):
-        if crontab:
+        if crontab == "configmap":
+            body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"instr-{i}"},
+                    "data": {"cronSpec": "*/5 * * * *", "image": "registry.example.com/app:1.0",
+                             "replicas": "3", "renewTime": now(),
+                             "config": "server:\n  port: 8080\n" * 16}}
+        elif crontab:
             body = {"apiVersion": "stable.example.com/v1", "kind": "CronTab",
                     "metadata": {"name": f"instr-{i}"},
                     "spec": {"cronSpec": "*/5 * * * *", "image": "registry.example.com/app:1.0",
@@ -175,7 +187,7 @@ def run(server, tmp, threads, per, create, crontab=False):
             return work_create(i, n)
         s, obj = sessions[i], objects[i]
         for _ in range(n):
-            obj["spec"]["renewTime"] = now()
+            obj["data" if crontab == "configmap" else "spec"]["renewTime"] = now()
             r = s.put(f"{base}/instr-{i}", data=json.dumps(obj),
                       headers={"Content-Type": "application/json"})
             if r.status_code != 200:

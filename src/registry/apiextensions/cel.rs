@@ -195,6 +195,9 @@ impl Rules {
             if !part.transition && old_value.is_some_and(|o| crate::api::json::same(o, value)) {
                 continue;
             }
+            // Only transition rules read the old value: without one, kube-cel need not
+            // convert it.
+            let old_value = old_value.filter(|_| part.transition);
             let outcome = VALIDATOR
                 .with(|v| v.validate_compiled_with_context(&part.compiled, value, old_value, root));
             let Err(failures) = outcome else { continue };
