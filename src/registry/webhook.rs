@@ -16,6 +16,13 @@ use std::time::Duration;
 /// The most of a webhook's answer that is read.
 const MAX_RESPONSE_BYTES: usize = 64 << 20;
 
+/// Connections kept open per webhook between calls (the objects of a list are converted one
+/// call each).
+const IDLE_CONNECTIONS: usize = 4;
+
+/// The sending half of a connection to a webhook.
+type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
+
 /// How much of a non-JSON error answer is quoted (client-go's maxUnstructuredResponseTextBytes).
 const MAX_QUOTED_BYTES: usize = 2048;
 
@@ -51,6 +58,8 @@ pub(crate) struct Endpoint {
     authority: String,
     server_name: ServerName<'static>,
     tls: Arc<rustls::ClientConfig>,
+    /// Connections kept open for the next call.
+    idle: std::sync::Mutex<Vec<Sender>>,
 }
 
 impl Endpoint {
@@ -100,6 +109,7 @@ impl Endpoint {
             url,
             server_name,
             tls: Arc::new(tls_config(config.ca_bundle.as_ref().map(|b| &b.0[..]))?),
+            idle: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -127,6 +137,32 @@ impl Endpoint {
     }
 
     async fn round_trip(&self, body: Vec<u8>) -> Result<Bytes, WebhookError> {
+        let body = Bytes::from(body);
+        // A kept connection the webhook may have closed since: a review is idempotent, so a
+        // send that fails on one is sent again on a new connection.
+        if let Some(sender) = self.take_idle() {
+            if let Ok(answer) = self.exchange(sender, body.clone()).await {
+                return answer;
+            }
+        }
+        let sender = self.connect().await?;
+        match self.exchange(sender, body).await {
+            Ok(answer) | Err(answer) => answer,
+        }
+    }
+
+    /// A kept connection that is still open.
+    fn take_idle(&self) -> Option<Sender> {
+        let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+        while let Some(sender) = idle.pop() {
+            if !sender.is_closed() {
+                return Some(sender);
+            }
+        }
+        None
+    }
+
+    async fn connect(&self) -> Result<Sender, WebhookError> {
         let addr = if self.host.contains(':') {
             format!("[{}]:{}", self.host, self.port)
         } else {
@@ -140,9 +176,24 @@ impl Endpoint {
             .connect(self.server_name.clone(), tcp)
             .await
             .map_err(|e| self.transport(format!("tls: {e}")))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
             .await
             .map_err(|e| self.transport(e.to_string()))?;
+        // The connection lives as long as its runtime and its sender.
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(sender)
+    }
+
+    /// One request on `sender`: `Err` when it could not be sent (the answer to give if it
+    /// is not tried again), `Ok` with the webhook's answer otherwise. A connection whose
+    /// answer was read in full is kept for the next call.
+    async fn exchange(
+        &self,
+        mut sender: Sender,
+        body: Bytes,
+    ) -> Result<Result<Bytes, WebhookError>, Result<Bytes, WebhookError>> {
         let request = http::Request::post(self.path.as_str())
             .header(http::header::HOST, self.authority.as_str())
             .header(http::header::CONTENT_TYPE, "application/json")
@@ -151,42 +202,40 @@ impl Endpoint {
                 http::header::USER_AGENT,
                 concat!("kapi/", env!("CARGO_PKG_VERSION")),
             )
-            .body(Full::new(Bytes::from(body)))
-            .map_err(|e| self.transport(e.to_string()))?;
-        let exchange = async {
-            let response = sender
-                .send_request(request)
-                .await
-                .map_err(|e| self.transport(e.to_string()))?;
-            let status = response.status();
-            let text = response
-                .headers()
-                .get(http::header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|v| v.starts_with("text/plain"));
-            let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-                .collect()
-                .await
-                .map_err(|e| self.transport(e.to_string()))?
-                .to_bytes();
-            if status.is_success() {
-                Ok(body)
-            } else {
-                Err(WebhookError::Status(status_error(
-                    status.as_u16(),
-                    &body,
-                    text,
-                )))
-            }
+            .body(Full::new(body))
+            .map_err(|e| Err(self.transport(e.to_string())))?;
+        let response = sender
+            .send_request(request)
+            .await
+            .map_err(|e| Err(self.transport(e.to_string())))?;
+        let status = response.status();
+        let text = response
+            .headers()
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/plain"));
+        let body = match Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+            .collect()
+            .await
+        {
+            Ok(collected) => collected.to_bytes(),
+            Err(e) => return Ok(Err(self.transport(e.to_string()))),
         };
-        tokio::pin!(conn);
-        tokio::select! {
-            answer = exchange => answer,
-            closed = &mut conn => Err(self.transport(match closed {
-                Ok(()) => "connection closed before an answer".into(),
-                Err(e) => e.to_string(),
-            })),
+        if !sender.is_closed() {
+            let mut idle = self.idle.lock().unwrap_or_else(|e| e.into_inner());
+            if idle.len() < IDLE_CONNECTIONS {
+                idle.push(sender);
+            }
         }
+        Ok(if status.is_success() {
+            Ok(body)
+        } else {
+            Err(WebhookError::Status(status_error(
+                status.as_u16(),
+                &body,
+                text,
+            )))
+        })
     }
 }
 

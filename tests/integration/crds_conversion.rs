@@ -91,10 +91,13 @@ impl Webhook {
         let mode = Arc::new(AtomicU8::new(CONVERT));
         let calls = Arc::new(AtomicUsize::new(0));
         let (m, c) = (Arc::clone(&mode), Arc::clone(&calls));
+        // Connections live in the server task's JoinSet: aborting the server closes them
+        // too, as a webhook that goes down does.
         let server = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
             while let Ok((tcp, _)) = listener.accept().await {
                 let (acceptor, m, c) = (acceptor.clone(), Arc::clone(&m), Arc::clone(&c));
-                tokio::spawn(async move {
+                connections.spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };

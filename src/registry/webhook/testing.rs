@@ -22,10 +22,19 @@ pub(crate) type Answer = (u16, &'static str, Vec<u8>);
 /// gets `handler(body)` after `delay`. Returns the port. The server lives as long as the
 /// runtime it was started on.
 pub(crate) async fn serve(
-    (cert_pem, key_pem): (&str, &str),
+    pem: (&str, &str),
     delay: Duration,
     handler: impl Fn(Bytes) -> Answer + Send + Sync + 'static,
 ) -> u16 {
+    serve_counting(pem, delay, handler).await.0
+}
+
+/// [`serve`], also counting the connections accepted.
+pub(crate) async fn serve_counting(
+    (cert_pem, key_pem): (&str, &str),
+    delay: Duration,
+    handler: impl Fn(Bytes) -> Answer + Send + Sync + 'static,
+) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
     let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
         .map(Result::unwrap)
         .collect();
@@ -43,8 +52,11 @@ pub(crate) async fn serve(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let handler = Arc::new(handler);
+    let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
             let (acceptor, handler) = (acceptor.clone(), Arc::clone(&handler));
             tokio::spawn(async move {
                 let Ok(tls) = acceptor.accept(tcp).await else {
@@ -78,5 +90,5 @@ pub(crate) async fn serve(
             });
         }
     });
-    port
+    (port, accepted)
 }

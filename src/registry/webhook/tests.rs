@@ -2,7 +2,7 @@ use super::*;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ServiceReference;
 use k8s_openapi::ByteString;
 
-use super::testing::{self_signed, serve as serve_with};
+use super::testing::{self_signed, serve as serve_with, serve_counting};
 
 /// A webhook answering every request with `status`, `content_type` and `body` after `delay`.
 async fn serve(
@@ -192,4 +192,20 @@ fn wait_runs_a_call_outside_any_runtime_and_inside_one() {
             .unwrap()
     });
     assert_eq!(inside, 8);
+}
+
+#[tokio::test]
+async fn calls_share_a_kept_connection() {
+    let (cert, key) = self_signed();
+    let (port, accepted) = serve_counting((&cert, &key), Duration::ZERO, |body| {
+        (200, "application/json", body.to_vec())
+    })
+    .await;
+    let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
+    for i in 0..5 {
+        let body = format!("{{\"call\":{i}}}").into_bytes();
+        let answer = endpoint.post_json(body.clone(), SECOND).await.unwrap();
+        assert_eq!(&answer[..], &body[..]);
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
