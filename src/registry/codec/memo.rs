@@ -202,30 +202,38 @@ impl Memo {
 }
 
 impl Entries {
-    /// Puts `slot` (of `size` bytes) under `key`; returns what it replaced or dropped.
-    fn store(&mut self, key: &str, slot: Slot, size: usize) -> Vec<(Slot, usize)> {
-        let mut dropped = Vec::new();
-        if let Some(old) = self.map.get_mut(key) {
-            self.bytes = self.bytes - old.1 + size;
-            dropped.push(std::mem::replace(old, (slot, size)));
-        } else {
-            self.bytes += size;
-            self.map.insert(key.to_string(), (slot, size));
-        }
+    /// Puts `slot` (of `size` bytes) under `key`; returns the slot it replaced and, when the
+    /// memo started over, the entries it dropped (freed by the caller, after the lock).
+    fn store(&mut self, key: &str, slot: Slot, size: usize) -> Dropped {
+        let replaced = match self.map.get_mut(key) {
+            Some(old) => {
+                self.bytes = self.bytes - old.1 + size;
+                Some(std::mem::replace(old, (slot, size)))
+            }
+            None => {
+                self.bytes += size;
+                self.map.insert(key.to_string(), (slot, size));
+                None
+            }
+        };
+        let mut evicted = None;
         if self.map.len() > CAPACITY || (self.bytes > BUDGET_BYTES && self.map.len() > 1) {
             // A cache, not a store: start over (keeping the newest) rather than track
             // recency on every read.
-            let newest = self.map.remove(key);
-            dropped.extend(self.map.drain().map(|(_, v)| v));
+            let mut all = std::mem::take(&mut self.map);
             self.bytes = 0;
-            if let Some(newest) = newest {
+            if let Some(newest) = all.remove(key) {
                 self.bytes = newest.1;
                 self.map.insert(key.to_string(), newest);
             }
+            evicted = Some(all);
         }
-        dropped
+        (replaced, evicted)
     }
 }
+
+/// What [`Entries::store`] took out of the memo.
+type Dropped = (Option<(Slot, usize)>, Option<HashMap<String, (Slot, usize)>>);
 
 /// Sets `metadata.resourceVersion` the way every served object gets it: the stored form has
 /// none, so it goes last in metadata (a write's pending object and a decoded one must match
