@@ -138,17 +138,15 @@ impl Endpoint {
 
     async fn round_trip(&self, body: Vec<u8>) -> Result<Bytes, WebhookError> {
         let body = Bytes::from(body);
-        // A kept connection the webhook may have closed since: a review is idempotent, so a
-        // send that fails on one is sent again on a new connection.
+        // A kept connection the webhook may have closed since: a review is idempotent, so one
+        // that could not be sent on it is sent again on a new connection.
         if let Some(sender) = self.take_idle() {
             if let Ok(answer) = self.exchange(sender, body.clone()).await {
                 return answer;
             }
         }
         let sender = self.connect().await?;
-        match self.exchange(sender, body).await {
-            Ok(answer) | Err(answer) => answer,
-        }
+        self.exchange(sender, body).await?
     }
 
     /// A kept connection that is still open.
@@ -186,14 +184,14 @@ impl Endpoint {
         Ok(sender)
     }
 
-    /// One request on `sender`: `Err` when it could not be sent (the answer to give if it
-    /// is not tried again), `Ok` with the webhook's answer otherwise. A connection whose
-    /// answer was read in full is kept for the next call.
+    /// One request on `sender`: `Err` when it could not be sent, `Ok` with the webhook's
+    /// answer otherwise. A connection whose answer was read in full is kept for the next
+    /// call.
     async fn exchange(
         &self,
         mut sender: Sender,
         body: Bytes,
-    ) -> Result<Result<Bytes, WebhookError>, Result<Bytes, WebhookError>> {
+    ) -> Result<Result<Bytes, WebhookError>, WebhookError> {
         let request = http::Request::post(self.path.as_str())
             .header(http::header::HOST, self.authority.as_str())
             .header(http::header::CONTENT_TYPE, "application/json")
@@ -203,11 +201,11 @@ impl Endpoint {
                 concat!("kapi/", env!("CARGO_PKG_VERSION")),
             )
             .body(Full::new(body))
-            .map_err(|e| Err(self.transport(e.to_string())))?;
+            .map_err(|e| self.transport(e.to_string()))?;
         let response = sender
             .send_request(request)
             .await
-            .map_err(|e| Err(self.transport(e.to_string())))?;
+            .map_err(|e| self.transport(e.to_string()))?;
         let status = response.status();
         let text = response
             .headers()

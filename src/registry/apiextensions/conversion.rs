@@ -123,12 +123,12 @@ impl Webhook {
             ));
         }
         let mut out = converted.remove(0);
-        if !out.is_object() || str_of(&out, "kind").is_empty() {
-            return Err(format!("Object 'Kind' is missing in '{out}'"));
-        }
         let invalid = |what: String| {
             format!("conversion webhook for {gvk} returned invalid object at index 0: {what}")
         };
+        if !out.is_object() || str_of(&out, "kind").is_empty() {
+            return Err(invalid(format!("Object 'Kind' is missing in '{out}'")));
+        }
         let got = str_of(&out, "apiVersion");
         if got != to {
             return Err(invalid(format!(

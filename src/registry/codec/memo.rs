@@ -233,7 +233,10 @@ impl Entries {
 }
 
 /// What [`Entries::store`] took out of the memo.
-type Dropped = (Option<(Slot, usize)>, Option<HashMap<String, (Slot, usize)>>);
+type Dropped = (
+    Option<(Slot, usize)>,
+    Option<HashMap<String, (Slot, usize)>>,
+);
 
 /// Sets `metadata.resourceVersion` the way every served object gets it: the stored form has
 /// none, so it goes last in metadata (a write's pending object and a decoded one must match

@@ -182,11 +182,14 @@ async fn answers_upstream_refuses_are_errors_naming_the_webhook() {
     fn label_not_string(o: &mut Value) {
         o["metadata"]["labels"] = json!({"n": 1});
     }
+    fn no_kind(o: &mut Value) {
+        o.as_object_mut().unwrap().remove("kind");
+    }
     fn no_metadata(o: &mut Value) {
         o.as_object_mut().unwrap().remove("metadata");
     }
     let prefix = "conversion webhook for stable.example.com/v1, Kind=CronTab";
-    let cases: [Case; 12] = [
+    let cases: [Case; 13] = [
         (as_is_object, failure, format!("{prefix} failed: custom webhook conversion error")),
         (
             as_is_object,
@@ -225,6 +228,11 @@ async fn answers_upstream_refuses_are_errors_naming_the_webhook() {
             label_not_string,
             as_is,
             format!("{prefix} returned invalid metadata: metadata.labels[n] must be a string, but is int64 in converted object"),
+        ),
+        (
+            no_kind,
+            as_is,
+            format!("{prefix} returned invalid object at index 0: Object 'Kind' is missing in '{{"),
         ),
         (
             no_metadata,
