@@ -165,6 +165,17 @@ impl CustomResource {
     }
 }
 
+/// Prunes what `schema` does not know from a stored or converted object (which was valid
+/// when written, so coercion errors are not reported), dropping an embedded resource's
+/// metadata field of the wrong type when `drop_invalid_metadata`.
+fn prune(schema: &Schema, obj: &mut Value, drop_invalid_metadata: bool) {
+    let opts = CoerceOptions {
+        track_unknown: false,
+        drop_invalid_metadata,
+    };
+    let _ = schema.coerce(obj, opts);
+}
+
 /// The Warning of a deprecated version: its deprecationWarning, else upstream's default
 /// (`<group>/<version> <Kind> is deprecated; use <group>/<newer> <Kind>`).
 fn deprecation_warning(
@@ -355,11 +366,7 @@ impl Strategy for CustomResource {
         if let Some(schema) = &self.storage_schema {
             // What the storage version does not know is pruned, as upstream's converter
             // coerces its output by the target version's schema.
-            let opts = CoerceOptions {
-                track_unknown: false,
-                drop_invalid_metadata: false,
-            };
-            let _ = schema.coerce(&mut obj, opts);
+            prune(schema, &mut obj, false);
         }
         Ok(obj)
     }
@@ -370,13 +377,9 @@ impl Strategy for CustomResource {
             .convert(obj, &self.api_version)
             .map_err(Error::Internal)?;
         if let Some(schema) = &self.schema {
-            let opts = CoerceOptions {
-                track_unknown: false,
-                drop_invalid_metadata: true,
-            };
             // Stored objects were valid when written; what a schema change made unknown is
             // pruned and new defaults are filled in, as upstream's storage decoder does.
-            let _ = schema.coerce(&mut obj, opts);
+            prune(schema, &mut obj, true);
             schema.default(&mut obj);
         }
         Ok(obj)
