@@ -80,21 +80,30 @@ pub(crate) fn write(server: &TestServer, name: &str, text: &str) -> String {
     file.display().to_string()
 }
 
-/// Applies the CronTab CRD and waits until it is Established.
-pub(crate) async fn install_crontabs(server: &TestServer) {
-    let f = write(server, "crd.yaml", CRD);
-    assert!(ok(server, &["apply", "-f", &f]).await.contains("created"));
+/// Writes `text` (a CRD) to `file`, applies it with kubectl and waits until the CRD `name`
+/// is Established; returns what `kubectl apply` printed.
+pub(crate) async fn apply_crd(server: &TestServer, file: &str, text: &str, name: &str) -> String {
+    let f = write(server, file, text);
+    let applied = ok(server, &["apply", "-f", &f]).await;
+    let crd = format!("crd/{name}");
     ok(
         server,
         &[
             "wait",
             "--for",
             "condition=Established",
-            "crd/crontabs.stable.example.com",
+            &crd,
             "--timeout=20s",
         ],
     )
     .await;
+    applied
+}
+
+/// Applies the CronTab CRD and waits until it is Established.
+pub(crate) async fn install_crontabs(server: &TestServer) {
+    let applied = apply_crd(server, "crd.yaml", CRD, "crontabs.stable.example.com").await;
+    assert!(applied.contains("created"));
 }
 
 pub(crate) fn crontab(name: &str, spec: &str) -> String {

@@ -2,7 +2,7 @@
 //! a list-map (`spec.ports`, keyed by name) and of a set (`spec.tags`) each own their items,
 //! and a manager changing another's item is refused with kubectl's conflict message.
 
-use crate::crds::{fails, ok, write};
+use crate::crds::{apply_crd, fails, ok, write};
 use crate::crud::wait_default;
 use crate::support::TestServer;
 
@@ -51,19 +51,7 @@ fn service(spec: &str) -> String {
 async fn field_managers_own_their_list_items() {
     let server = TestServer::start().await;
     wait_default(&server).await;
-    let f = write(&server, "crd.yaml", CRD);
-    ok(&server, &["apply", "-f", &f]).await;
-    ok(
-        &server,
-        &[
-            "wait",
-            "--for",
-            "condition=Established",
-            "crd/services.apply.example.com",
-            "--timeout=20s",
-        ],
-    )
-    .await;
+    apply_crd(&server, "crd.yaml", CRD, "services.apply.example.com").await;
     let a = write(
         &server,
         "a.yaml",

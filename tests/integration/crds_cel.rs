@@ -2,7 +2,7 @@
 //! messageExpression, reason and fieldPath, Kubernetes' CEL library (quantity, url), a
 //! transition rule that makes a field immutable, and a CRD whose rule does not parse.
 
-use crate::crds::{fails, ok, write};
+use crate::crds::{apply_crd, fails, ok, write};
 use crate::crud::wait_default;
 use crate::support::TestServer;
 
@@ -56,19 +56,7 @@ fn backup(name: &str, spec: &str) -> String {
 async fn kubectl_sees_cel_rules_enforced() {
     let server = TestServer::start().await;
     wait_default(&server).await;
-    let f = write(&server, "crd.yaml", CRD);
-    ok(&server, &["apply", "-f", &f]).await;
-    ok(
-        &server,
-        &[
-            "wait",
-            "--for",
-            "condition=Established",
-            "crd/backups.cel.example.com",
-            "--timeout=20s",
-        ],
-    )
-    .await;
+    apply_crd(&server, "crd.yaml", CRD, "backups.cel.example.com").await;
 
     // Every rule that fails is listed with its path and message; nothing is stored.
     let bad = write(

@@ -4,7 +4,7 @@
 //! versions; a webhook that fails, answers garbage or is down gives 500 naming the webhook,
 //! and nothing is stored.
 
-use crate::crds::{fails, ok, out, write};
+use crate::crds::{apply_crd, fails, ok, write};
 use crate::crud::wait_default;
 use crate::support::TestServer;
 use base64::Engine;
@@ -172,6 +172,20 @@ fn v1(name: &str) -> String {
     format!("apiVersion: stable.example.com/v1\nkind: CronTab\nmetadata: {{name: {name}}}\nspec: {{cronSpec: '0 0 * * *'}}\n")
 }
 
+/// The CronTabs as stored (listed at v1, the storage version: no conversion).
+async fn stored(server: &TestServer) -> Vec<Value> {
+    let path = "/apis/stable.example.com/v1/namespaces/default/crontabs";
+    let list = get_json(server, &["get", "--raw", path]).await;
+    list["items"].as_array().cloned().unwrap_or_default()
+}
+
+fn names(items: &[Value]) -> Vec<&str> {
+    items
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap_or(""))
+        .collect()
+}
+
 async fn get_json(server: &TestServer, args: &[&str]) -> Value {
     let text = ok(server, args).await;
     serde_json::from_str(&text).unwrap()
@@ -182,17 +196,11 @@ async fn a_conversion_webhook_converts_and_its_failures_store_nothing() {
     let hook = Webhook::start().await;
     let server = TestServer::start().await;
     wait_default(&server).await;
-    let f = write(&server, "crd.yaml", &hook.crd());
-    ok(&server, &["apply", "-f", &f]).await;
-    ok(
+    apply_crd(
         &server,
-        &[
-            "wait",
-            "--for",
-            "condition=Established",
-            "crd/crontabs.stable.example.com",
-            "--timeout=20s",
-        ],
+        "crd.yaml",
+        &hook.crd(),
+        "crontabs.stable.example.com",
     )
     .await;
 
@@ -260,22 +268,9 @@ async fn a_conversion_webhook_converts_and_its_failures_store_nothing() {
     )
     .await;
     assert!(err.contains(want), "{err}");
-    // Reads at the stored version need no conversion.
-    let list = get_json(
-        &server,
-        &[
-            "get",
-            "--raw",
-            "/apis/stable.example.com/v1/namespaces/default/crontabs",
-        ],
-    )
-    .await;
-    let items = list["items"].as_array().unwrap();
-    let names: Vec<&str> = items
-        .iter()
-        .map(|o| o["metadata"]["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(names, ["a", "c"], "nothing stored: {list}");
+    // Reads at the stored version need no conversion; b was not stored, c not patched.
+    let items = stored(&server).await;
+    assert_eq!(names(&items), ["a", "c"]);
     assert_eq!(items[1]["spec"], json!({"cronSpec": "0 0 * * *"}));
 
     // Garbage instead of a ConversionReview.
@@ -293,11 +288,7 @@ async fn a_conversion_webhook_converts_and_its_failures_store_nothing() {
     let _ = hook.server.await;
     let f = write(&server, "e.yaml", &v1("e"));
     ok(&server, &["create", "-f", &f]).await;
-    let o = server
-        .kubectl(&["get", "crontabs.v2.stable.example.com", "e"])
-        .await;
-    assert!(!o.status.success(), "{}", out(&o));
-    let err = String::from_utf8_lossy(&o.stderr);
+    let err = fails(&server, &["get", "crontabs.v2.stable.example.com", "e"]).await;
     let url = format!("Post \\\"https://127.0.0.1:{}/convert\\\"", hook.port);
     let url_plain = format!("Post \"https://127.0.0.1:{}/convert\"", hook.port);
     assert!(
@@ -307,14 +298,5 @@ async fn a_conversion_webhook_converts_and_its_failures_store_nothing() {
     let f = write(&server, "f.yaml", &v2("f", "0 * * * *"));
     let err = fails(&server, &["create", "-f", &f]).await;
     assert!(err.contains("connection refused"), "{err}");
-    let list = get_json(
-        &server,
-        &[
-            "get",
-            "--raw",
-            "/apis/stable.example.com/v1/namespaces/default/crontabs",
-        ],
-    )
-    .await;
-    assert_eq!(list["items"].as_array().unwrap().len(), 4, "{list}");
+    assert_eq!(names(&stored(&server).await), ["a", "c", "d", "e"]);
 }

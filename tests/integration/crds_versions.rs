@@ -30,19 +30,7 @@ spec:
 async fn versions_convert_by_apiversion_and_deprecated_ones_warn() {
     let server = TestServer::start().await;
     wait_default(&server).await;
-    let f = write(&server, "gadgets.yaml", TWO_VERSIONS);
-    ok(&server, &["apply", "-f", &f]).await;
-    ok(
-        &server,
-        &[
-            "wait",
-            "--for",
-            "condition=Established",
-            "crd/gadgets.example.org",
-            "--timeout=20s",
-        ],
-    )
-    .await;
+    apply_crd(&server, "gadgets.yaml", TWO_VERSIONS, "gadgets.example.org").await;
 
     // Discovery prefers v1 over v1beta1.
     let group = ok(&server, &["get", "--raw", "/apis/example.org"]).await;
