@@ -55,6 +55,7 @@ Register-ArgumentCompleter -Native -CommandName 'kapi' -ScriptBlock {
             [CompletionResult]::new('--client-ca-file', '--client-ca-file', [CompletionResultType]::ParameterName, 'CA bundle for client certificates (CN = user, O = groups), in addition to kapi''s own client CA')
             [CompletionResult]::new('--token-auth-file', '--token-auth-file', [CompletionResultType]::ParameterName, 'Static bearer tokens, CSV lines: token,user,uid,"group1,group2"')
             [CompletionResult]::new('--anonymous-auth', '--anonymous-auth', [CompletionResultType]::ParameterName, 'Let requests without credentials in as system:anonymous (health and version endpoints only)')
+            [CompletionResult]::new('--authorization-mode', '--authorization-mode', [CompletionResultType]::ParameterName, 'Authorizers asked in order, comma-separated: RBAC, AlwaysAllow, AlwaysDeny. Members of system:masters are always allowed first')
             [CompletionResult]::new('--etcd-servers', '--etcd-servers', [CompletionResultType]::ParameterName, 'etcd v3 endpoints (http(s)://host:port, comma-separated); unset = embedded store')
             [CompletionResult]::new('--etcd-prefix', '--etcd-prefix', [CompletionResultType]::ParameterName, 'Key prefix of every object in storage')
             [CompletionResult]::new('--etcd-cafile', '--etcd-cafile', [CompletionResultType]::ParameterName, 'CA bundle to verify etcd''s serving certificate')

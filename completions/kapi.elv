@@ -51,6 +51,7 @@ set edit:completion:arg-completer[kapi] = {|@words|
             cand --client-ca-file 'CA bundle for client certificates (CN = user, O = groups), in addition to kapi''s own client CA'
             cand --token-auth-file 'Static bearer tokens, CSV lines: token,user,uid,"group1,group2"'
             cand --anonymous-auth 'Let requests without credentials in as system:anonymous (health and version endpoints only)'
+            cand --authorization-mode 'Authorizers asked in order, comma-separated: RBAC, AlwaysAllow, AlwaysDeny. Members of system:masters are always allowed first'
             cand --etcd-servers 'etcd v3 endpoints (http(s)://host:port, comma-separated); unset = embedded store'
             cand --etcd-prefix 'Key prefix of every object in storage'
             cand --etcd-cafile 'CA bundle to verify etcd''s serving certificate'

@@ -54,6 +54,7 @@ complete -c kapi -n "__fish_kapi_using_subcommand serve" -l client-ca-file -d 'C
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l token-auth-file -d 'Static bearer tokens, CSV lines: token,user,uid,"group1,group2"' -r -F
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l anonymous-auth -d 'Let requests without credentials in as system:anonymous (health and version endpoints only)' -r -f -a "true\t''
 false\t''"
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l authorization-mode -d 'Authorizers asked in order, comma-separated: RBAC, AlwaysAllow, AlwaysDeny. Members of system:masters are always allowed first' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-servers -d 'etcd v3 endpoints (http(s)://host:port, comma-separated); unset = embedded store' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-prefix -d 'Key prefix of every object in storage' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-cafile -d 'CA bundle to verify etcd\'s serving certificate' -r -F

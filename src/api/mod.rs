@@ -2,9 +2,11 @@
 //! authenticated user, and the per-request context handed from the chain to the endpoints.
 //! May use: nothing internal (k8s-openapi, serde, http).
 
+pub(crate) mod authorizer;
 pub(crate) mod gvk;
 pub(crate) mod json;
 pub(crate) mod protobuf;
+pub(crate) mod rbac;
 pub(crate) mod request_info;
 pub(crate) mod selectors;
 pub(crate) mod status;
@@ -65,11 +67,6 @@ impl UserInfo {
             groups: vec!["system:unauthenticated".into()],
             ..Self::default()
         }
-    }
-
-    /// Whether this is the anonymous user.
-    pub(crate) fn is_anonymous(&self) -> bool {
-        self.name == "system:anonymous"
     }
 }
 

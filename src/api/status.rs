@@ -40,6 +40,9 @@ pub(crate) struct StatusDetails {
     /// Seconds a client should wait before retrying.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub retry_after_seconds: Option<i32>,
+    /// Written even when every field is empty (`"details":{}`, as a Forbidden path has).
+    #[serde(skip)]
+    pub present: bool,
 }
 
 impl StatusDetails {
@@ -114,13 +117,64 @@ impl Status {
         Status::failure(401, "Unauthorized", "Unauthorized")
     }
 
-    /// 403 for a non-resource path, with kube-apiserver's message.
-    pub(crate) fn forbidden_path(user: &str, verb: &str, path: &str) -> Self {
-        Status::failure(
-            403,
-            "Forbidden",
-            format!("forbidden: User \"{user}\" cannot {verb} path \"{path}\""),
-        )
+    /// 403 from the authorization filter (responsewriters.Forbidden): `User "bob" cannot list
+    /// resource "configmaps" in API group "" in the namespace "a"`, prefixed as NewForbidden
+    /// prefixes it and followed by the authorizers' reason when they gave one.
+    pub(crate) fn forbidden(user: &str, info: &super::RequestInfo, reason: &str) -> Self {
+        let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+        let what = if !info.is_resource_request {
+            format!(
+                "User {} cannot {} path {}",
+                quote(user),
+                info.verb,
+                quote(&info.path)
+            )
+        } else {
+            let mut resource = info.resource.clone();
+            if !info.subresource.is_empty() {
+                resource = format!("{resource}/{}", info.subresource);
+            }
+            let scope = if info.namespace.is_empty() {
+                "at the cluster scope".to_string()
+            } else {
+                format!("in the namespace {}", quote(&info.namespace))
+            };
+            format!(
+                "User {} cannot {} resource {} in API group {} {scope}",
+                quote(user),
+                info.verb,
+                quote(&resource),
+                quote(&info.api_group),
+            )
+        };
+        let err = if reason.is_empty() {
+            what
+        } else {
+            format!("{what}: {reason}")
+        };
+        let gr = super::gvk::group_resource(&info.api_group, &info.resource);
+        let message = if !info.is_resource_request || info.resource.is_empty() {
+            format!("forbidden: {err}")
+        } else if info.name.is_empty() {
+            format!("{gr} is forbidden: {err}")
+        } else {
+            format!("{gr} {} is forbidden: {err}", quote(&info.name))
+        };
+        let details = if info.is_resource_request {
+            StatusDetails {
+                name: info.name.clone(),
+                group: info.api_group.clone(),
+                kind: info.resource.clone(),
+                present: true,
+                ..StatusDetails::default()
+            }
+        } else {
+            StatusDetails {
+                present: true,
+                ..StatusDetails::default()
+            }
+        };
+        Status::failure(403, "Forbidden", message).with_details(details)
     }
 
     /// 404 for a path nothing serves.

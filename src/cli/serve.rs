@@ -2,11 +2,23 @@
 //! converted once into [`crate::options::ServerOptions`].
 
 use crate::options::{
-    Backend, ControllerOptions, ServerOptions, ServingOptions, ShutdownOptions, StorageOptions,
+    AuthorizationMode, Backend, ControllerOptions, ServerOptions, ServingOptions, ShutdownOptions,
+    StorageOptions,
 };
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
+
+fn authorization_mode(s: &str) -> Result<AuthorizationMode, String> {
+    AuthorizationMode::ALL
+        .iter()
+        .find(|(name, _)| *name == s)
+        .map(|(_, m)| *m)
+        .ok_or_else(|| {
+            let known: Vec<&str> = AuthorizationMode::ALL.iter().map(|(n, _)| *n).collect();
+            format!("unknown mode {s:?} (known: {})", known.join(", "))
+        })
+}
 
 fn duration(s: &str) -> Result<Duration, String> {
     humantime::parse_duration(s)
@@ -74,6 +86,10 @@ pub struct ServeArgs {
     /// Let requests without credentials in as system:anonymous (health and version endpoints only).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
     pub anonymous_auth: bool,
+    /// Authorizers asked in order, comma-separated: RBAC, AlwaysAllow, AlwaysDeny. Members of
+    /// system:masters are always allowed first.
+    #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = authorization_mode, help_heading = "Authorization")]
+    pub authorization_mode: Vec<AuthorizationMode>,
 
     /// etcd v3 endpoints (http(s)://host:port, comma-separated); unset = embedded store.
     #[arg(long, value_delimiter = ',', help_heading = "Storage")]
@@ -195,6 +211,7 @@ impl ServeArgs {
                 client_ca_file: self.client_ca_file,
                 token_auth_file: self.token_auth_file,
                 anonymous_auth: self.anonymous_auth,
+                authorization_modes: self.authorization_mode,
                 max_requests_inflight: self.max_requests_inflight,
                 max_mutating_requests_inflight: self.max_mutating_requests_inflight,
                 request_timeout: self.request_timeout,

@@ -84,6 +84,10 @@ fn controllers_config(
         client_ca_file: None,
         request_header: None,
     };
+    cc.rbac = options
+        .serving
+        .authorization_modes
+        .contains(&crate::options::AuthorizationMode::Rbac);
     cc.peer_store = Some(Arc::new(StoragePeerStore {
         storage: config.storage(),
         prefix: options.storage.prefix.trim_end_matches('/').to_string(),
@@ -99,6 +103,7 @@ fn register_controllers(
 ) -> anyhow::Result<()> {
     let (informers, synced) = server.apiextensions_hooks();
     for (name, hook) in [
+        ("generic-apiserver-start-informers", server.informers_hook()),
         ("start-apiextensions-informers", informers),
         (
             "start-apiextensions-controllers",

@@ -34,6 +34,7 @@ mod leader;
 mod meta_only;
 mod namespace;
 mod peer;
+mod rbac;
 mod readiness;
 mod system_namespaces;
 mod token_tracking;
@@ -75,6 +76,8 @@ pub(crate) struct Config {
     pub auth: AuthInfo,
     /// Storage for peer endpoints; without it the peer reconciler is not started.
     pub peer_store: Option<Arc<dyn PeerEndpointStore>>,
+    /// RBAC is an authorization mode: the bootstrap policy is reconciled.
+    pub rbac: bool,
 }
 
 /// Why a [`Config`] could not be built.
@@ -118,6 +121,7 @@ impl Config {
             secure_port,
             auth: AuthInfo::default(),
             peer_store: None,
+            rbac: false,
         })
     }
 
@@ -306,6 +310,16 @@ pub(crate) fn hooks(config: &Config) -> Hooks {
             token_tracking::run(ctx.client, ctx.cancel)
         }),
     ));
+    if config.rbac {
+        h.post_start.push((
+            "rbac/bootstrap-roles".into(),
+            post_start(|ctx: HookContext| async move {
+                rbac::bootstrap::run(ctx.client)
+                    .await
+                    .map_err(|e| Box::new(e) as HookError)
+            }),
+        ));
+    }
     h.post_start.push((
         "start-namespace-finalizer-controller".into(),
         spawning(|ctx| namespace::run(ctx.client, ctx.cancel)),
@@ -313,6 +327,10 @@ pub(crate) fn hooks(config: &Config) -> Hooks {
     h.post_start.push((
         "start-garbage-collector-controller".into(),
         spawning(move |ctx| garbage_collector::run(ctx.client, ctx.cancel, leases.clone())),
+    ));
+    h.post_start.push((
+        "start-clusterrole-aggregation-controller".into(),
+        spawning(|ctx| rbac::aggregation::run(ctx.client, ctx.cancel)),
     ));
     h
 }
@@ -476,8 +494,9 @@ mod tests {
 
     #[test]
     fn default_hooks_have_kube_apiserver_names() {
-        let cfg = Config::new(&options(), "10.0.0.1".parse().unwrap(), 6443).unwrap();
+        let mut cfg = Config::new(&options(), "10.0.0.1".parse().unwrap(), 6443).unwrap();
         assert_eq!(cfg.apiserver_id, "apiserver-lgabes5ywnaqeagh5dny4zlzs4");
+        cfg.rbac = true;
         let h = hooks(&cfg);
         assert_eq!(
             names(&h.post_start),
@@ -489,8 +508,10 @@ mod tests {
                 "start-kube-apiserver-identity-lease-garbage-collector",
                 "storage-readiness",
                 "start-legacy-token-tracking-controller",
+                "rbac/bootstrap-roles",
                 "start-namespace-finalizer-controller",
                 "start-garbage-collector-controller",
+                "start-clusterrole-aggregation-controller",
             ]
         );
         assert_eq!(

@@ -108,6 +108,7 @@ impl ApiServer {
             body: req.body(),
             query: query::Query::parse(req.uri().query()),
             ctx: &ctx,
+            registry: &self.registry,
             out: negotiate::output(req.headers()),
             omit_renewals: req.extensions().get::<crate::api::OmitRenewals>().is_some(),
         };

@@ -127,6 +127,7 @@ impl Query {
             namespace: namespace.to_string(),
             dry_run,
             field_validation,
+            access: None,
         })
     }
 }

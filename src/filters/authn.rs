@@ -309,7 +309,7 @@ mod tests {
         let authn = Authenticator::new(tokens, None, true);
         let mut headers = http::HeaderMap::new();
         let anon = authn.authenticate(&headers, None).unwrap();
-        assert!(anon.is_anonymous());
+        assert_eq!(anon, UserInfo::anonymous());
         headers.insert(http::header::AUTHORIZATION, "Bearer tok1".parse().unwrap());
         let alice = authn.authenticate(&headers, None).unwrap();
         assert_eq!(alice.name, "alice");

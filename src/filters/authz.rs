@@ -1,49 +1,120 @@
-//! Authorization (WithAuthorization in k8s): an [`Authorizer`] decides per request. For now
-//! every authenticated user is allowed; the anonymous user may reach only the public
-//! health and version endpoints (RBAC's `system:public-info-viewer`). May use: api.
+//! Authorization (WithAuthorization in k8s): the union of the `--authorization-mode`
+//! authorizers, in order, after the privileged-group authorizer that always allows
+//! system:masters (pkg/kubeapiserver/authorizer/reload.go). The first authorizer with an
+//! opinion decides; when none has one, the request is refused with their reasons.
+//! May use: api.
 
+use crate::api::authorizer::{Authorizer, Decision, PolicyRule, Rules};
 use crate::api::{RequestInfo, UserInfo};
+use std::sync::Arc;
 
-/// An authorization decision.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Decision {
-    /// Go on.
-    Allow,
-    /// Refuse, with the reason.
-    Deny(String),
-}
+/// The group allowed everything, before any mode is asked.
+pub(crate) const PRIVILEGED_GROUP: &str = "system:masters";
 
-/// Decides whether a user may do what a request asks.
-pub(crate) trait Authorizer: Send + Sync {
-    /// The decision for `user` doing `info`.
-    fn authorize(&self, user: &UserInfo, info: &RequestInfo) -> Decision;
-}
+/// Allows the privileged group, and has no opinion on anyone else.
+struct PrivilegedGroup;
 
-/// Allows every authenticated user; anonymous users only get the public info paths.
-#[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct AllowAuthenticated;
-
-/// Whether a path is readable without credentials (health probes and /version).
-pub(crate) fn is_public_path(path: &str) -> bool {
-    ["/healthz", "/livez", "/readyz"].iter().any(|p| {
-        path == *p
-            || path
-                .strip_prefix(p)
-                .is_some_and(|rest| rest.starts_with('/'))
-    }) || path == "/version"
-        || path == "/version/"
-}
-
-impl Authorizer for AllowAuthenticated {
-    fn authorize(&self, user: &UserInfo, info: &RequestInfo) -> Decision {
-        if !user.is_anonymous() || (!info.is_resource_request && is_public_path(&info.path)) {
-            Decision::Allow
+impl Authorizer for PrivilegedGroup {
+    fn authorize(&self, user: &UserInfo, _: &RequestInfo) -> Decision {
+        if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
+            Decision::Allow(Arc::from(""))
         } else {
-            Decision::Deny(format!(
-                "user {:?} may not {} {:?}",
-                user.name, info.verb, info.path
-            ))
+            Decision::NoOpinion(String::new())
         }
+    }
+}
+
+/// `--authorization-mode=AlwaysAllow`: everything, for everyone (anonymous users included).
+pub(crate) struct AlwaysAllow;
+
+fn star() -> Vec<String> {
+    vec!["*".into()]
+}
+
+impl Authorizer for AlwaysAllow {
+    fn authorize(&self, _: &UserInfo, _: &RequestInfo) -> Decision {
+        Decision::Allow(Arc::from(""))
+    }
+
+    fn rules_for(&self, _: &UserInfo, _: &str) -> Rules {
+        Rules {
+            resource: vec![PolicyRule {
+                verbs: star(),
+                api_groups: star(),
+                resources: star(),
+                ..PolicyRule::default()
+            }],
+            non_resource: vec![PolicyRule {
+                verbs: star(),
+                non_resource_urls: star(),
+                ..PolicyRule::default()
+            }],
+            ..Rules::default()
+        }
+    }
+}
+
+/// `--authorization-mode=AlwaysDeny`: no opinion on anything ("Everything is forbidden.").
+pub(crate) struct AlwaysDeny;
+
+impl Authorizer for AlwaysDeny {
+    fn authorize(&self, _: &UserInfo, _: &RequestInfo) -> Decision {
+        Decision::NoOpinion("Everything is forbidden.".into())
+    }
+
+    fn rules_for(&self, _: &UserInfo, _: &str) -> Rules {
+        Rules::default()
+    }
+}
+
+/// The privileged-group authorizer, then the modes in order.
+pub(crate) struct Union {
+    modes: Vec<Arc<dyn Authorizer>>,
+}
+
+impl Union {
+    /// The union of `modes`, after the privileged group.
+    pub(crate) fn new(modes: Vec<Arc<dyn Authorizer>>) -> Union {
+        Union { modes }
+    }
+}
+
+impl Authorizer for Union {
+    fn authorize(&self, user: &UserInfo, attrs: &RequestInfo) -> Decision {
+        if PrivilegedGroup.authorize(user, attrs).allowed() {
+            return Decision::Allow(Arc::from(""));
+        }
+        let mut reasons = Vec::new();
+        for mode in &self.modes {
+            match mode.authorize(user, attrs) {
+                Decision::NoOpinion(reason) => {
+                    if !reason.is_empty() {
+                        reasons.push(reason);
+                    }
+                }
+                allowed => return allowed,
+            }
+        }
+        Decision::NoOpinion(reasons.join("\n"))
+    }
+
+    fn rules_for(&self, user: &UserInfo, namespace: &str) -> Rules {
+        let mut all = Rules::default();
+        let mut errors = Vec::new();
+        for mode in &self.modes {
+            let rules = mode.rules_for(user, namespace);
+            all.resource.extend(rules.resource);
+            all.non_resource.extend(rules.non_resource);
+            all.incomplete |= rules.incomplete;
+            if !rules.evaluation_error.is_empty() {
+                errors.push(rules.evaluation_error);
+            }
+        }
+        all.evaluation_error = match errors.len() {
+            0 | 1 => errors.pop().unwrap_or_default(),
+            _ => format!("[{}]", errors.join(", ")),
+        };
+        all
     }
 }
 
@@ -51,31 +122,42 @@ impl Authorizer for AllowAuthenticated {
 mod tests {
     use super::*;
 
+    fn get(p: &str) -> RequestInfo {
+        RequestInfo::parse(&http::Method::GET, p, None)
+    }
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        }
+    }
+
     #[test]
-    fn anonymous_gets_public_paths_only() {
-        let anon = UserInfo::anonymous();
-        let get = |p: &str| RequestInfo::parse(&http::Method::GET, p, None);
-        for ok in ["/livez", "/readyz/shutdown", "/healthz", "/version"] {
-            assert_eq!(
-                AllowAuthenticated.authorize(&anon, &get(ok)),
-                Decision::Allow,
-                "{ok}"
-            );
-        }
-        for no in ["/api", "/api/v1/namespaces", "/livezz", "/metrics"] {
-            assert_ne!(
-                AllowAuthenticated.authorize(&anon, &get(no)),
-                Decision::Allow,
-                "{no}"
-            );
-        }
-        let user = UserInfo {
-            name: "alice".into(),
-            ..Default::default()
-        };
+    fn privileged_group_first_then_modes_in_order() {
+        let deny = Union::new(vec![Arc::new(AlwaysDeny)]);
+        let admin = user("admin", &["system:masters"]);
+        let bob = user("bob", &["system:authenticated"]);
+        assert!(deny.authorize(&admin, &get("/api")).allowed());
         assert_eq!(
-            AllowAuthenticated.authorize(&user, &get("/api")),
-            Decision::Allow
+            deny.authorize(&bob, &get("/api")),
+            Decision::NoOpinion("Everything is forbidden.".into())
         );
+        let allow_after_deny = Union::new(vec![Arc::new(AlwaysDeny), Arc::new(AlwaysAllow)]);
+        assert!(allow_after_deny
+            .authorize(&UserInfo::anonymous(), &get("/api"))
+            .allowed());
+        let none = Union::new(vec![]);
+        assert!(!none.authorize(&bob, &get("/healthz")).allowed());
+    }
+
+    #[test]
+    fn rules_of_every_mode() {
+        let u = Union::new(vec![Arc::new(AlwaysDeny), Arc::new(AlwaysAllow)]);
+        let rules = u.rules_for(&user("bob", &[]), "default");
+        assert_eq!(rules.resource.len(), 1);
+        assert_eq!(rules.non_resource[0].non_resource_urls, vec!["*"]);
+        assert!(!rules.incomplete);
     }
 }

@@ -19,6 +19,34 @@ pub struct ServerOptions {
     pub shutdown: ShutdownOptions,
 }
 
+/// One `--authorization-mode` authorizer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthorizationMode {
+    /// Everything is allowed, for everyone.
+    AlwaysAllow,
+    /// Nothing is allowed (except to system:masters, as with every mode).
+    AlwaysDeny,
+    /// Role-based access control (rbac.authorization.k8s.io).
+    Rbac,
+}
+
+impl AuthorizationMode {
+    /// Every mode with its flag spelling.
+    pub const ALL: [(&'static str, AuthorizationMode); 3] = [
+        ("AlwaysAllow", AuthorizationMode::AlwaysAllow),
+        ("AlwaysDeny", AuthorizationMode::AlwaysDeny),
+        ("RBAC", AuthorizationMode::Rbac),
+    ];
+
+    /// Its flag spelling.
+    pub fn name(self) -> &'static str {
+        AuthorizationMode::ALL
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map_or("", |(n, _)| n)
+    }
+}
+
 /// Serving options (SecureServingOptions + authentication in k8s).
 #[derive(Debug, Clone)]
 pub struct ServingOptions {
@@ -42,6 +70,8 @@ pub struct ServingOptions {
     pub token_auth_file: Option<PathBuf>,
     /// `--anonymous-auth`.
     pub anonymous_auth: bool,
+    /// `--authorization-mode`, in order.
+    pub authorization_modes: Vec<AuthorizationMode>,
     /// `--max-requests-inflight`.
     pub max_requests_inflight: usize,
     /// `--max-mutating-requests-inflight`.
@@ -166,6 +196,19 @@ impl ServerOptions {
         }
         if s.max_mutating_requests_inflight == 0 {
             errs.push("--max-mutating-requests-inflight must be greater than 0".into());
+        }
+        if s.authorization_modes.is_empty() {
+            errs.push(
+                "--authorization-mode: at least one authorization mode must be passed".into(),
+            );
+        }
+        for (i, mode) in s.authorization_modes.iter().enumerate() {
+            if s.authorization_modes[..i].contains(mode) {
+                errs.push(format!(
+                    "--authorization-mode: {:?} is specified more than once",
+                    mode.name()
+                ));
+            }
         }
         if s.request_timeout.is_zero() {
             errs.push("--request-timeout must be greater than 0".into());

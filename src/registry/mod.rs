@@ -4,6 +4,7 @@
 pub(crate) mod apiextensions;
 pub(crate) mod codec;
 pub(crate) mod error;
+pub(crate) mod rbac;
 pub(crate) mod resources;
 pub(crate) mod store;
 pub(crate) mod strategy;
@@ -52,6 +53,9 @@ pub(crate) struct Context {
     pub dry_run: bool,
     /// fieldValidation.
     pub field_validation: FieldValidation,
+    /// Who writes, for the checks of writes that depend on the writer (RBAC's escalation
+    /// prevention); None for the server's own calls.
+    pub access: Option<rbac::escalation::Access>,
 }
 
 /// A served resource.
@@ -141,6 +145,10 @@ pub(crate) struct Registry {
     prefix: String,
     /// "group/version/resource" of the built-in resources, which nothing may replace.
     built_in: std::collections::HashSet<String>,
+    /// The RBAC objects, as the authorizer and the escalation checks read them.
+    rbac: Arc<rbac::Rbac>,
+    /// The server's authorizer (set once by the server; unset, writes are not checked).
+    authorizer: std::sync::OnceLock<Arc<dyn crate::api::authorizer::Authorizer>>,
 }
 
 impl Registry {
@@ -175,7 +183,34 @@ impl Registry {
             storage,
             prefix: prefix.to_string(),
             built_in,
+            rbac: rbac::Rbac::new(),
+            authorizer: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The RBAC objects this registry serves, as the RBAC authorizer reads them.
+    pub(crate) fn rbac(&self) -> &Arc<rbac::Rbac> {
+        &self.rbac
+    }
+
+    /// Sets the server's authorizer, which the access reviews and the RBAC resources' writes
+    /// consult. Only the first call counts.
+    pub(crate) fn set_authorizer(&self, authorizer: Arc<dyn crate::api::authorizer::Authorizer>) {
+        let _ = self.authorizer.set(authorizer);
+    }
+
+    /// The server's authorizer, once set.
+    pub(crate) fn authorizer(&self) -> Option<&Arc<dyn crate::api::authorizer::Authorizer>> {
+        self.authorizer.get()
+    }
+
+    /// What writes by `user` are checked with (None before the server set its authorizer).
+    pub(crate) fn access(&self, user: &crate::api::UserInfo) -> Option<rbac::escalation::Access> {
+        Some(rbac::escalation::Access {
+            user: Arc::new(user.clone()),
+            authorizer: Arc::clone(self.authorizer.get()?),
+            rbac: Arc::clone(&self.rbac),
+        })
     }
 
     /// A generic store for `strategy` over this registry's storage, under

@@ -340,6 +340,17 @@ pub(crate) trait Strategy: Send + Sync + 'static {
         None
     }
 
+    /// Checks that depend on the writer of a create (`old` None) or update: RBAC's
+    /// escalation prevention. Runs after validation, inside the write.
+    fn authorize_write(
+        &self,
+        _ctx: &super::Context,
+        _new: &Value,
+        _old: Option<&Value>,
+    ) -> Result<(), super::error::Error> {
+        Ok(())
+    }
+
     /// Whether creates are served now (a terminating CRD's objects: `Err` is the answer).
     fn admit_create(&self) -> Result<(), super::error::Error> {
         Ok(())

@@ -11,13 +11,7 @@ use crate::registry::apiextensions::serving;
 use crate::registry::Registry;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 use tokio::sync::Notify;
-
-/// First retry delay after following the CRDs failed (storage unavailable...).
-const RETRY_START: Duration = Duration::from_millis(200);
-/// Cap of that delay.
-const RETRY_MAX: Duration = Duration::from_secs(10);
 
 /// Whether the CRDs stored at start are served.
 #[derive(Default)]
@@ -64,24 +58,13 @@ async fn follow(
     synced: Arc<Synced>,
     cancel: tokio_util::sync::CancellationToken,
 ) {
-    let mut delay = RETRY_START;
-    loop {
-        let mark = || {
+    super::informers::retrying("following CustomResourceDefinitions", cancel, || {
+        let synced = synced.clone();
+        let mark = move || {
             synced.done.store(true, Ordering::Release);
             synced.notify.notify_waiters();
         };
-        let err = tokio::select! {
-            () = cancel.cancelled() => return,
-            r = serving::run(registry.clone(), mark) => match r {
-                Ok(()) => continue,
-                Err(e) => e,
-            },
-        };
-        tracing::warn!(error = %err, "following CustomResourceDefinitions failed; retrying");
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            () = tokio::time::sleep(delay) => {}
-        }
-        delay = (delay * 2).min(RETRY_MAX);
-    }
+        serving::run(registry.clone(), mark)
+    })
+    .await;
 }

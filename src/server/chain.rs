@@ -4,10 +4,10 @@
 //! May use: filters, endpoints, api.
 
 use super::health::Health;
+use crate::api::authorizer::{Authorizer, Decision};
 use crate::api::{full_body, Body, RequestContext, RequestInfo, Status};
 use crate::endpoints::ApiServer;
 use crate::filters::authn::{Authenticator, PeerCertificates};
-use crate::filters::authz::{Authorizer, Decision};
 use crate::filters::{body_limit, in_flight::MaxInFlight, panic, timeout};
 use bytes::Bytes;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ pub(super) struct Chain {
     /// Authentication step.
     pub authn: Authenticator,
     /// Authorization step.
-    pub authz: Box<dyn Authorizer>,
+    pub authz: Arc<dyn Authorizer>,
     /// Max-in-flight budgets.
     pub in_flight: MaxInFlight,
     /// Timeout of non-long-running requests.
@@ -53,12 +53,12 @@ where
             }
         };
 
-        if let Decision::Deny(reason) = chain.authz.authorize(&user, &info) {
-            tracing::debug!(user = %user.name, %reason, "authorization denied");
-            if user.is_anonymous() {
-                return Status::unauthorized().into_response();
+        match chain.authz.authorize(&user, &info) {
+            Decision::Allow(_) => {}
+            Decision::NoOpinion(reason) => {
+                tracing::debug!(user = %user.name, verb = %info.verb, path = %info.path, %reason, "authorization denied");
+                return Status::forbidden(&user.name, &info, &reason).into_response();
             }
-            return Status::forbidden_path(&user.name, &info.verb, &info.path).into_response();
         }
 
         let _permit = match chain.in_flight.try_acquire(&info, &user) {

@@ -14,6 +14,7 @@ pub(crate) mod config;
 mod control_runtime;
 pub(crate) mod health;
 pub(crate) mod hooks;
+mod informers;
 mod lifecycle;
 pub(crate) mod listener;
 mod loopback;
@@ -22,9 +23,11 @@ pub(crate) mod pki;
 pub(crate) use config::{CompletedConfig, Config};
 pub(crate) use lifecycle::PreparedServer;
 
+use crate::api::authorizer::Authorizer;
 use crate::filters::authn::Authenticator;
-use crate::filters::authz::AllowAuthenticated;
+use crate::filters::authz::{AlwaysAllow, AlwaysDeny, Union};
 use crate::filters::in_flight::MaxInFlight;
+use crate::options::AuthorizationMode;
 use health::{CheckFn, Health, HealthCheck};
 use hooks::{Hooks, PostStartHookFn, PreShutdownHookFn};
 use std::sync::Arc;
@@ -57,6 +60,12 @@ impl GenericServer {
     /// stored CRDs' resources and follows them) and `crd-informer-synced`.
     pub(crate) fn apiextensions_hooks(&self) -> (PostStartHookFn, PostStartHookFn) {
         apiextensions::hooks(self.completed.config.api.registry().clone())
+    }
+
+    /// The `generic-apiserver-start-informers` hook: follows the RBAC objects the
+    /// authorizer reads, done once they are listed.
+    pub(crate) fn informers_hook(&self) -> PostStartHookFn {
+        informers::hook(self.completed.config.api.registry().clone())
     }
 
     /// Registers a pre-shutdown hook; it runs once when shutdown begins.
@@ -126,6 +135,22 @@ impl GenericServer {
         readyz.push(HealthCheck::new("shutdown", shutdown_check));
         let health = Arc::new(Health::new(healthz, livez, readyz));
 
+        let registry = cfg.api.registry();
+        let modes = opts
+            .serving
+            .authorization_modes
+            .iter()
+            .map(|mode| -> Arc<dyn Authorizer> {
+                match mode {
+                    AuthorizationMode::AlwaysAllow => Arc::new(AlwaysAllow),
+                    AuthorizationMode::AlwaysDeny => Arc::new(AlwaysDeny),
+                    AuthorizationMode::Rbac => registry.rbac().clone(),
+                }
+            })
+            .collect();
+        let authz: Arc<dyn Authorizer> = Arc::new(Union::new(modes));
+        registry.set_authorizer(authz.clone());
+
         let watch_shutdown = CancellationToken::new();
         let chain = Arc::new(chain::Chain {
             authn: Authenticator::new(
@@ -133,7 +158,7 @@ impl GenericServer {
                 Some(completed.verifier.clone()),
                 opts.serving.anonymous_auth,
             ),
-            authz: Box::new(AllowAuthenticated),
+            authz,
             in_flight: MaxInFlight::new(
                 opts.serving.max_requests_inflight,
                 opts.serving.max_mutating_requests_inflight,

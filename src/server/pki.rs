@@ -343,6 +343,7 @@ mod tests {
             client_ca_file: None,
             token_auth_file: None,
             anonymous_auth: true,
+            authorization_modes: vec![crate::options::AuthorizationMode::Rbac],
             max_requests_inflight: 1,
             max_mutating_requests_inflight: 1,
             request_timeout: std::time::Duration::from_secs(1),

@@ -6,7 +6,7 @@ use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, Ke
 const UNAUTHORIZED: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
 
 #[tokio::test]
-async fn anonymous_api_is_401_status() {
+async fn anonymous_api_is_forbidden_and_disabled_anonymous_is_401() {
     let server = TestServer::start().await;
     let resp = server
         .anonymous_http()
@@ -14,12 +14,26 @@ async fn anonymous_api_is_401_status() {
         .send()
         .await
         .unwrap();
-    assert_eq!(resp.status(), 401);
+    assert_eq!(resp.status(), 403);
     assert_eq!(resp.headers()["content-type"], "application/json");
-    assert_eq!(resp.text().await.unwrap(), UNAUTHORIZED);
-    // The admin certificate gets past authentication.
+    // The admin certificate gets past authentication and authorization.
     let (code, _) = get_text(&server.admin_http(), &server.url("/api")).await;
-    assert_ne!(code, 401);
+    assert_eq!(code, 200);
+    drop(server);
+    let server = TestServer::start_with(
+        Options::default()
+            .args(["--anonymous-auth=false"])
+            .probe_as_admin(),
+    )
+    .await;
+    let resp = server
+        .anonymous_http()
+        .get(server.url("/livez"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+    assert_eq!(resp.text().await.unwrap(), UNAUTHORIZED);
 }
 
 #[tokio::test]

@@ -109,16 +109,19 @@ async fn verbose_exclude_and_subpath_formats() {
         (200, "ok".into())
     );
 
+    // A check's own path is for system:monitoring, not for anonymous users (as upstream).
+    let admin = server.admin_http();
+    assert_eq!(get_text(&anon, &server.url("/readyz/etcd")).await.0, 403);
     assert_eq!(
-        get_text(&anon, &server.url("/readyz/etcd")).await,
+        get_text(&admin, &server.url("/readyz/etcd")).await,
         (200, "ok".into())
     );
     assert_eq!(
-        get_text(&anon, &server.url("/livez/ping")).await,
+        get_text(&admin, &server.url("/livez/ping")).await,
         (200, "ok".into())
     );
     assert_eq!(
-        get_text(&anon, &server.url("/readyz/shutdown")).await,
+        get_text(&admin, &server.url("/readyz/shutdown")).await,
         (200, "ok".into())
     );
     // Unknown sub-paths fall through to the not-found handler; livez has no shutdown check.

@@ -10,10 +10,13 @@ async fn failing_hook_shows_red_then_green() {
     let mut server = TestServer::start_with(
         Options::default()
             .args(["--debug-failing-hook", "flaky=5"])
-            .wait_for("/livez/ping"),
+            .wait_for("/livez/ping")
+            .probe_as_admin(),
     )
     .await;
-    let anon = server.anonymous_http();
+    // As the admin: a check's own path is not public, and anonymous /readyz is allowed
+    // only once the bootstrap policy exists.
+    let anon = server.admin_http();
     let (code, body) = get_text(&anon, &server.url("/readyz")).await;
     assert_eq!(
         code,

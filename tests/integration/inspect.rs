@@ -236,7 +236,8 @@ async fn failing_hook_gives_exit_1_with_its_reason() {
     let server = TestServer::start_with(
         Options::default()
             .args(["--debug-failing-hook", "flaky=100000"])
-            .wait_for("/livez/ping"),
+            .wait_for("/livez/ping")
+            .probe_as_admin(),
     )
     .await;
     // Let every other hook finish, so that flaky is the only failing check.
@@ -337,7 +338,8 @@ async fn health_wait_returns_0_once_ready() {
     let server = TestServer::start_with(
         Options::default()
             .args(["--debug-failing-hook", "flaky=4"])
-            .wait_for("/livez/ping"),
+            .wait_for("/livez/ping")
+            .probe_as_admin(),
     )
     .await;
     let run = kapi(&server, &["health", "--wait", "--timeout", "60s"]).await;

@@ -30,6 +30,7 @@ mod inspect_replicas;
 mod layering;
 mod openapi;
 mod patch;
+mod rbac;
 mod shutdown;
 mod spinner;
 mod watch;

@@ -26,7 +26,7 @@ async fn sigterm_fails_readyz_during_delay_then_exits_zero() {
         "{body}"
     );
     assert_eq!(
-        get_text(&anon, &server.url("/readyz/shutdown")).await,
+        get_text(&server.admin_http(), &server.url("/readyz/shutdown")).await,
         (
             500,
             "internal server error: process is shutting down\n".into()

@@ -285,7 +285,8 @@ async fn spinner_shows_failing_checks_then_cleared_exit_1() {
     let server = TestServer::start_with(
         Options::default()
             .args(["--debug-failing-hook", "flaky=100000"])
-            .wait_for("/livez/ping"),
+            .wait_for("/livez/ping")
+            .probe_as_admin(),
     )
     .await;
     let kubeconfig = server.kubeconfig().to_path_buf();

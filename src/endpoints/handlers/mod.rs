@@ -30,6 +30,8 @@ pub(crate) struct Req<'a> {
     pub(crate) query: Query,
     /// The chain's context.
     pub(crate) ctx: &'a RequestContext,
+    /// The registry (its authorizer answers access reviews and checks RBAC writes).
+    pub(crate) registry: &'a crate::registry::Registry,
     /// The negotiated output.
     pub(crate) out: Output,
     /// The loopback client's watch omits renewals ([`crate::api::OmitRenewals`]).

@@ -39,10 +39,12 @@ fn check_field_manager(req: &Req<'_>) -> Result<(), Error> {
     Ok(())
 }
 
-/// The registry context of an update or patch: `fieldManager` checked, then the options.
+/// The registry context of a write: `fieldManager` checked, the options, and the writer.
 fn write_context(req: &Req<'_>, options_kind: &'static str) -> Result<Context, Status> {
     check_field_manager(req)?;
-    Ok(req.query.context(req.namespace(), options_kind)?)
+    let mut ctx = req.query.context(req.namespace(), options_kind)?;
+    ctx.access = req.registry.access(&req.ctx.user);
+    Ok(ctx)
 }
 
 /// managedFields of a non-apply write (operation Update).
@@ -272,9 +274,8 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
         return status_response(Error::MissingFieldManager);
     };
     let prepared = (|| {
-        check_field_manager(req)?;
+        let ctx = write_context(req, "PatchOptions")?;
         let force = req.query.bool("force")?.unwrap_or(false);
-        let ctx = req.query.context(req.namespace(), "PatchOptions")?;
         let mut applied = yaml_to_json(req.body)?;
         if !applied.is_object() {
             return Err(Error::AppliedNotObject.into());
@@ -354,7 +355,17 @@ pub(crate) fn review(review: Review, req: &Req<'_>) -> Response<Body> {
         m.insert("apiVersion".into(), Value::from(info.api_version()));
         m.insert("kind".into(), Value::from(&*info.kind));
     }
-    match review.create(body, &req.ctx.user) {
+    let Some(authorizer) = req.registry.authorizer() else {
+        return error_response(&registry::Error::Internal(
+            "no authorizer is configured".into(),
+        ));
+    };
+    let asker = crate::registry::resources::reviews::Asker {
+        user: &req.ctx.user,
+        namespace: req.namespace(),
+        authorizer: authorizer.as_ref(),
+    };
+    match review.create(body, &asker) {
         Ok(o) => respond(req, 201, &o, &[]),
         Err(e) => error_response(&e),
     }

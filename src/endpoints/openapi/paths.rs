@@ -338,9 +338,15 @@ fn operation(
 }
 
 fn operation_tag(r: &Served) -> String {
+    // The group without `.k8s.io`, camel-cased: `rbacAuthorization` for
+    // rbac.authorization.k8s.io, as kube-openapi tags operations.
     let g = match r.group.as_str() {
         "" => "core".to_string(),
-        g => g.trim_end_matches(".k8s.io").replace('.', "_"),
+        g => {
+            let mut parts = g.trim_end_matches(".k8s.io").split('.');
+            let first = parts.next().unwrap_or("").to_string();
+            parts.fold(first, |tag, p| tag + &capitalize(p))
+        }
     };
     format!("{g}_{}", r.version)
 }

@@ -76,9 +76,10 @@ impl Served {
                 self.version, self.kind
             );
         }
+        // The Go package: the group's first label (`rbac` for rbac.authorization.k8s.io).
         let pkg = match self.group.as_str() {
-            "" => "core".to_string(),
-            g => g.trim_end_matches(".k8s.io").replace('.', "_"),
+            "" => "core",
+            g => g.split('.').next().unwrap_or(g),
         };
         format!("io.k8s.api.{pkg}.{}.{}", self.version, self.kind)
     }

@@ -87,6 +87,7 @@ fn v3_index_and_hashes() {
         "apis/events.k8s.io/v1",
         "apis/coordination.k8s.io/v1",
         "apis/coordination.k8s.io/v1beta1",
+        "apis/rbac.authorization.k8s.io/v1",
         "apis/authentication.k8s.io/v1",
         "apis/authorization.k8s.io/v1",
         "apis/apiextensions.k8s.io/v1",
@@ -204,8 +205,10 @@ fn v3_documents_serve_kubectl() {
     assert_eq!(
         ops,
         [
+            "/apis/authorization.k8s.io/v1/namespaces/{namespace}/localsubjectaccessreviews",
             "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews"
+            "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+            "/apis/authorization.k8s.io/v1/subjectaccessreviews"
         ]
     );
     assert!(

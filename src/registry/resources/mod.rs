@@ -7,6 +7,7 @@ pub(crate) mod events;
 pub(crate) mod leasecandidates;
 pub(crate) mod leases;
 pub(crate) mod namespaces;
+pub(crate) mod rbac;
 pub(crate) mod reviews;
 pub(crate) mod secrets;
 pub(crate) mod serviceaccounts;
@@ -52,9 +53,19 @@ pub(crate) fn built_in() -> Vec<BuiltIn> {
             Arc::new(leasecandidates::LeaseCandidates),
             "leasecandidates",
         ),
+        // In the order of kube-apiserver's discovery, which sorts a version's resources.
+        stored(
+            Arc::new(rbac::bindings::ClusterRoleBindings),
+            "clusterrolebindings",
+        ),
+        stored(Arc::new(rbac::roles::ClusterRoles), "clusterroles"),
+        stored(Arc::new(rbac::bindings::RoleBindings), "rolebindings"),
+        stored(Arc::new(rbac::roles::Roles), "roles"),
         BuiltIn::Review(Review::Subject),
+        BuiltIn::Review(Review::LocalAccess),
         BuiltIn::Review(Review::Access),
         BuiltIn::Review(Review::Rules),
+        BuiltIn::Review(Review::SubjectAccess),
         stored(
             Arc::new(customresourcedefinitions::CustomResourceDefinitions),
             "apiextensions.k8s.io/customresourcedefinitions",

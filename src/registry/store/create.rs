@@ -4,7 +4,7 @@
 use super::*;
 
 impl GenericStore {
-    /// BeforeCreate: system fields, PrepareForCreate, validation.
+    /// BeforeCreate: system fields, PrepareForCreate, validation, the writer's checks.
     pub(super) fn prepare_create(&self, ctx: &Context, obj: &mut Value) -> Result<()> {
         self.ensure_namespace(ctx, obj)?;
         let meta = metadata_mut(obj);
@@ -50,7 +50,7 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(name_of(obj), errs));
         }
-        Ok(())
+        self.strategy.authorize_write(ctx, obj, None)
     }
 
     /// Creates an object (already decoded with [`GenericStore::decode_request`]). A name made

@@ -350,6 +350,9 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }
+        if subresource.is_empty() {
+            self.strategy.authorize_write(ctx, &new, Some(old))?;
+        }
         let changes = if crate::api::json::same_with_last(&new, old, "metadata") {
             Changes::Nothing
         } else if self.strategy.is_renewal(old, &new) {

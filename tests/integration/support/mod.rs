@@ -32,8 +32,10 @@ pub(crate) async fn within<F: std::future::Future>(
 pub(crate) struct Options {
     /// Extra `kapi serve` arguments.
     pub args: Vec<String>,
-    /// Path polled anonymously until it answers 200 (default `/readyz`).
+    /// Path polled until it answers 200 (default `/readyz`).
     pub wait_path: String,
+    /// Poll it as the admin rather than anonymously (anonymous requests off or forbidden).
+    pub probe_as_admin: bool,
     /// Reuse this data dir instead of a fresh temp dir.
     pub data_dir: Option<Arc<tempfile::TempDir>>,
     /// Stop reading the server's stderr (closing the pipe) once it has named its kubeconfig.
@@ -45,6 +47,7 @@ impl Default for Options {
         Options {
             args: vec![],
             wait_path: "/readyz".into(),
+            probe_as_admin: false,
             data_dir: None,
             close_stderr: false,
         }
@@ -61,6 +64,12 @@ impl Options {
     /// Waits for `path` instead of /readyz.
     pub(crate) fn wait_for(mut self, path: &str) -> Self {
         self.wait_path = path.into();
+        self
+    }
+
+    /// Polls the wait path as the admin (for servers where anonymous users may not).
+    pub(crate) fn probe_as_admin(mut self) -> Self {
+        self.probe_as_admin = true;
         self
     }
 
@@ -192,9 +201,13 @@ impl TestServer {
             admin_pem,
             ready_after: Duration::ZERO,
         };
-        let anon = server.anonymous_http();
+        let probe = if opts.probe_as_admin {
+            server.admin_http()
+        } else {
+            server.anonymous_http()
+        };
         loop {
-            if let Ok(resp) = anon.get(server.url(&opts.wait_path)).send().await {
+            if let Ok(resp) = probe.get(server.url(&opts.wait_path)).send().await {
                 if resp.status() == 200 {
                     break;
                 }
@@ -286,6 +299,23 @@ impl TestServer {
     /// An HTTPS client without credentials.
     pub(crate) fn anonymous_http(&self) -> reqwest::Client {
         self.http_with(None)
+    }
+
+    /// A kubeconfig in the data dir for a user who presents bearer `token` (and no
+    /// certificate), named after `user`.
+    pub(crate) fn token_kubeconfig(&self, user: &str, token: &str) -> PathBuf {
+        let b64 = base64::engine::general_purpose::STANDARD.encode(&self.ca_pem);
+        let path = self
+            .dir
+            .path()
+            .join(format!("{}.kubeconfig", user.replace(':', "-")));
+        let text = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: kapi\n  cluster:\n    server: {url}\n    certificate-authority-data: {b64}\nusers:\n- name: {user}\n  user:\n    token: {token}\ncontexts:\n- name: {user}\n  context:\n    cluster: kapi\n    user: {user}\ncurrent-context: {user}\n",
+            url = self.url,
+            user = user.replace(':', "-"),
+        );
+        std::fs::write(&path, text).expect("write kubeconfig");
+        path
     }
 
     /// Runs kubectl (from PATH) with the admin kubeconfig.

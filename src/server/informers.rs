@@ -1,0 +1,68 @@
+//! `generic-apiserver-start-informers`: starts what the server itself follows in storage,
+//! as kube-apiserver starts its shared informer factory. Here that is the RBAC objects the
+//! authorizer and the escalation checks read; the hook completes once each kind has been
+//! listed, so /readyz does not pass while the authorizer still knows no roles.
+//! May use: registry.
+
+use super::hooks::{HookContext, PostStartHookFn};
+use crate::registry::rbac::Kind;
+use crate::registry::Registry;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// First retry delay after following failed (storage unavailable...).
+const RETRY_START: Duration = Duration::from_millis(200);
+/// Cap of that delay.
+const RETRY_MAX: Duration = Duration::from_secs(10);
+
+/// Runs `follow` until `cancel`, starting over with backoff when it fails (`what` names it
+/// in the log line).
+pub(super) async fn retrying<F, Fut, E>(what: &'static str, cancel: CancellationToken, follow: F)
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    let mut delay = RETRY_START;
+    loop {
+        let err = tokio::select! {
+            () = cancel.cancelled() => return,
+            r = follow() => match r {
+                Ok(()) => continue,
+                Err(e) => e,
+            },
+        };
+        tracing::warn!(error = %err, "{what} failed; retrying");
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            () = tokio::time::sleep(delay) => {}
+        }
+        delay = (delay * 2).min(RETRY_MAX);
+    }
+}
+
+/// The `generic-apiserver-start-informers` hook over `registry`.
+pub(crate) fn hook(registry: Arc<Registry>) -> PostStartHookFn {
+    Arc::new(move |ctx: HookContext| {
+        let registry = registry.clone();
+        Box::pin(async move {
+            for kind in Kind::ALL {
+                let registry = registry.clone();
+                ctx.tasks.spawn(retrying(
+                    "following RBAC objects",
+                    ctx.cancel.clone(),
+                    move || {
+                        let registry = registry.clone();
+                        async move { registry.rbac().follow(&registry, kind).await }
+                    },
+                ));
+            }
+            tokio::select! {
+                () = registry.rbac().wait_synced() => Ok(()),
+                () = ctx.cancel.cancelled() => Err("the server is stopping".into()),
+            }
+        })
+    })
+}
