@@ -4,6 +4,7 @@
 pub(crate) mod authn;
 pub(crate) mod authz;
 pub(crate) mod body_limit;
+pub(crate) mod impersonation;
 pub(crate) mod in_flight;
 pub(crate) mod panic;
 pub(crate) mod timeout;

@@ -1,6 +1,7 @@
 //! The handler chain, ordered in ONE function as DefaultBuildHandlerChain in k8s:
-//! panic recovery → request info → authentication → authorization → max-in-flight →
-//! request timeout (long-running exempt) → body limit → routing (health, /version, the API).
+//! panic recovery → request info → authentication → impersonation → authorization →
+//! max-in-flight → request timeout (long-running exempt) → body limit → routing (health,
+//! /version, the API).
 //! May use: filters, endpoints, api.
 
 use super::health::Health;
@@ -8,7 +9,7 @@ use crate::api::authorizer::{Authorizer, Decision};
 use crate::api::{full_body, Body, RequestContext, RequestInfo, Status};
 use crate::endpoints::ApiServer;
 use crate::filters::authn::{Authenticator, PeerCertificates};
-use crate::filters::{body_limit, in_flight::MaxInFlight, panic, timeout};
+use crate::filters::{body_limit, impersonation, in_flight::MaxInFlight, panic, timeout};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -51,6 +52,15 @@ where
                 tracing::debug!(path = %info.path, error = %err, "authentication failed");
                 return Status::unauthorized().into_response();
             }
+        };
+
+        let user = if impersonation::requested(req.headers()) {
+            match impersonation::impersonate(req.headers(), &user, chain.authz.as_ref()) {
+                Ok(acting_as) => acting_as,
+                Err(status) => return status.into_response(),
+            }
+        } else {
+            user
         };
 
         match chain.authz.authorize(&user, &info) {

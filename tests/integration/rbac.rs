@@ -157,6 +157,78 @@ async fn roles_bindings_and_can_i_with_kubectl() {
         "{listed}"
     );
 
+    // Impersonation: the admin acts as alice; bob may not.
+    let o = server
+        .kubectl(&[
+            "auth",
+            "can-i",
+            "list",
+            "configmaps",
+            "-n",
+            "team-a",
+            "--as",
+            "alice",
+        ])
+        .await;
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "yes",
+        "{}",
+        text(&o)
+    );
+    let o = server
+        .kubectl(&[
+            "auth", "can-i", "list", "secrets", "-n", "team-a", "--as", "alice",
+        ])
+        .await;
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        "no",
+        "{}",
+        text(&o)
+    );
+    let o = server
+        .kubectl(&["get", "configmaps", "-n", "default", "--as", "alice"])
+        .await;
+    assert!(
+        text(&o).contains(r#"User "alice" cannot list resource "configmaps""#),
+        "{}",
+        text(&o)
+    );
+    let whoami = ok(
+        &server,
+        &[
+            "auth",
+            "whoami",
+            "--as",
+            "alice",
+            "--as-group",
+            "devs",
+            "-o",
+            "json",
+        ],
+    )
+    .await;
+    let who: serde_json::Value = serde_json::from_str(&whoami).unwrap();
+    assert_eq!(who["status"]["userInfo"]["username"], "alice");
+    assert_eq!(
+        who["status"]["userInfo"]["groups"],
+        serde_json::json!(["devs", "system:authenticated"])
+    );
+    let bob = as_user(&server, "bob");
+    let o = kubectl_with(
+        &bob,
+        &["get", "configmaps", "-n", "team-a", "--as", "alice"],
+    )
+    .await;
+    assert!(
+        text(&o).contains(
+            r#"users "alice" is forbidden: User "bob" cannot impersonate resource "users" in API group "" at the cluster scope"#
+        ),
+        "{}",
+        text(&o)
+    );
+
     // A SubjectAccessReview by the admin about bob, in a namespace.
     let sar = r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview",
         "spec":{"user":"alice","resourceAttributes":{"namespace":"team-a","verb":"get","resource":"configmaps"}}}"#;
