@@ -54,6 +54,12 @@ complete -c kapi -n "__fish_kapi_using_subcommand serve" -l client-ca-file -d 'C
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l token-auth-file -d 'Static bearer tokens, CSV lines: token,user,uid,"group1,group2"' -r -F
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l anonymous-auth -d 'Let requests without credentials in as system:anonymous (health and version endpoints only)' -r -f -a "true\t''
 false\t''"
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l service-account-issuer -d 'Issuer of service-account tokens (repeatable: the first one goes into new tokens, all are accepted). Default: https://<advertise address>:<port>' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l service-account-signing-key-file -d 'PEM private key (ECDSA P-256 or RSA) that signs service-account tokens. Default: a key generated on first start as <cert-dir>/sa.key, shared by replicas that share --cert-dir' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l service-account-key-file -d 'More PEM keys (public or private) service-account tokens are verified with (repeatable)' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l api-audiences -d 'Audiences a token must name to reach the API (comma-separated). Default: the issuers' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l service-account-max-token-expiration -d 'Longest lifetime a TokenRequest may ask for (at least 1h). Default: no limit' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l service-account-jwks-uri -d 'The jwks_uri of the issuer\'s discovery document. Default: https://<advertise address>:<port>/openid/v1/jwks' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l authorization-mode -d 'Authorizers asked in order, comma-separated: RBAC, AlwaysAllow, AlwaysDeny. Members of system:masters are always allowed first' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-servers -d 'etcd v3 endpoints (http(s)://host:port, comma-separated); unset = embedded store' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-prefix -d 'Key prefix of every object in storage' -r

@@ -1,7 +1,8 @@
 //! kapi: a Kubernetes-compatible control-plane API server and an inspector for live control planes.
 //!
 //! Server side (mirrors k8s.io/apiserver): [`options`] → [`server`] → [`filters`] /
-//! [`endpoints`] → [`registry`] → [`storage`], with [`controllers`] run as post-start hooks.
+//! [`endpoints`] → [`registry`] → [`storage`], with [`controllers`] run as post-start hooks;
+//! [`serviceaccount`] (token keys and JWTs) serves the filters, the registry and the server.
 //! Client side: [`inspect`] collects views from any cluster, [`output`] renders them.
 //! [`cli`] holds the clap definitions and [`cmd`] wires the layers together.
 
@@ -31,6 +32,7 @@ pub(crate) mod options;
 pub(crate) mod output;
 pub(crate) mod registry;
 pub(crate) mod server;
+pub(crate) mod serviceaccount;
 pub mod storage;
 
 /// The apiserver ID kube-apiserver derives from a hostname (its identity lease name).

@@ -1,7 +1,7 @@
 //! What an authorizer is (k8s.io/apiserver pkg/authorization/authorizer): a decision for a
 //! user doing what a request asks, and the rules a user holds (for SelfSubjectRulesReview).
 //! The chain's authorization filter, the access-review APIs and RBAC's escalation checks all
-//! speak it. May use: api.
+//! speak it. Also what TokenReview asks of the authenticator. May use: api.
 
 use super::{RequestInfo, UserInfo};
 use std::sync::Arc;
@@ -77,4 +77,11 @@ pub(crate) trait Authorizer: Send + Sync {
             ..Rules::default()
         }
     }
+}
+
+/// Answers "who is this bearer token?" for TokenReview: the user and the audiences the
+/// token is valid for among `audiences`, or why it is not accepted.
+pub(crate) trait TokenReviewer: Send + Sync {
+    /// Authenticates `token` for `audiences`.
+    fn review(&self, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), String>;
 }

@@ -2,8 +2,8 @@
 //! converted once into [`crate::options::ServerOptions`].
 
 use crate::options::{
-    AuthorizationMode, Backend, ControllerOptions, ServerOptions, ServingOptions, ShutdownOptions,
-    StorageOptions,
+    AuthorizationMode, Backend, ControllerOptions, ServerOptions, ServiceAccountOptions,
+    ServingOptions, ShutdownOptions, StorageOptions,
 };
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -86,6 +86,26 @@ pub struct ServeArgs {
     /// Let requests without credentials in as system:anonymous (health and version endpoints only).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, help_heading = "Authentication")]
     pub anonymous_auth: bool,
+    /// Issuer of service-account tokens (repeatable: the first one goes into new tokens, all
+    /// are accepted). Default: https://<advertise address>:<port>.
+    #[arg(long = "service-account-issuer", help_heading = "Authentication")]
+    pub service_account_issuer: Vec<String>,
+    /// PEM private key (ECDSA P-256 or RSA) that signs service-account tokens. Default: a key
+    /// generated on first start as <cert-dir>/sa.key, shared by replicas that share --cert-dir.
+    #[arg(long, help_heading = "Authentication")]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// More PEM keys (public or private) service-account tokens are verified with (repeatable).
+    #[arg(long = "service-account-key-file", help_heading = "Authentication")]
+    pub service_account_key_file: Vec<PathBuf>,
+    /// Audiences a token must name to reach the API (comma-separated). Default: the issuers.
+    #[arg(long, value_delimiter = ',', help_heading = "Authentication")]
+    pub api_audiences: Vec<String>,
+    /// Longest lifetime a TokenRequest may ask for (at least 1h). Default: no limit.
+    #[arg(long, value_parser = duration, help_heading = "Authentication")]
+    pub service_account_max_token_expiration: Option<Duration>,
+    /// The jwks_uri of the issuer's discovery document. Default: https://<advertise address>:<port>/openid/v1/jwks.
+    #[arg(long, help_heading = "Authentication")]
+    pub service_account_jwks_uri: Option<String>,
     /// Authorizers asked in order, comma-separated: RBAC, AlwaysAllow, AlwaysDeny. Members of
     /// system:masters are always allowed first.
     #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = authorization_mode, help_heading = "Authorization")]
@@ -212,6 +232,14 @@ impl ServeArgs {
                 token_auth_file: self.token_auth_file,
                 anonymous_auth: self.anonymous_auth,
                 authorization_modes: self.authorization_mode,
+                service_accounts: ServiceAccountOptions {
+                    issuers: self.service_account_issuer,
+                    signing_key_file: self.service_account_signing_key_file,
+                    key_files: self.service_account_key_file,
+                    api_audiences: self.api_audiences,
+                    max_token_expiration: self.service_account_max_token_expiration,
+                    jwks_uri: self.service_account_jwks_uri,
+                },
                 max_requests_inflight: self.max_requests_inflight,
                 max_mutating_requests_inflight: self.max_mutating_requests_inflight,
                 request_timeout: self.request_timeout,

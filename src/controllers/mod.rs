@@ -14,9 +14,11 @@
 //! `start-kube-apiserver-identity-lease-controller` and
 //! `start-kube-apiserver-identity-lease-garbage-collector` (gate APIServerIdentity),
 //! `storage-readiness` (gate WatchCacheInitializationPostStartHook),
-//! `start-legacy-token-tracking-controller`, and kapi's `start-namespace-finalizer-controller`
-//! and `start-garbage-collector-controller` (kube-controller-manager's namespace controller
-//! and garbage collector, which kapi runs in-process).
+//! `start-legacy-token-tracking-controller`, `rbac/bootstrap-roles` (RBAC mode only), and
+//! kapi's `start-namespace-finalizer-controller`, `start-garbage-collector-controller`,
+//! `start-clusterrole-aggregation-controller` and `start-service-account-controller`
+//! (kube-controller-manager's namespace, garbage-collector, ClusterRole aggregation and
+//! service-account controllers, which kapi runs in-process).
 //! Pre-shutdown: `stop-kube-apiserver-identity-lease-controller` (stops renewing and deletes
 //! the identity lease) and `peer-endpoint-reconciler-controller`.
 //!
@@ -36,6 +38,7 @@ mod namespace;
 mod peer;
 mod rbac;
 mod readiness;
+mod service_accounts;
 mod system_namespaces;
 mod token_tracking;
 mod util;
@@ -332,6 +335,10 @@ pub(crate) fn hooks(config: &Config) -> Hooks {
         "start-clusterrole-aggregation-controller".into(),
         spawning(|ctx| rbac::aggregation::run(ctx.client, ctx.cancel)),
     ));
+    h.post_start.push((
+        "start-service-account-controller".into(),
+        spawning(|ctx| service_accounts::run(ctx.client, ctx.cancel)),
+    ));
     h
 }
 
@@ -512,6 +519,7 @@ mod tests {
                 "start-namespace-finalizer-controller",
                 "start-garbage-collector-controller",
                 "start-clusterrole-aggregation-controller",
+                "start-service-account-controller",
             ]
         );
         assert_eq!(

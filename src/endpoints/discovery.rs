@@ -48,16 +48,31 @@ fn legacy_resources(infos: &[ResourceInfo]) -> Vec<Value> {
         }
         out.push(r);
         for (sub, verbs) in i.subresources {
-            out.push(json!({
+            let mut r = json!({
                 "name": format!("{}/{sub}", i.resource),
                 "singularName": "",
                 "namespaced": i.namespaced,
                 "kind": i.kind,
                 "verbs": verbs,
-            }));
+            });
+            if let Some((group, version, kind)) = foreign_kind(sub) {
+                r["group"] = Value::from(group);
+                r["version"] = Value::from(version);
+                r["kind"] = Value::from(kind);
+            }
+            out.push(r);
         }
     }
     out
+}
+
+/// The kind a subresource takes when it is not its resource's own: (group, version, kind).
+fn foreign_kind(sub: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    match sub {
+        "scale" => Some(("autoscaling", "v1", "Scale")),
+        "token" => Some(("authentication.k8s.io", "v1", "TokenRequest")),
+        _ => None,
+    }
 }
 
 fn aggregated_resource(i: &ResourceInfo) -> Value {
@@ -79,7 +94,15 @@ fn aggregated_resource(i: &ResourceInfo) -> Value {
         r["subresources"] = Value::Array(
             i.subresources
                 .iter()
-                .map(|(sub, verbs)| json!({ "subresource": sub, "responseKind": kind, "verbs": verbs }))
+                .map(|(sub, verbs)| {
+                    let kind = match foreign_kind(sub) {
+                        Some((group, version, kind)) => {
+                            json!({ "group": group, "version": version, "kind": kind })
+                        }
+                        None => kind.clone(),
+                    };
+                    json!({ "subresource": sub, "responseKind": kind, "verbs": verbs })
+                })
                 .collect(),
         );
     }

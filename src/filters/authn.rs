@@ -163,6 +163,8 @@ impl TokenAuthenticator {
 /// The union of every authenticator, as kube-apiserver's union authenticator.
 pub(crate) struct Authenticator {
     tokens: TokenAuthenticator,
+    /// Bound service-account tokens, when the server issues them.
+    service_accounts: Option<super::sa_tokens::ServiceAccountTokens>,
     x509: Option<Arc<dyn ClientCertVerifier>>,
     anonymous: bool,
     /// Verified chains (SHA-256 of the DER chain) → user and the leaf's notAfter, so a
@@ -182,9 +184,45 @@ impl Authenticator {
     ) -> Self {
         Authenticator {
             tokens,
+            service_accounts: None,
             x509,
             anonymous,
             verified: std::sync::Mutex::default(),
+        }
+    }
+
+    /// Also accepts bound service-account tokens.
+    pub(crate) fn with_service_accounts(
+        mut self,
+        tokens: super::sa_tokens::ServiceAccountTokens,
+    ) -> Self {
+        self.service_accounts = Some(tokens);
+        self
+    }
+
+    /// The user of a bearer token (the token file, then service-account tokens) for
+    /// `audiences` (None: the API's, `--api-audiences`), and the audiences it is valid for.
+    pub(crate) fn authenticate_token(
+        &self,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<(UserInfo, Vec<String>), Error> {
+        let sa = self.service_accounts.as_ref();
+        let api: &[String] = sa.map(|s| s.api_audiences()).unwrap_or_default();
+        let audiences = audiences.filter(|a| !a.is_empty()).unwrap_or(api);
+        if let Some(user) = self.tokens.lookup(token) {
+            // The token file knows no audiences: valid for whichever are asked.
+            return Ok((authenticated(user.clone()), audiences.to_vec()));
+        }
+        match sa
+            .ok_or(Error::InvalidToken)?
+            .authenticate_for(token, audiences)
+        {
+            Ok((user, aud)) => Ok((authenticated(user), aud)),
+            Err(e) => {
+                tracing::debug!(error = %e, "service account token refused");
+                Err(Error::InvalidToken)
+            }
         }
     }
 
@@ -203,9 +241,9 @@ impl Authenticator {
             }
         }
         if let Some(token) = bearer_token(headers) {
-            match self.tokens.lookup(token) {
-                Some(user) => return Ok(authenticated(user.clone())),
-                None => failure = Some(Error::InvalidToken),
+            match self.authenticate_token(token, None) {
+                Ok((user, _)) => return Ok(user),
+                Err(e) => failure = Some(e),
             }
         }
         match failure {
@@ -260,6 +298,13 @@ impl Authenticator {
             groups: orgs,
             ..UserInfo::default()
         })
+    }
+}
+
+impl crate::api::authorizer::TokenReviewer for Authenticator {
+    fn review(&self, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), String> {
+        self.authenticate_token(token, Some(audiences))
+            .map_err(|e| e.to_string())
     }
 }
 

@@ -45,24 +45,9 @@ fn attributes(resource: &str, group: &str, name: &str, namespace: &str, sub: &st
 
 /// A percent-encoded extra key (`Impersonate-Extra-` headers cannot carry every character).
 fn unescape(key: &str) -> String {
-    percent_decode(key).unwrap_or_else(|| key.to_string())
-}
-
-fn percent_decode(s: &str) -> Option<String> {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    percent_encoding::percent_decode_str(key)
+        .decode_utf8()
+        .map_or_else(|_| key.to_string(), |k| k.into_owned())
 }
 
 /// The user `requester` acts as, when every impersonation it asks for is allowed; the

@@ -1,5 +1,6 @@
 //! The handler-chain filters (k8s.io/apiserver pkg/server/filters, pkg/endpoints/filters): each
-//! file is one step; `server::chain` orders them. May use: api.
+//! file is one step; `server::chain` orders them. May use: api, serviceaccount (the token
+//! authenticator).
 
 pub(crate) mod authn;
 pub(crate) mod authz;
@@ -7,4 +8,5 @@ pub(crate) mod body_limit;
 pub(crate) mod impersonation;
 pub(crate) mod in_flight;
 pub(crate) mod panic;
+pub(crate) mod sa_tokens;
 pub(crate) mod timeout;

@@ -47,6 +47,24 @@ impl AuthorizationMode {
     }
 }
 
+/// Service-account token options (ServiceAccountAuthenticationOptions in k8s).
+#[derive(Debug, Clone, Default)]
+pub struct ServiceAccountOptions {
+    /// `--service-account-issuer` (the first one goes into new tokens; default
+    /// `https://<advertise address>:<port>`).
+    pub issuers: Vec<String>,
+    /// `--service-account-signing-key-file` (default: a key generated in the cert dir).
+    pub signing_key_file: Option<PathBuf>,
+    /// `--service-account-key-file`: more keys tokens are verified with.
+    pub key_files: Vec<PathBuf>,
+    /// `--api-audiences` (default: the issuers).
+    pub api_audiences: Vec<String>,
+    /// `--service-account-max-token-expiration`.
+    pub max_token_expiration: Option<Duration>,
+    /// `--service-account-jwks-uri`.
+    pub jwks_uri: Option<String>,
+}
+
 /// Serving options (SecureServingOptions + authentication in k8s).
 #[derive(Debug, Clone)]
 pub struct ServingOptions {
@@ -72,6 +90,8 @@ pub struct ServingOptions {
     pub anonymous_auth: bool,
     /// `--authorization-mode`, in order.
     pub authorization_modes: Vec<AuthorizationMode>,
+    /// Service-account token flags.
+    pub service_accounts: ServiceAccountOptions,
     /// `--max-requests-inflight`.
     pub max_requests_inflight: usize,
     /// `--max-mutating-requests-inflight`.
@@ -196,6 +216,22 @@ impl ServerOptions {
         }
         if s.max_mutating_requests_inflight == 0 {
             errs.push("--max-mutating-requests-inflight must be greater than 0".into());
+        }
+        let sa = &s.service_accounts;
+        for (i, issuer) in sa.issuers.iter().enumerate() {
+            if issuer.is_empty() {
+                errs.push("--service-account-issuer should not be an empty string".into());
+            } else if sa.issuers[..i].contains(issuer) {
+                errs.push(format!(
+                    "--service-account-issuer {issuer:?} is already specified"
+                ));
+            }
+        }
+        if sa
+            .max_token_expiration
+            .is_some_and(|d| d < Duration::from_secs(3600))
+        {
+            errs.push("--service-account-max-token-expiration: the shortest allowed is 1h".into());
         }
         if s.authorization_modes.is_empty() {
             errs.push(

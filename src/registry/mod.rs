@@ -1,13 +1,16 @@
 //! REST semantics over storage (pkg/registry): one generic store plus per-resource strategies.
-//! Sees no HTTP types. May use: storage, api.
+//! Sees no HTTP types. May use: storage, api, serviceaccount (TokenRequest).
 
 pub(crate) mod apiextensions;
 pub(crate) mod codec;
 pub(crate) mod error;
+pub(crate) mod follow;
 pub(crate) mod rbac;
 pub(crate) mod resources;
 pub(crate) mod store;
 pub(crate) mod strategy;
+pub(crate) mod subjects;
+pub(crate) mod tokens;
 pub(crate) mod validation;
 pub(crate) mod webhook;
 
@@ -147,6 +150,12 @@ pub(crate) struct Registry {
     built_in: std::collections::HashSet<String>,
     /// The RBAC objects, as the authorizer and the escalation checks read them.
     rbac: Arc<rbac::Rbac>,
+    /// The live service accounts and secrets, as the token authenticator checks them.
+    subjects: Arc<subjects::Index>,
+    /// What service-account tokens are issued with (set once by the server).
+    issuer: std::sync::OnceLock<Arc<crate::serviceaccount::Issuer>>,
+    /// The server's token authenticator, for TokenReview (set once by the server).
+    token_reviewer: std::sync::OnceLock<Arc<dyn crate::api::authorizer::TokenReviewer>>,
     /// The server's authorizer (set once by the server; unset, writes are not checked).
     authorizer: std::sync::OnceLock<Arc<dyn crate::api::authorizer::Authorizer>>,
 }
@@ -184,6 +193,9 @@ impl Registry {
             prefix: prefix.to_string(),
             built_in,
             rbac: rbac::Rbac::new(),
+            subjects: Arc::default(),
+            issuer: std::sync::OnceLock::new(),
+            token_reviewer: std::sync::OnceLock::new(),
             authorizer: std::sync::OnceLock::new(),
         }
     }
@@ -191,6 +203,35 @@ impl Registry {
     /// The RBAC objects this registry serves, as the RBAC authorizer reads them.
     pub(crate) fn rbac(&self) -> &Arc<rbac::Rbac> {
         &self.rbac
+    }
+
+    /// The live service accounts and secrets.
+    pub(crate) fn subjects(&self) -> &Arc<subjects::Index> {
+        &self.subjects
+    }
+
+    /// Sets what service-account tokens are issued with (TokenRequest). Only the first call
+    /// counts.
+    pub(crate) fn set_token_issuer(&self, issuer: Arc<crate::serviceaccount::Issuer>) {
+        let _ = self.issuer.set(issuer);
+    }
+
+    /// What service-account tokens are issued with, once set.
+    pub(crate) fn token_issuer(&self) -> Option<&Arc<crate::serviceaccount::Issuer>> {
+        self.issuer.get()
+    }
+
+    /// Sets the server's token authenticator (TokenReview). Only the first call counts.
+    pub(crate) fn set_token_reviewer(
+        &self,
+        reviewer: Arc<dyn crate::api::authorizer::TokenReviewer>,
+    ) {
+        let _ = self.token_reviewer.set(reviewer);
+    }
+
+    /// The server's token authenticator, once set.
+    pub(crate) fn token_reviewer(&self) -> Option<&Arc<dyn crate::api::authorizer::TokenReviewer>> {
+        self.token_reviewer.get()
     }
 
     /// Sets the server's authorizer, which the access reviews and the RBAC resources' writes

@@ -19,7 +19,7 @@ use tracing::Instrument;
 /// Everything the chain needs, built once by the server.
 pub(super) struct Chain {
     /// Authentication step.
-    pub authn: Authenticator,
+    pub authn: Arc<Authenticator>,
     /// Authorization step.
     pub authz: Arc<dyn Authorizer>,
     /// Max-in-flight budgets.
@@ -129,7 +129,30 @@ async fn route(
     if path == "/version" || path == "/version/" {
         return version();
     }
+    if let Some(resp) = issuer_discovery(chain, path) {
+        return resp;
+    }
     chain.api.handle(req, ctx).await
+}
+
+/// Service-account issuer discovery (pkg/serviceaccount/openidmetadata.go):
+/// `/.well-known/openid-configuration` and `/openid/v1/jwks`, so anything that verifies OIDC
+/// tokens can verify service-account tokens.
+fn issuer_discovery(chain: &Chain, path: &str) -> Option<http::Response<Body>> {
+    let path = path.strip_suffix('/').unwrap_or(path);
+    let issuer = chain.api.registry().token_issuer()?;
+    let (doc, content_type) = match path {
+        "/.well-known/openid-configuration" => (issuer.openid_configuration(), "application/json"),
+        "/openid/v1/jwks" => (issuer.jwks(), "application/jwk-set+json"),
+        _ => return None,
+    };
+    let body = serde_json::to_vec(&doc).unwrap_or_default();
+    http::Response::builder()
+        .status(200)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .header(http::header::CACHE_CONTROL, "public, max-age=3600")
+        .body(full_body(body))
+        .ok()
 }
 
 /// The Kubernetes version kapi serves (kubectl 1.37 is the client kapi is tested with).

@@ -45,6 +45,9 @@ pub(crate) enum Error {
     /// The control plane's runtime could not be started.
     #[error("cannot start the control-plane runtime")]
     ControlRuntime(#[source] std::io::Error),
+    /// The service-account token issuer could not be set up.
+    #[error("cannot set up service-account tokens")]
+    ServiceAccounts(#[from] super::service_accounts::Error),
     /// The loopback client could not be built.
     #[error("cannot build the loopback client")]
     Loopback(#[source] Box<dyn std::error::Error + Send + Sync>),
@@ -59,6 +62,8 @@ pub(crate) struct Config {
     pub(super) storage: Arc<dyn Storage>,
     pub(super) api: Arc<ApiServer>,
     pub(super) tokens: TokenAuthenticator,
+    /// What service-account tokens are issued and verified with.
+    pub(super) issuer: Arc<crate::serviceaccount::Issuer>,
     kubeconfig_path: PathBuf,
 }
 
@@ -98,7 +103,17 @@ impl Config {
         let storage = storage::open(storage_config(&options))
             .await
             .map_err(Error::Storage)?;
+        let advertise = SocketAddr::new(
+            s.advertise_address.unwrap_or_else(|| local_addr.ip()),
+            local_addr.port(),
+        );
+        let issuer = Arc::new(super::service_accounts::load(
+            &s.service_accounts,
+            &s.cert_dir,
+            advertise,
+        )?);
         let registry = Registry::with_prefix(storage.clone(), &options.storage.prefix);
+        registry.set_token_issuer(issuer.clone());
         if !options.controllers.gate("CoordinatedLeaderElection") {
             // As kube-apiserver without the gate: LeaseCandidates are not served.
             registry.remove("coordination.k8s.io", "v1beta1", "leasecandidates");
@@ -112,6 +127,7 @@ impl Config {
             storage,
             api,
             tokens,
+            issuer,
             kubeconfig_path,
         })
     }

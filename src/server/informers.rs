@@ -1,7 +1,8 @@
 //! `generic-apiserver-start-informers`: starts what the server itself follows in storage,
-//! as kube-apiserver starts its shared informer factory. Here that is the RBAC objects the
-//! authorizer and the escalation checks read; the hook completes once each kind has been
-//! listed, so /readyz does not pass while the authorizer still knows no roles.
+//! as kube-apiserver starts its shared informer factory: the RBAC objects the authorizer and
+//! the escalation checks read, and the service accounts and secrets bound tokens are checked
+//! against. The hook completes once each kind has been listed, so /readyz does not pass
+//! while the authorizer still knows no roles.
 //! May use: registry.
 
 use super::hooks::{HookContext, PostStartHookFn};
@@ -48,6 +49,17 @@ pub(crate) fn hook(registry: Arc<Registry>) -> PostStartHookFn {
     Arc::new(move |ctx: HookContext| {
         let registry = registry.clone();
         Box::pin(async move {
+            for kind in crate::registry::subjects::Kind::ALL {
+                let registry = registry.clone();
+                ctx.tasks.spawn(retrying(
+                    "following service accounts and secrets",
+                    ctx.cancel.clone(),
+                    move || {
+                        let registry = registry.clone();
+                        async move { registry.subjects().follow(&registry, kind).await }
+                    },
+                ));
+            }
             for kind in Kind::ALL {
                 let registry = registry.clone();
                 ctx.tasks.spawn(retrying(
@@ -59,8 +71,12 @@ pub(crate) fn hook(registry: Arc<Registry>) -> PostStartHookFn {
                     },
                 ));
             }
+            let synced = async {
+                registry.rbac().wait_synced().await;
+                registry.subjects().wait_synced().await;
+            };
             tokio::select! {
-                () = registry.rbac().wait_synced() => Ok(()),
+                () = synced => Ok(()),
                 () = ctx.cancel.cancelled() => Err("the server is stopping".into()),
             }
         })

@@ -5,7 +5,7 @@
 //! [`CompletedConfig::new_server`] → [`GenericServer`] (hooks are added here) →
 //! [`GenericServer::prepare_run`] (installs /healthz /livez /readyz, `shutdown` last) →
 //! [`PreparedServer::run`] until the cancellation token fires.
-//! May use: options, filters, endpoints, registry, storage, api.
+//! May use: options, filters, endpoints, registry, storage, api, serviceaccount.
 
 mod apiextensions;
 mod chain;
@@ -19,6 +19,7 @@ mod lifecycle;
 pub(crate) mod listener;
 mod loopback;
 pub(crate) mod pki;
+mod service_accounts;
 
 pub(crate) use config::{CompletedConfig, Config};
 pub(crate) use lifecycle::PreparedServer;
@@ -27,6 +28,7 @@ use crate::api::authorizer::Authorizer;
 use crate::filters::authn::Authenticator;
 use crate::filters::authz::{AlwaysAllow, AlwaysDeny, Union};
 use crate::filters::in_flight::MaxInFlight;
+use crate::filters::sa_tokens::ServiceAccountTokens;
 use crate::options::AuthorizationMode;
 use health::{CheckFn, Health, HealthCheck};
 use hooks::{Hooks, PostStartHookFn, PreShutdownHookFn};
@@ -151,13 +153,22 @@ impl GenericServer {
         let authz: Arc<dyn Authorizer> = Arc::new(Union::new(modes));
         registry.set_authorizer(authz.clone());
 
-        let watch_shutdown = CancellationToken::new();
-        let chain = Arc::new(chain::Chain {
-            authn: Authenticator::new(
+        let authn = Arc::new(
+            Authenticator::new(
                 cfg.tokens.clone(),
                 Some(completed.verifier.clone()),
                 opts.serving.anonymous_auth,
-            ),
+            )
+            .with_service_accounts(ServiceAccountTokens::new(
+                cfg.issuer.clone(),
+                registry.subjects().clone(),
+            )),
+        );
+        registry.set_token_reviewer(authn.clone());
+
+        let watch_shutdown = CancellationToken::new();
+        let chain = Arc::new(chain::Chain {
+            authn: authn.clone(),
             authz,
             in_flight: MaxInFlight::new(
                 opts.serving.max_requests_inflight,

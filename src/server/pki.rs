@@ -344,6 +344,7 @@ mod tests {
             token_auth_file: None,
             anonymous_auth: true,
             authorization_modes: vec![crate::options::AuthorizationMode::Rbac],
+            service_accounts: crate::options::ServiceAccountOptions::default(),
             max_requests_inflight: 1,
             max_mutating_requests_inflight: 1,
             request_timeout: std::time::Duration::from_secs(1),

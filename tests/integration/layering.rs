@@ -14,8 +14,10 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("exit", &[]),
     ("logging", &[]),
     ("cli", &["options", "logging", "output"]),
-    ("filters", &["api"]),
-    ("registry", &["storage", "api"]),
+    // Service-account keys and JWTs, used by the authenticator, TokenRequest and the server.
+    ("serviceaccount", &["api"]),
+    ("filters", &["api", "serviceaccount"]),
+    ("registry", &["storage", "api", "serviceaccount"]),
     ("endpoints", &["registry", "api"]),
     (
         "server",
@@ -26,6 +28,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "registry",
             "storage",
             "api",
+            "serviceaccount",
         ],
     ),
     // The CRD controllers decide conditions with the CRD validation's pure functions and

@@ -31,6 +31,7 @@ mod layering;
 mod openapi;
 mod patch;
 mod rbac;
+mod service_accounts;
 mod shutdown;
 mod spinner;
 mod watch;

@@ -112,6 +112,9 @@ async fn serve_stored(
     if sub == "scale" {
         return Box::pin(scale::handle(store, req, verb)).await;
     }
+    if sub == "token" {
+        return Box::pin(write::token_request(req)).await;
+    }
     let info = store.strategy().info();
     // Each verb's future is boxed so this one stays as small as the largest pointer.
     match verb {

@@ -322,19 +322,13 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
     }
 }
 
-/// POST of a create-only review.
-pub(crate) fn review(review: Review, req: &Req<'_>) -> Response<Body> {
-    let info = review.info();
-    if req.ctx.info.verb != "create" {
-        return super::method_not_allowed(info, &req.ctx.info.verb);
-    }
-    let body = match decode_body(req.headers, req.body, &gvk_of(info)) {
-        Ok(b) => b,
-        Err(s) => return status_response(s),
-    };
+/// A body of kind `gvk` (apiVersion and kind checked when given, then set).
+fn decode_kind(req: &Req<'_>, gvk: &crate::api::GroupVersionKind) -> Result<Value, Response<Body>> {
+    let body = decode_body(req.headers, req.body, gvk).map_err(status_response)?;
+    let want_api_version = crate::api::gvk::api_version(&gvk.group, &gvk.version);
     for (field, want) in [
-        ("apiVersion", info.api_version()),
-        ("kind", info.kind.to_string()),
+        ("apiVersion", want_api_version.clone()),
+        ("kind", gvk.kind.clone()),
     ] {
         if let Some(have) = body
             .get(field)
@@ -342,19 +336,45 @@ pub(crate) fn review(review: Review, req: &Req<'_>) -> Response<Body> {
             .filter(|h| !h.is_empty())
         {
             if have != want {
-                return status_response(Error::TypeMismatch {
+                return Err(status_response(Error::TypeMismatch {
                     field,
                     have: have.to_string(),
                     want,
-                });
+                }));
             }
         }
     }
     let mut body = body;
     if let Some(m) = body.as_object_mut() {
-        m.insert("apiVersion".into(), Value::from(info.api_version()));
-        m.insert("kind".into(), Value::from(&*info.kind));
+        m.insert("apiVersion".into(), Value::from(want_api_version));
+        m.insert("kind".into(), Value::from(gvk.kind.clone()));
     }
+    Ok(body)
+}
+
+/// `POST <serviceaccount>/token`: a TokenRequest.
+pub(crate) async fn token_request(req: &Req<'_>) -> Response<Body> {
+    let gvk = crate::api::GroupVersionKind::new("authentication.k8s.io", "v1", "TokenRequest");
+    let body = match decode_kind(req, &gvk) {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
+    match registry::tokens::request(req.registry, req.namespace(), req.name(), body).await {
+        Ok(issued) => respond(req, 201, &issued.object, &issued.warnings),
+        Err(e) => error_response(&e),
+    }
+}
+
+/// A create-only review.
+pub(crate) fn review(review: Review, req: &Req<'_>) -> Response<Body> {
+    let info = review.info();
+    if req.ctx.info.verb != "create" {
+        return super::method_not_allowed(info, &req.ctx.info.verb);
+    }
+    let body = match decode_kind(req, &gvk_of(info)) {
+        Ok(b) => b,
+        Err(resp) => return resp,
+    };
     let Some(authorizer) = req.registry.authorizer() else {
         return error_response(&registry::Error::Internal(
             "no authorizer is configured".into(),
@@ -364,6 +384,7 @@ pub(crate) fn review(review: Review, req: &Req<'_>) -> Response<Body> {
         user: &req.ctx.user,
         namespace: req.namespace(),
         authorizer: authorizer.as_ref(),
+        tokens: req.registry.token_reviewer().map(|t| t.as_ref()),
     };
     match review.create(body, &asker) {
         Ok(o) => respond(req, 201, &o, &[]),

@@ -13,11 +13,9 @@ pub(crate) use index::{Kind, RoleRef};
 use crate::api::authorizer::{Authorizer, Decision, PolicyRule, Rules};
 use crate::api::{RequestInfo, UserInfo};
 use crate::registry::error::Error;
-use crate::registry::store::list::{ListOptions, WatchEvent};
-use crate::registry::{Context, GenericStore, Registry, Resource};
-use futures::StreamExt;
+use crate::registry::follow::{follow, ns_name, object_key, Change};
+use crate::registry::{GenericStore, Registry, Resource};
 use index::{Index, Visit};
-use serde_json::Value;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
@@ -106,8 +104,8 @@ impl Rbac {
         self.read().role_rules(role, namespace).map(|r| r.to_vec())
     }
 
-    /// Follows one kind until the future is dropped or storage fails: lists it, marks it
-    /// synced, then applies every watch event; an expired watch lists again.
+    /// Follows one kind until the future is dropped or storage fails (see
+    /// [`crate::registry::follow`]); marks it synced after each full list.
     ///
     /// # Errors
     ///
@@ -115,54 +113,26 @@ impl Rbac {
     pub(crate) async fn follow(&self, registry: &Registry, kind: Kind) -> Result<(), Error> {
         let store = rbac_store(registry, kind)
             .ok_or_else(|| Error::Internal(format!("{} are not served", kind.resource())))?;
-        let ctx = Context::default();
-        loop {
-            let list = store.list(&ctx, &ListOptions::default()).await?;
-            {
-                let mut index = self.write();
-                let mut keep = HashSet::new();
-                for item in &list.items {
-                    keep.insert(object_key(&item.obj));
-                    index.put(kind, &item.obj);
-                }
-                index.retain(kind, &keep);
-            }
-            self.mark_synced(kind);
-            let opts = ListOptions {
-                resource_version: Some(list.resource_version.clone()),
-                ..ListOptions::default()
-            };
-            let (mut events, _) = store.watch_with_progress(&ctx, &opts).await?;
-            while let Some(event) = events.next().await {
-                match event {
-                    WatchEvent::Added(d) | WatchEvent::Modified(d) => {
-                        self.write().put(kind, &d.obj)
+        follow(&store, &|change| match change {
+            Change::Listed(items) => {
+                {
+                    let mut index = self.write();
+                    let keep: HashSet<String> = items.iter().map(|o| object_key(o)).collect();
+                    for obj in items {
+                        index.put(kind, obj);
                     }
-                    WatchEvent::Deleted(d) => {
-                        let (ns, name) = ns_name(&d.obj);
-                        self.write().delete(kind, ns, name);
-                    }
-                    WatchEvent::Bookmark { .. } => {}
-                    WatchEvent::Error(_) => break,
+                    index.retain(kind, &keep);
                 }
+                self.mark_synced(kind);
             }
-        }
+            Change::Put(obj) => self.write().put(kind, obj),
+            Change::Deleted(obj) => {
+                let (ns, name) = ns_name(obj);
+                self.write().delete(kind, ns, name);
+            }
+        })
+        .await
     }
-}
-
-fn ns_name(obj: &Value) -> (&str, &str) {
-    let m = |f: &str| {
-        obj.get("metadata")
-            .and_then(|m| m.get(f))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-    };
-    (m("namespace"), m("name"))
-}
-
-fn object_key(obj: &Value) -> String {
-    let (ns, name) = ns_name(obj);
-    format!("{ns}/{name}")
 }
 
 /// The registry's store of one RBAC kind.

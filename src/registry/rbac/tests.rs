@@ -1,7 +1,8 @@
 use super::escalation::{check_binding, check_role, Access};
 use super::*;
+use crate::registry::Context;
 use http::Method;
-use serde_json::json;
+use serde_json::{json, Value};
 
 fn user(name: &str, groups: &[&str]) -> UserInfo {
     UserInfo {

@@ -62,6 +62,7 @@ pub(crate) fn built_in() -> Vec<BuiltIn> {
         stored(Arc::new(rbac::bindings::RoleBindings), "rolebindings"),
         stored(Arc::new(rbac::roles::Roles), "roles"),
         BuiltIn::Review(Review::Subject),
+        BuiltIn::Review(Review::Token),
         BuiltIn::Review(Review::LocalAccess),
         BuiltIn::Review(Review::Access),
         BuiltIn::Review(Review::Rules),
@@ -93,4 +94,11 @@ pub(crate) fn protobuf_decoder(
         .iter()
         .find(|i| i.group == gvk.group && i.version == gvk.version && i.kind == gvk.kind)
         .and_then(|i| i.protobuf)
+        .or_else(|| {
+            // Kinds only a subresource takes.
+            (gvk.group == "authentication.k8s.io"
+                && gvk.version == "v1"
+                && gvk.kind == "TokenRequest")
+                .then_some(super::tokens::from_protobuf as crate::api::protobuf::Decoder)
+        })
 }

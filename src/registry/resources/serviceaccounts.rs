@@ -1,5 +1,5 @@
-//! v1 ServiceAccounts (pkg/registry/core/serviceaccount): the Name/Secrets/Age table.
-//! The token subresource is not served. May use: registry (strategy), api.
+//! v1 ServiceAccounts (pkg/registry/core/serviceaccount): the Name/Secrets/Age table, and
+//! the `token` subresource (a TokenRequest, answered by [`crate::registry::tokens`]). May use: registry (strategy), api.
 
 use crate::api::protobuf::{message, metadata, object_reference, Obj, ProtobufError};
 use crate::registry::strategy::{
@@ -21,7 +21,7 @@ pub(crate) static INFO: ResourceInfo = ResourceInfo {
     short_names: Names::Static(&["sa"]),
     categories: Names::Static(&[]),
     verbs: STORED_VERBS,
-    subresources: &[],
+    subresources: &[("token", &["create"])],
     schema: KindSchema::Typed(schema_of::<k8s_openapi::api::core::v1::ServiceAccount>),
     protobuf: Some(from_protobuf),
 };

@@ -7,7 +7,7 @@
 mod access;
 pub(crate) mod protobuf;
 
-use crate::api::authorizer::Authorizer;
+use crate::api::authorizer::{Authorizer, TokenReviewer};
 use crate::api::UserInfo;
 use crate::registry::error::{Error, Result};
 use crate::registry::strategy::{schema_of, text, KindSchema, Names};
@@ -45,6 +45,17 @@ pub(crate) static SELF_SUBJECT_REVIEW: ResourceInfo = review_info!(
     false,
     authn::SelfSubjectReview,
     protobuf::ssr_from_protobuf
+);
+
+/// What discovery reports for tokenreviews.
+pub(crate) static TOKEN_REVIEW: ResourceInfo = review_info!(
+    "authentication.k8s.io",
+    "tokenreviews",
+    "tokenreview",
+    "TokenReview",
+    false,
+    authn::TokenReview,
+    protobuf::token_review_from_protobuf
 );
 
 /// What discovery reports for localsubjectaccessreviews.
@@ -104,6 +115,8 @@ pub(crate) enum Review {
     Rules,
     /// SubjectAccessReview.
     SubjectAccess,
+    /// TokenReview.
+    Token,
 }
 
 /// Who asks a review, in which namespace, and the authorizer that answers.
@@ -114,6 +127,8 @@ pub(crate) struct Asker<'a> {
     pub namespace: &'a str,
     /// The server's authorizer.
     pub authorizer: &'a dyn Authorizer,
+    /// The server's token authenticator (TokenReview).
+    pub tokens: Option<&'a dyn TokenReviewer>,
 }
 
 impl Review {
@@ -125,6 +140,7 @@ impl Review {
             Review::Access => &SELF_SUBJECT_ACCESS_REVIEW,
             Review::Rules => &SELF_SUBJECT_RULES_REVIEW,
             Review::SubjectAccess => &SUBJECT_ACCESS_REVIEW,
+            Review::Token => &TOKEN_REVIEW,
         }
     }
 
@@ -142,6 +158,7 @@ impl Review {
             Review::Access => typed_roundtrip::<authz::SelfSubjectAccessReview>,
             Review::Rules => typed_roundtrip::<authz::SelfSubjectRulesReview>,
             Review::SubjectAccess => typed_roundtrip::<authz::SubjectAccessReview>,
+            Review::Token => typed_roundtrip::<authn::TokenReview>,
         };
         let mut obj = roundtrip(Input::Value(obj)).map_err(bad)?.0;
         let Some(map) = obj.as_object_mut() else {
@@ -166,11 +183,60 @@ impl Review {
                 Ok(obj)
             }
             Review::Rules => access::rules_review(&obj, asker),
+            Review::Token => token_review(obj, asker),
             Review::Access | Review::LocalAccess | Review::SubjectAccess => {
                 access::access_review(self, obj, asker)
             }
         }
     }
+}
+
+/// The TokenReview answer (pkg/registry/authentication/tokenreview): whether the token
+/// authenticates for the requested audiences (the API's when none), and as whom.
+fn token_review(mut obj: Value, asker: &Asker<'_>) -> Result<Value> {
+    let token = obj
+        .pointer("/spec/token")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    if token.is_empty() {
+        return Err(Error::BadRequest(
+            "token is required for TokenReview in authentication".into(),
+        ));
+    }
+    let audiences: Vec<String> = obj
+        .pointer("/spec/audiences")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect()
+        })
+        .unwrap_or_default();
+    // No audiences: the API's.
+    let status = match asker.tokens.map(|t| t.review(&token, &audiences)) {
+        Some(Ok((user, valid_for))) => {
+            let mut info = json!({ "username": user.name, "groups": user.groups });
+            if !user.uid.is_empty() {
+                info["uid"] = Value::from(user.uid.clone());
+            }
+            if !user.extra.is_empty() {
+                info["extra"] = json!(user.extra);
+            }
+            let mut status = json!({ "authenticated": true, "user": info });
+            if !valid_for.is_empty() {
+                status["audiences"] = json!(valid_for);
+            }
+            status
+        }
+        Some(Err(error)) => json!({ "user": {}, "error": error }),
+        None => json!({ "user": {} }),
+    };
+    if let Some(m) = obj.as_object_mut() {
+        m.insert("status".into(), status);
+    }
+    Ok(obj)
 }
 
 #[cfg(test)]

@@ -197,3 +197,16 @@ fn access_status(s: &authorization::v1::SubjectAccessReviewStatus) -> Obj {
         .str("reason", &s.reason)
         .str("evaluationError", &s.evaluation_error)
 }
+
+/// Decodes the protobuf form of the object (client-go's typed clients send it).
+pub(crate) fn token_review_from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
+    let r = message::<authentication::v1::TokenReview>(raw, "TokenReview")?;
+    let spec = r.spec.as_ref().map(|s| {
+        Obj::default()
+            .str("token", &s.token)
+            .strs("audiences", &s.audiences)
+    });
+    Ok(metadata(&r.metadata)
+        .obj("spec", Some(spec.unwrap_or_default()))
+        .into_map())
+}

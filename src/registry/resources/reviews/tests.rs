@@ -48,6 +48,7 @@ fn ask<'a>(u: &'a UserInfo, ns: &'a str) -> Asker<'a> {
         user: u,
         namespace: ns,
         authorizer: &AliceReadsConfigMaps,
+        tokens: None,
     }
 }
 

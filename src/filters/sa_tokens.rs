@@ -1,0 +1,184 @@
+//! The bound service-account token authenticator (pkg/serviceaccount/jwt.go with the
+//! validator of claims.go): a JWT of one of the accepted issuers, signed by one of the
+//! verification keys, for one of the audiences, not expired, whose service account (and
+//! bound secret) still exists with the UID the token names. Verified tokens are kept until
+//! they expire, so a request pays a hash lookup, not a signature check; the subject is
+//! checked on every request, so deleting a service account revokes its tokens at once.
+//! May use: api, serviceaccount.
+
+use crate::api::UserInfo;
+use crate::serviceaccount::jwt::{self, Claims};
+use crate::serviceaccount::{Issuer, Subjects};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// Most tokens kept verified; the cache is emptied when it is full.
+const CACHE_MAX: usize = 4096;
+
+/// The groups of every service account.
+const ALL_SERVICE_ACCOUNTS: &str = "system:serviceaccounts";
+/// The extra key naming the credential.
+const CREDENTIAL_ID: &str = "authentication.kubernetes.io/credential-id";
+
+/// Why a token was refused (the client sees 401 only).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum Error {
+    /// Not for this authenticator (another issuer, not a JWT).
+    #[error("not a service account token of this issuer")]
+    NotOurs,
+    /// Refused by the JWT checks.
+    #[error(transparent)]
+    Token(#[from] jwt::TokenError),
+    /// Its service account is gone, being deleted, or another one by that name.
+    #[error("service account {0} has been deleted")]
+    ServiceAccountGone(String),
+    /// Its bound secret is gone, being deleted, or another one by that name.
+    #[error("secret {0} has been deleted")]
+    SecretGone(String),
+    /// None of the token's audiences is one the request accepts.
+    #[error("token audiences {0:?} are invalid for the target audiences")]
+    Audience(Vec<String>),
+}
+
+/// A verified token: the user, and what must still hold for it.
+#[derive(Clone)]
+struct Verified {
+    user: UserInfo,
+    claims: Claims,
+}
+
+/// Authenticates bound service-account tokens.
+pub(crate) struct ServiceAccountTokens {
+    issuer: Arc<Issuer>,
+    subjects: Arc<dyn Subjects>,
+    cache: Mutex<HashMap<String, Verified>>,
+}
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+impl ServiceAccountTokens {
+    /// Tokens of `issuer`, checked against `subjects`.
+    pub(crate) fn new(issuer: Arc<Issuer>, subjects: Arc<dyn Subjects>) -> Self {
+        ServiceAccountTokens {
+            issuer,
+            subjects,
+            cache: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether `token` claims one of the accepted issuers (so this authenticator decides).
+    pub(crate) fn claims_issuer(&self, token: &str) -> bool {
+        token.starts_with("eyJ")
+            && jwt::unverified_issuer(token).is_some_and(|iss| self.issuer.issuers.contains(&iss))
+    }
+
+    /// The audiences a token must name to reach the API (`--api-audiences`).
+    pub(crate) fn api_audiences(&self) -> &[String] {
+        &self.issuer.audiences
+    }
+
+    /// The user of a token for `audiences` (a TokenReview's), and the audiences it is valid
+    /// for.
+    pub(crate) fn authenticate_for(
+        &self,
+        token: &str,
+        audiences: &[String],
+    ) -> Result<(UserInfo, Vec<String>), Error> {
+        let api = audiences == self.issuer.audiences.as_slice();
+        let cached = api
+            .then(|| self.cache.lock().ok().and_then(|c| c.get(token).cloned()))
+            .flatten();
+        let verified = match cached {
+            Some(v) if v.claims.exp + jwt::LEEWAY_SECONDS as i64 > now() => v,
+            _ => {
+                if !self.claims_issuer(token) {
+                    return Err(Error::NotOurs);
+                }
+                let claims = jwt::verify(
+                    token,
+                    &self.issuer.verifying,
+                    &self.issuer.issuers,
+                    audiences,
+                )?;
+                let v = Verified {
+                    user: user_of(&claims),
+                    claims,
+                };
+                if api {
+                    if let Ok(mut cache) = self.cache.lock() {
+                        if cache.len() >= CACHE_MAX {
+                            cache.clear();
+                        }
+                        cache.insert(token.to_string(), v.clone());
+                    }
+                }
+                v
+            }
+        };
+        self.still_valid(&verified.claims)?;
+        let valid_for: Vec<String> = audiences
+            .iter()
+            .filter(|a| verified.claims.aud.contains(a))
+            .cloned()
+            .collect();
+        if valid_for.is_empty() {
+            return Err(Error::Audience(verified.claims.aud.clone()));
+        }
+        Ok((verified.user, valid_for))
+    }
+
+    /// The service account, and the bound secret, exist with the token's UIDs.
+    fn still_valid(&self, claims: &Claims) -> Result<(), Error> {
+        let k = &claims.kubernetes;
+        let sa = &k.serviceaccount;
+        if self
+            .subjects
+            .service_account(&k.namespace, &sa.name)
+            .as_deref()
+            != Some(&sa.uid)
+        {
+            return Err(Error::ServiceAccountGone(format!(
+                "{}/{}",
+                k.namespace, sa.name
+            )));
+        }
+        if let Some(secret) = &k.secret {
+            if self.subjects.secret(&k.namespace, &secret.name).as_deref() != Some(&secret.uid) {
+                return Err(Error::SecretGone(format!(
+                    "{}/{}",
+                    k.namespace, secret.name
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The user a token's claims name (ServiceAccountInfo.UserInfo).
+fn user_of(claims: &Claims) -> UserInfo {
+    let k = &claims.kubernetes;
+    let mut extra = std::collections::BTreeMap::new();
+    if !claims.jti.is_empty() {
+        extra.insert(
+            CREDENTIAL_ID.to_string(),
+            vec![format!("JTI={}", claims.jti)],
+        );
+    }
+    UserInfo {
+        name: format!(
+            "system:serviceaccount:{}:{}",
+            k.namespace, k.serviceaccount.name
+        ),
+        uid: k.serviceaccount.uid.clone(),
+        groups: vec![
+            ALL_SERVICE_ACCOUNTS.into(),
+            format!("{ALL_SERVICE_ACCOUNTS}:{}", k.namespace),
+        ],
+        extra,
+    }
+}

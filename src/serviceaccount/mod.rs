@@ -1,0 +1,82 @@
+//! Service-account tokens (pkg/serviceaccount): the signing key and the keys tokens are
+//! verified with, bound tokens as JWTs, and the issuer-discovery documents
+//! (/.well-known/openid-configuration, /openid/v1/jwks). Used by TokenRequest (registry), the
+//! token authenticator (filters) and the server's discovery endpoints.
+//! May use: api.
+
+pub(crate) mod jwt;
+pub(crate) mod keys;
+
+use keys::{PublicKey, SigningKey};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+/// The default lifetime of a requested token (TokenRequest's expirationSeconds default).
+pub(crate) const DEFAULT_EXPIRATION: Duration = Duration::from_secs(3600);
+/// The shortest a requested token may live.
+pub(crate) const MIN_EXPIRATION: Duration = Duration::from_secs(600);
+
+/// Everything tokens are issued and verified with.
+#[derive(Debug, Clone)]
+pub(crate) struct Issuer {
+    /// `--service-account-issuer` values; the first one is put in new tokens.
+    pub issuers: Vec<String>,
+    /// `--api-audiences` (default: the issuers).
+    pub audiences: Vec<String>,
+    /// The key new tokens are signed with.
+    pub signing: SigningKey,
+    /// The keys tokens are verified with (the signing key's public half first).
+    pub verifying: Vec<PublicKey>,
+    /// `--service-account-max-token-expiration` (None: no limit beyond upstream's).
+    pub max_expiration: Option<Duration>,
+    /// Where /openid/v1/jwks is served (for the discovery document).
+    pub jwks_uri: String,
+}
+
+impl Issuer {
+    /// The issuer put in new tokens.
+    pub(crate) fn issuer(&self) -> &str {
+        self.issuers.first().map_or("", String::as_str)
+    }
+
+    /// The /.well-known/openid-configuration document (pkg/serviceaccount/openidmetadata.go).
+    pub(crate) fn openid_configuration(&self) -> Value {
+        let mut algs: Vec<&str> = self
+            .verifying
+            .iter()
+            .map(|k| match k.alg {
+                jsonwebtoken::Algorithm::RS256 => "RS256",
+                _ => "ES256",
+            })
+            .collect();
+        algs.sort_unstable();
+        algs.dedup();
+        json!({
+            "issuer": self.issuer(),
+            "jwks_uri": self.jwks_uri,
+            "response_types_supported": ["id_token"],
+            "subject_types_supported": ["public"],
+            "id_token_signing_alg_values_supported": algs,
+        })
+    }
+
+    /// The /openid/v1/jwks document: every verification key, once.
+    pub(crate) fn jwks(&self) -> Value {
+        let mut keys: Vec<&Value> = Vec::new();
+        for k in &self.verifying {
+            if !keys.iter().any(|j| j["kid"] == k.jwk["kid"]) {
+                keys.push(&k.jwk);
+            }
+        }
+        json!({ "keys": keys })
+    }
+}
+
+/// What a token's subject must still be: the UIDs of live (not deleting) service accounts
+/// and secrets, by namespace and name. The registry keeps it from storage.
+pub(crate) trait Subjects: Send + Sync {
+    /// The UID of service account `name` in `namespace`, unless it is gone or being deleted.
+    fn service_account(&self, namespace: &str, name: &str) -> Option<std::sync::Arc<str>>;
+    /// The UID of secret `name` in `namespace`, unless it is gone or being deleted.
+    fn secret(&self, namespace: &str, name: &str) -> Option<std::sync::Arc<str>>;
+}
