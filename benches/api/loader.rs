@@ -103,6 +103,17 @@ pub(crate) async fn request(
     uri: &hyper::Uri,
     body: Option<Bytes>,
 ) -> Res<(hyper::StatusCode, Bytes)> {
+    request_with(conn, method, uri, body, None).await
+}
+
+/// [`request`] with an `Authorization` header (a bearer token).
+pub(crate) async fn request_with(
+    conn: &mut Conn,
+    method: &hyper::Method,
+    uri: &hyper::Uri,
+    body: Option<Bytes>,
+    authorization: Option<&hyper::header::HeaderValue>,
+) -> Res<(hyper::StatusCode, Bytes)> {
     let mut req = hyper::Request::new(());
     *req.method_mut() = method.clone();
     *req.uri_mut() = uri.clone();
@@ -111,6 +122,9 @@ pub(crate) async fn request(
         "accept",
         hyper::header::HeaderValue::from_static("application/json"),
     );
+    if let Some(auth) = authorization {
+        headers.insert(hyper::header::AUTHORIZATION, auth.clone());
+    }
     if body.is_some() {
         headers.insert(
             "content-type",

@@ -27,6 +27,11 @@ pub(crate) struct Server {
 impl Server {
     /// Spawns `kapi serve` on `data_dir` and waits (at most 60 s) for `/readyz` 200.
     pub(crate) async fn start(data_dir: &Path) -> Res<Server> {
+        Server::start_with(data_dir, &[]).await
+    }
+
+    /// [`Server::start`] with more `kapi serve` flags (after `KAPI_BENCH_SERVE_ARGS`).
+    pub(crate) async fn start_with(data_dir: &Path, args: &[&str]) -> Res<Server> {
         let started = Instant::now();
         let mut child = Command::new(kapi_binary())
             .args([
@@ -39,6 +44,7 @@ impl Server {
             ])
             .arg(data_dir)
             .args(extra_serve_args())
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped())

@@ -10,7 +10,7 @@ use crate::api::UserInfo;
 use crate::serviceaccount::jwt::{self, Claims};
 use crate::serviceaccount::{Issuer, Subjects};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, RwLock};
 
 /// Most tokens kept verified; the cache is emptied when it is full.
 const CACHE_MAX: usize = 4096;
@@ -42,17 +42,44 @@ pub(crate) enum Error {
 }
 
 /// A verified token: the user, and what must still hold for it.
-#[derive(Clone)]
 struct Verified {
+    /// The whole token (the cache is keyed by its signature only).
+    token: String,
     user: UserInfo,
     claims: Claims,
+    /// `namespace/name` of the service account.
+    service_account: String,
+    /// `namespace/name` of the bound secret, if any.
+    secret: Option<String>,
+}
+
+impl Verified {
+    fn new(token: &str, claims: Claims) -> Verified {
+        let k = &claims.kubernetes;
+        Verified {
+            token: token.to_string(),
+            user: user_of(&claims),
+            service_account: format!("{}/{}", k.namespace, k.serviceaccount.name),
+            secret: k
+                .secret
+                .as_ref()
+                .map(|s| format!("{}/{}", k.namespace, s.name)),
+            claims,
+        }
+    }
 }
 
 /// Authenticates bound service-account tokens.
 pub(crate) struct ServiceAccountTokens {
     issuer: Arc<Issuer>,
     subjects: Arc<dyn Subjects>,
-    cache: Mutex<HashMap<String, Verified>>,
+    cache: RwLock<HashMap<String, Arc<Verified>>>,
+}
+
+/// The signature segment of a JWT: the verified-token cache's key. Hashing it rather than
+/// the whole token (about 1 KB) keeps a cache hit cheap; a hit still compares the whole token.
+fn signature(token: &str) -> &str {
+    token.rsplit('.').next().unwrap_or(token)
 }
 
 fn now() -> i64 {
@@ -67,7 +94,7 @@ impl ServiceAccountTokens {
         ServiceAccountTokens {
             issuer,
             subjects,
-            cache: Mutex::new(HashMap::new()),
+            cache: RwLock::new(HashMap::new()),
         }
     }
 
@@ -90,11 +117,21 @@ impl ServiceAccountTokens {
         audiences: &[String],
     ) -> Result<(UserInfo, Vec<String>), Error> {
         let api = audiences == self.issuer.audiences.as_slice();
-        let cached = api
-            .then(|| self.cache.lock().ok().and_then(|c| c.get(token).cloned()))
-            .flatten();
+        let cached = if api {
+            self.cache
+                .read()
+                .ok()
+                .and_then(|c| c.get(signature(token)).cloned())
+                .filter(|v| v.token == token)
+        } else {
+            None
+        };
         let verified = match cached {
-            Some(v) if v.claims.exp + jwt::LEEWAY_SECONDS as i64 > now() => v,
+            // Checked against the API's audiences when it was cached.
+            Some(v) if v.claims.exp + jwt::LEEWAY_SECONDS as i64 > now() => {
+                self.still_valid(&v)?;
+                return Ok((v.user.clone(), Vec::new()));
+            }
             _ => {
                 if !self.claims_issuer(token) {
                     return Err(Error::NotOurs);
@@ -105,22 +142,10 @@ impl ServiceAccountTokens {
                     &self.issuer.issuers,
                     audiences,
                 )?;
-                let v = Verified {
-                    user: user_of(&claims),
-                    claims,
-                };
-                if api {
-                    if let Ok(mut cache) = self.cache.lock() {
-                        if cache.len() >= CACHE_MAX {
-                            cache.clear();
-                        }
-                        cache.insert(token.to_string(), v.clone());
-                    }
-                }
-                v
+                Arc::new(Verified::new(token, claims))
             }
         };
-        self.still_valid(&verified.claims)?;
+        self.still_valid(&verified)?;
         let valid_for: Vec<String> = audiences
             .iter()
             .filter(|a| verified.claims.aud.contains(a))
@@ -129,30 +154,28 @@ impl ServiceAccountTokens {
         if valid_for.is_empty() {
             return Err(Error::Audience(verified.claims.aud.clone()));
         }
-        Ok((verified.user, valid_for))
+        if api {
+            if let Ok(mut cache) = self.cache.write() {
+                if cache.len() >= CACHE_MAX {
+                    cache.clear();
+                }
+                cache.insert(signature(token).to_string(), verified.clone());
+            }
+        }
+        Ok((verified.user.clone(), valid_for))
     }
 
     /// The service account, and the bound secret, exist with the token's UIDs.
-    fn still_valid(&self, claims: &Claims) -> Result<(), Error> {
-        let k = &claims.kubernetes;
-        let sa = &k.serviceaccount;
-        if self
-            .subjects
-            .service_account(&k.namespace, &sa.name)
-            .as_deref()
-            != Some(&sa.uid)
+    fn still_valid(&self, v: &Verified) -> Result<(), Error> {
+        let k = &v.claims.kubernetes;
+        if self.subjects.service_account(&v.service_account).as_deref()
+            != Some(k.serviceaccount.uid.as_str())
         {
-            return Err(Error::ServiceAccountGone(format!(
-                "{}/{}",
-                k.namespace, sa.name
-            )));
+            return Err(Error::ServiceAccountGone(v.service_account.clone()));
         }
-        if let Some(secret) = &k.secret {
-            if self.subjects.secret(&k.namespace, &secret.name).as_deref() != Some(&secret.uid) {
-                return Err(Error::SecretGone(format!(
-                    "{}/{}",
-                    k.namespace, secret.name
-                )));
+        if let (Some(key), Some(secret)) = (&v.secret, &k.secret) {
+            if self.subjects.secret(key).as_deref() != Some(secret.uid.as_str()) {
+                return Err(Error::SecretGone(key.clone()));
             }
         }
         Ok(())
@@ -178,6 +201,8 @@ fn user_of(claims: &Claims) -> UserInfo {
         groups: vec![
             ALL_SERVICE_ACCOUNTS.into(),
             format!("{ALL_SERVICE_ACCOUNTS}:{}", k.namespace),
+            // Here already, so that the union authenticator need not add it per request.
+            "system:authenticated".into(),
         ],
         extra,
     }

@@ -73,9 +73,9 @@ impl Index {
         }
     }
 
-    fn get(&self, kind: Kind, namespace: &str, name: &str) -> Option<Arc<str>> {
+    fn get(&self, kind: Kind, key: &str) -> Option<Arc<str>> {
         let map = self.map(kind).read().unwrap_or_else(|p| p.into_inner());
-        map.get(&key(namespace, name)).cloned()
+        map.get(key).cloned()
     }
 
     /// Whether both kinds have been listed once.
@@ -141,11 +141,11 @@ fn core_store(registry: &Registry, resource: &str) -> Option<Arc<GenericStore>> 
 }
 
 impl Subjects for Index {
-    fn service_account(&self, namespace: &str, name: &str) -> Option<Arc<str>> {
-        self.get(Kind::ServiceAccounts, namespace, name)
+    fn service_account(&self, key: &str) -> Option<Arc<str>> {
+        self.get(Kind::ServiceAccounts, key)
     }
 
-    fn secret(&self, namespace: &str, name: &str) -> Option<Arc<str>> {
-        self.get(Kind::Secrets, namespace, name)
+    fn secret(&self, key: &str) -> Option<Arc<str>> {
+        self.get(Kind::Secrets, key)
     }
 }

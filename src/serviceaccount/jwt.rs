@@ -70,7 +70,9 @@ pub(crate) enum TokenError {
 
 /// Signs `claims` with `key`.
 pub(crate) fn issue(key: &SigningKey, claims: &Claims) -> Result<String, TokenError> {
+    // As upstream's go-jose header: alg and kid, no typ.
     let mut header = Header::new(key.public.alg);
+    header.typ = None;
     header.kid = Some(key.public.kid.clone());
     jsonwebtoken::encode(&header, claims, &key.encoding).map_err(TokenError::Sign)
 }

@@ -73,10 +73,11 @@ impl Issuer {
 }
 
 /// What a token's subject must still be: the UIDs of live (not deleting) service accounts
-/// and secrets, by namespace and name. The registry keeps it from storage.
+/// and secrets, by `namespace/name`. The registry keeps it from storage.
 pub(crate) trait Subjects: Send + Sync {
-    /// The UID of service account `name` in `namespace`, unless it is gone or being deleted.
-    fn service_account(&self, namespace: &str, name: &str) -> Option<std::sync::Arc<str>>;
-    /// The UID of secret `name` in `namespace`, unless it is gone or being deleted.
-    fn secret(&self, namespace: &str, name: &str) -> Option<std::sync::Arc<str>>;
+    /// The UID of the service account at `namespace/name`, unless it is gone or being
+    /// deleted.
+    fn service_account(&self, key: &str) -> Option<std::sync::Arc<str>>;
+    /// The UID of the secret at `namespace/name`, unless it is gone or being deleted.
+    fn secret(&self, key: &str) -> Option<std::sync::Arc<str>>;
 }
