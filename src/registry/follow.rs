@@ -7,7 +7,41 @@ use super::store::list::{ListOptions, WatchEvent};
 use super::{Context, GenericStore};
 use futures::StreamExt;
 use serde_json::Value;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// Which of up to eight followed kinds have been listed once.
+#[derive(Default)]
+pub(crate) struct Synced {
+    bits: AtomicU8,
+    notify: Notify,
+}
+
+impl Synced {
+    /// Marks kind number `n` (0-7) as listed.
+    pub(crate) fn mark(&self, n: usize) {
+        self.bits.fetch_or(1 << n, Ordering::AcqRel);
+        self.notify.notify_waiters();
+    }
+
+    /// Whether the first `count` kinds have all been listed.
+    fn all(&self, count: usize) -> bool {
+        let want = ((1u16 << count) - 1) as u8;
+        self.bits.load(Ordering::Acquire) & want == want
+    }
+
+    /// Waits until the first `count` kinds have all been listed.
+    pub(crate) async fn wait(&self, count: usize) {
+        loop {
+            let notified = self.notify.notified();
+            if self.all(count) {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
 
 /// What a follower is told.
 pub(crate) enum Change<'a> {

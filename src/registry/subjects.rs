@@ -2,14 +2,12 @@
 //! storage: what the token authenticator checks a bound token's subject against on every
 //! request (a deleted service account's tokens stop working at once).
 
-use super::follow::{follow, ns_name, Change};
+use super::follow::{follow, ns_name, Change, Synced};
 use super::{Error, GenericStore, Registry, Resource};
 use crate::serviceaccount::Subjects;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
-use tokio::sync::Notify;
 
 /// Which objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,13 +28,6 @@ impl Kind {
             Kind::Secrets => "secrets",
         }
     }
-
-    fn bit(self) -> u8 {
-        match self {
-            Kind::ServiceAccounts => 1,
-            Kind::Secrets => 2,
-        }
-    }
 }
 
 /// `namespace/name` → UID of the live objects of each kind.
@@ -44,8 +35,7 @@ impl Kind {
 pub(crate) struct Index {
     service_accounts: RwLock<HashMap<String, Arc<str>>>,
     secrets: RwLock<HashMap<String, Arc<str>>>,
-    synced: AtomicU8,
-    notify: Notify,
+    synced: Synced,
 }
 
 fn key(namespace: &str, name: &str) -> String {
@@ -78,20 +68,9 @@ impl Index {
         map.get(key).cloned()
     }
 
-    /// Whether both kinds have been listed once.
-    pub(crate) fn synced(&self) -> bool {
-        self.synced.load(Ordering::Acquire) == 3
-    }
-
     /// Waits until both kinds have been listed once.
     pub(crate) async fn wait_synced(&self) {
-        loop {
-            let notified = self.notify.notified();
-            if self.synced() {
-                return;
-            }
-            notified.await;
-        }
+        self.synced.wait(Kind::ALL.len()).await;
     }
 
     /// Follows one kind in `registry` until the future is dropped or storage fails.
@@ -114,8 +93,7 @@ impl Index {
                     })
                     .collect();
                 *write() = fresh;
-                self.synced.fetch_or(kind.bit(), Ordering::AcqRel);
-                self.notify.notify_waiters();
+                self.synced.mark(kind as usize);
             }
             Change::Put(o) => {
                 let (ns, name) = ns_name(o);

@@ -2,23 +2,8 @@
 //! escalation refused with nothing stored, the bootstrap policy (anonymous health, aggregated
 //! view), and the other authorization modes.
 
-use crate::support::{get_text, kubectl_with, Options, TestServer};
+use crate::support::{get_text, kubectl_with, output_text as text, Options, TestServer};
 use std::path::PathBuf;
-use std::process::Output;
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-async fn ok(server: &TestServer, args: &[&str]) -> String {
-    let o = server.kubectl(args).await;
-    assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
-    text(&o)
-}
 
 /// A server with token users alice, bob and dana (dana in group `auditors`).
 async fn server_with_users(extra: &[&str]) -> (TestServer, tempfile::TempDir) {
@@ -48,10 +33,9 @@ fn as_user(server: &TestServer, user: &str) -> PathBuf {
 #[tokio::test]
 async fn roles_bindings_and_can_i_with_kubectl() {
     let (server, _dir) = server_with_users(&[]).await;
-    ok(&server, &["create", "namespace", "team-a"]).await;
-    ok(
-        &server,
-        &[
+    server.kubectl_ok(&["create", "namespace", "team-a"]).await;
+    server
+        .kubectl_ok(&[
             "create",
             "role",
             "cm-reader",
@@ -59,12 +43,10 @@ async fn roles_bindings_and_can_i_with_kubectl() {
             "--resource=configmaps",
             "-n",
             "team-a",
-        ],
-    )
-    .await;
-    ok(
-        &server,
-        &[
+        ])
+        .await;
+    server
+        .kubectl_ok(&[
             "create",
             "rolebinding",
             "alice-reads",
@@ -72,21 +54,18 @@ async fn roles_bindings_and_can_i_with_kubectl() {
             "--user=alice",
             "-n",
             "team-a",
-        ],
-    )
-    .await;
-    ok(
-        &server,
-        &[
+        ])
+        .await;
+    server
+        .kubectl_ok(&[
             "create",
             "configmap",
             "settings",
             "--from-literal=a=b",
             "-n",
             "team-a",
-        ],
-    )
-    .await;
+        ])
+        .await;
     let alice = as_user(&server, "alice");
 
     let o = kubectl_with(&alice, &["get", "configmaps", "-n", "team-a"]).await;
@@ -195,9 +174,8 @@ async fn roles_bindings_and_can_i_with_kubectl() {
         "{}",
         text(&o)
     );
-    let whoami = ok(
-        &server,
-        &[
+    let whoami = server
+        .kubectl_ok(&[
             "auth",
             "whoami",
             "--as",
@@ -206,9 +184,8 @@ async fn roles_bindings_and_can_i_with_kubectl() {
             "devs",
             "-o",
             "json",
-        ],
-    )
-    .await;
+        ])
+        .await;
     let who: serde_json::Value = serde_json::from_str(&whoami).unwrap();
     assert_eq!(who["status"]["userInfo"]["username"], "alice");
     assert_eq!(
@@ -262,10 +239,9 @@ async fn post_json(server: &TestServer, path: &str, body: &str) -> (u16, String)
 #[tokio::test]
 async fn view_cannot_edit_groups_and_aggregation() {
     let (server, _dir) = server_with_users(&[]).await;
-    ok(&server, &["create", "namespace", "team-a"]).await;
-    ok(
-        &server,
-        &[
+    server.kubectl_ok(&["create", "namespace", "team-a"]).await;
+    server
+        .kubectl_ok(&[
             "create",
             "rolebinding",
             "auditors-view",
@@ -273,10 +249,11 @@ async fn view_cannot_edit_groups_and_aggregation() {
             "--group=auditors",
             "-n",
             "team-a",
-        ],
-    )
-    .await;
-    ok(&server, &["create", "configmap", "c", "-n", "team-a"]).await;
+        ])
+        .await;
+    server
+        .kubectl_ok(&["create", "configmap", "c", "-n", "team-a"])
+        .await;
     let dana = as_user(&server, "dana");
     let o = kubectl_with(
         &dana,
@@ -297,7 +274,9 @@ async fn view_cannot_edit_groups_and_aggregation() {
         "{}",
         text(&o)
     );
-    ok(&server, &["get", "configmap", "c", "-n", "team-a"]).await;
+    server
+        .kubectl_ok(&["get", "configmap", "c", "-n", "team-a"])
+        .await;
     // view does not include secrets.
     let o = kubectl_with(&dana, &["get", "secrets", "-n", "team-a"]).await;
     assert!(!o.status.success());
@@ -349,22 +328,21 @@ async fn view_cannot_edit_groups_and_aggregation() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    let view = ok(&server, &["get", "clusterrole", "view", "-o", "json"]).await;
+    let view = server
+        .kubectl_ok(&["get", "clusterrole", "view", "-o", "json"])
+        .await;
     assert!(view.contains("coordination.k8s.io"), "{view}");
 }
 
 #[tokio::test]
 async fn escalation_is_refused_and_nothing_is_stored() {
     let (server, _dir) = server_with_users(&[]).await;
-    ok(&server, &["create", "namespace", "team-a"]).await;
-    ok(
-        &server,
-        &["create", "role", "maker", "--verb=get,create", "--resource=roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io,configmaps", "-n", "team-a"],
+    server.kubectl_ok(&["create", "namespace", "team-a"]).await;
+    server.kubectl_ok(&["create", "role", "maker", "--verb=get,create", "--resource=roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io,configmaps", "-n", "team-a"],
     )
     .await;
-    ok(
-        &server,
-        &[
+    server
+        .kubectl_ok(&[
             "create",
             "rolebinding",
             "alice-makes",
@@ -372,9 +350,8 @@ async fn escalation_is_refused_and_nothing_is_stored() {
             "--user=alice",
             "-n",
             "team-a",
-        ],
-    )
-    .await;
+        ])
+        .await;
     let alice = as_user(&server, "alice");
     // Within what alice holds.
     let o = kubectl_with(
@@ -514,7 +491,9 @@ async fn always_allow_and_always_deny_modes() {
         r#"configmaps is forbidden: User "bob" cannot list resource "configmaps" in API group "" in the namespace "default": Everything is forbidden."#
     );
     // system:masters is allowed whatever the modes.
-    ok(&server, &["get", "configmaps", "-n", "default"]).await;
+    server
+        .kubectl_ok(&["get", "configmaps", "-n", "default"])
+        .await;
 }
 
 #[tokio::test]
@@ -528,7 +507,7 @@ async fn bootstrap_policy_is_reconciled_without_undoing_changes() {
         "view",
         "system:public-info-viewer",
     ] {
-        ok(&server, &["get", "clusterrole", role]).await;
+        server.kubectl_ok(&["get", "clusterrole", role]).await;
     }
     let (code, body) = get_text(&server.admin_http(), &server.url("/readyz?verbose")).await;
     assert_eq!(code, 200);
@@ -538,46 +517,38 @@ async fn bootstrap_policy_is_reconciled_without_undoing_changes() {
     );
     // A user narrows one role (kept: the rule it lost is put back, the one it gained stays),
     // and opts another out of reconciliation.
-    ok(
-        &server,
-        &["patch", "clusterrole", "system:public-info-viewer", "--type=json", "-p",
+    server.kubectl_ok(&["patch", "clusterrole", "system:public-info-viewer", "--type=json", "-p",
           r#"[{"op":"replace","path":"/rules","value":[{"verbs":["get"],"nonResourceURLs":["/metrics"]}]}]"#],
     )
     .await;
-    ok(
-        &server,
-        &["patch", "clusterrole", "system:monitoring", "--type=merge", "-p",
+    server.kubectl_ok(&["patch", "clusterrole", "system:monitoring", "--type=merge", "-p",
           r#"{"metadata":{"annotations":{"rbac.authorization.kubernetes.io/autoupdate":"false"}},"rules":[]}"#],
     )
     .await;
     drop(server);
     let server = TestServer::start_with(Options::default().data_dir(dir.clone())).await;
-    let viewer = ok(
-        &server,
-        &[
+    let viewer = server
+        .kubectl_ok(&[
             "get",
             "clusterrole",
             "system:public-info-viewer",
             "-o",
             "json",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(
         viewer.contains("/metrics") && viewer.contains("/livez"),
         "{viewer}"
     );
-    let monitoring = ok(
-        &server,
-        &[
+    let monitoring = server
+        .kubectl_ok(&[
             "get",
             "clusterrole",
             "system:monitoring",
             "-o",
             "jsonpath={.rules}",
-        ],
-    )
-    .await;
+        ])
+        .await;
     assert!(
         monitoring.trim().is_empty() || monitoring.trim() == "[]",
         "{monitoring}"

@@ -4,23 +4,8 @@
 //! Python client with a token, and two replicas on etcd accepting each other's tokens.
 
 use crate::support::etcd::start_etcd;
-use crate::support::{get_text, kubectl_with, within, TestServer};
-use std::process::Output;
+use crate::support::{get_text, kubectl_with, output_text as text, within, TestServer};
 use std::time::Duration;
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
-async fn ok(server: &TestServer, args: &[&str]) -> String {
-    let o = server.kubectl(args).await;
-    assert!(o.status.success(), "kubectl {args:?}: {}", text(&o));
-    String::from_utf8_lossy(&o.stdout).trim().to_string()
-}
 
 /// Polls `f` every 50 ms until it is true (at most 20 s).
 async fn eventually<F, Fut>(what: &str, mut f: F)
@@ -50,7 +35,7 @@ async fn status_with_token(server: &TestServer, path: &str, token: &str) -> (u16
 #[tokio::test]
 async fn tokens_authenticate_their_service_account_until_it_is_gone() {
     let server = TestServer::start().await;
-    ok(&server, &["create", "namespace", "team-a"]).await;
+    server.kubectl_ok(&["create", "namespace", "team-a"]).await;
     // Every namespace gets a default service account.
     eventually("the default service account of team-a", || async {
         server
@@ -60,14 +45,11 @@ async fn tokens_authenticate_their_service_account_until_it_is_gone() {
             .success()
     })
     .await;
-    ok(
-        &server,
-        &["create", "serviceaccount", "builder", "-n", "team-a"],
-    )
-    .await;
-    ok(
-        &server,
-        &[
+    server
+        .kubectl_ok(&["create", "serviceaccount", "builder", "-n", "team-a"])
+        .await;
+    server
+        .kubectl_ok(&[
             "create",
             "rolebinding",
             "builder-view",
@@ -75,13 +57,13 @@ async fn tokens_authenticate_their_service_account_until_it_is_gone() {
             "--serviceaccount=team-a:builder",
             "-n",
             "team-a",
-        ],
-    )
-    .await;
-    ok(&server, &["create", "configmap", "c", "-n", "team-a"]).await;
-    let token = ok(
-        &server,
-        &[
+        ])
+        .await;
+    server
+        .kubectl_ok(&["create", "configmap", "c", "-n", "team-a"])
+        .await;
+    let token = server
+        .kubectl_ok(&[
             "create",
             "token",
             "builder",
@@ -89,9 +71,8 @@ async fn tokens_authenticate_their_service_account_until_it_is_gone() {
             "team-a",
             "--duration",
             "1h",
-        ],
-    )
-    .await;
+        ])
+        .await;
     let kubeconfig = server.token_kubeconfig("builder", &token);
     let o = kubectl_with(
         &kubeconfig,
@@ -132,9 +113,8 @@ async fn tokens_authenticate_their_service_account_until_it_is_gone() {
     let mut tampered = token.clone();
     let last = tampered.pop().unwrap();
     tampered.push(if last == 'A' { 'B' } else { 'A' });
-    let vault = ok(
-        &server,
-        &[
+    let vault = server
+        .kubectl_ok(&[
             "create",
             "token",
             "builder",
@@ -142,9 +122,8 @@ async fn tokens_authenticate_their_service_account_until_it_is_gone() {
             "team-a",
             "--audience",
             "vault",
-        ],
-    )
-    .await;
+        ])
+        .await;
     for bad in [
         tampered.as_str(),
         vault.as_str(),
@@ -188,14 +167,11 @@ async fn tokens_authenticate_their_service_account_until_it_is_gone() {
     assert_eq!(got["status"]["audiences"], serde_json::json!(["vault"]));
 
     // A token bound to a secret dies with the secret; every token dies with the account.
-    ok(
-        &server,
-        &["create", "secret", "generic", "s", "-n", "team-a"],
-    )
-    .await;
-    let bound = ok(
-        &server,
-        &[
+    server
+        .kubectl_ok(&["create", "secret", "generic", "s", "-n", "team-a"])
+        .await;
+    let bound = server
+        .kubectl_ok(&[
             "create",
             "token",
             "builder",
@@ -205,32 +181,29 @@ async fn tokens_authenticate_their_service_account_until_it_is_gone() {
             "Secret",
             "--bound-object-name",
             "s",
-        ],
-    )
-    .await;
+        ])
+        .await;
     let path = "/api/v1/namespaces/team-a/configmaps";
     assert_eq!(status_with_token(&server, path, &bound).await.0, 200);
-    ok(&server, &["delete", "secret", "s", "-n", "team-a"]).await;
+    server
+        .kubectl_ok(&["delete", "secret", "s", "-n", "team-a"])
+        .await;
     eventually("the bound token to stop working", || async {
         status_with_token(&server, path, &bound).await.0 == 401
     })
     .await;
     assert_eq!(status_with_token(&server, path, &token).await.0, 200);
-    ok(
-        &server,
-        &["delete", "serviceaccount", "builder", "-n", "team-a"],
-    )
-    .await;
+    server
+        .kubectl_ok(&["delete", "serviceaccount", "builder", "-n", "team-a"])
+        .await;
     eventually("the token of a deleted account to stop working", || async {
         status_with_token(&server, path, &token).await.0 == 401
     })
     .await;
     // A new account of the same name is another account.
-    ok(
-        &server,
-        &["create", "serviceaccount", "builder", "-n", "team-a"],
-    )
-    .await;
+    server
+        .kubectl_ok(&["create", "serviceaccount", "builder", "-n", "team-a"])
+        .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(status_with_token(&server, path, &token).await.0, 401);
 
@@ -264,7 +237,9 @@ async fn tokens_authenticate_their_service_account_until_it_is_gone() {
 #[tokio::test]
 async fn issuer_discovery_verifies_tokens_with_a_jwt_library() {
     let server = TestServer::start().await;
-    let token = ok(&server, &["create", "token", "default", "-n", "default"]).await;
+    let token = server
+        .kubectl_ok(&["create", "token", "default", "-n", "default"])
+        .await;
     // Service accounts may read the discovery documents; anonymous users may not.
     let (code, config) =
         status_with_token(&server, "/.well-known/openid-configuration", &token).await;
@@ -313,9 +288,8 @@ async fn issuer_discovery_verifies_tokens_with_a_jwt_library() {
 #[tokio::test]
 async fn python_client_lists_with_a_service_account_token() {
     let server = TestServer::start().await;
-    ok(
-        &server,
-        &[
+    server
+        .kubectl_ok(&[
             "create",
             "rolebinding",
             "default-view",
@@ -323,11 +297,14 @@ async fn python_client_lists_with_a_service_account_token() {
             "--serviceaccount=default:default",
             "-n",
             "default",
-        ],
-    )
-    .await;
-    ok(&server, &["create", "configmap", "py", "-n", "default"]).await;
-    let token = ok(&server, &["create", "token", "default", "-n", "default"]).await;
+        ])
+        .await;
+    server
+        .kubectl_ok(&["create", "configmap", "py", "-n", "default"])
+        .await;
+    let token = server
+        .kubectl_ok(&["create", "token", "default", "-n", "default"])
+        .await;
     let kubeconfig = server.token_kubeconfig("default-sa", &token);
     let script = r#"
 import sys
@@ -374,21 +351,21 @@ async fn replicas_on_etcd_accept_each_others_tokens() {
     };
     let a = TestServer::start_with(replica("node-a")).await;
     let b = TestServer::start_with(replica("node-b")).await;
-    ok(&a, &["create", "serviceaccount", "ha", "-n", "default"]).await;
-    ok(
-        &a,
-        &[
-            "create",
-            "rolebinding",
-            "ha-view",
-            "--clusterrole=view",
-            "--serviceaccount=default:ha",
-            "-n",
-            "default",
-        ],
-    )
+    a.kubectl_ok(&["create", "serviceaccount", "ha", "-n", "default"])
+        .await;
+    a.kubectl_ok(&[
+        "create",
+        "rolebinding",
+        "ha-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:ha",
+        "-n",
+        "default",
+    ])
     .await;
-    let token = ok(&a, &["create", "token", "ha", "-n", "default"]).await;
+    let token = a
+        .kubectl_ok(&["create", "token", "ha", "-n", "default"])
+        .await;
     let path = "/api/v1/namespaces/default/configmaps";
     eventually("replica b to accept replica a's token", || async {
         status_with_token(&b, path, &token).await.0 == 200

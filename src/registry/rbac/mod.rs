@@ -13,21 +13,18 @@ pub(crate) use index::{Kind, RoleRef};
 use crate::api::authorizer::{Authorizer, Decision, PolicyRule, Rules};
 use crate::api::{RequestInfo, UserInfo};
 use crate::registry::error::Error;
-use crate::registry::follow::{follow, ns_name, object_key, Change};
+use crate::registry::follow::{follow, ns_name, object_key, Change, Synced};
 use crate::registry::{GenericStore, Registry, Resource};
 use index::{Index, Visit};
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, RwLock};
-use tokio::sync::Notify;
 
 /// The RBAC authorizer over what it follows.
 #[derive(Default)]
 pub(crate) struct Rbac {
     index: RwLock<Index>,
-    /// Bit per [`Kind`] listed at least once.
-    synced: AtomicU8,
-    notify: Notify,
+    /// Which [`Kind`]s have been listed.
+    synced: Synced,
 }
 
 /// utilerrors.NewAggregate(errs).Error(): one message alone, several (deduplicated) in `[]`.
@@ -59,26 +56,14 @@ impl Rbac {
         self.index.write().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Whether every kind has been listed once.
-    pub(crate) fn synced(&self) -> bool {
-        self.synced.load(Ordering::Acquire) == 0b1111
-    }
-
     /// Waits until every kind has been listed once.
     pub(crate) async fn wait_synced(&self) {
-        loop {
-            let notified = self.notify.notified();
-            if self.synced() {
-                return;
-            }
-            notified.await;
-        }
+        self.synced.wait(Kind::ALL.len()).await;
     }
 
     fn mark_synced(&self, kind: Kind) {
-        let bit = 1 << Kind::ALL.iter().position(|k| *k == kind).unwrap_or(0);
-        self.synced.fetch_or(bit, Ordering::AcqRel);
-        self.notify.notify_waiters();
+        self.synced
+            .mark(Kind::ALL.iter().position(|k| *k == kind).unwrap_or(0));
     }
 
     /// RulesFor: every rule of `user` in `namespace`, and the resolution errors met.

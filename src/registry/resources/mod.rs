@@ -55,12 +55,15 @@ pub(crate) fn built_in() -> Vec<BuiltIn> {
         ),
         // In the order of kube-apiserver's discovery, which sorts a version's resources.
         stored(
-            Arc::new(rbac::bindings::ClusterRoleBindings),
+            Arc::new(rbac::bindings::Bindings::CLUSTER),
             "clusterrolebindings",
         ),
-        stored(Arc::new(rbac::roles::ClusterRoles), "clusterroles"),
-        stored(Arc::new(rbac::bindings::RoleBindings), "rolebindings"),
-        stored(Arc::new(rbac::roles::Roles), "roles"),
+        stored(Arc::new(rbac::roles::Roles::CLUSTER), "clusterroles"),
+        stored(
+            Arc::new(rbac::bindings::Bindings::NAMESPACED),
+            "rolebindings",
+        ),
+        stored(Arc::new(rbac::roles::Roles::NAMESPACED), "roles"),
         BuiltIn::Review(Review::Subject),
         BuiltIn::Review(Review::Token),
         BuiltIn::Review(Review::LocalAccess),

@@ -318,10 +318,27 @@ impl TestServer {
         path
     }
 
+    /// Runs kubectl with the admin kubeconfig and returns its stdout, trimmed; fails the test
+    /// with kubectl's output when it does not succeed.
+    pub(crate) async fn kubectl_ok(&self, args: &[&str]) -> String {
+        let o = self.kubectl(args).await;
+        assert!(o.status.success(), "kubectl {args:?}: {}", output_text(&o));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+
     /// Runs kubectl (from PATH) with the admin kubeconfig.
     pub(crate) async fn kubectl(&self, args: &[&str]) -> std::process::Output {
         kubectl_with(&self.kubeconfig, args).await
     }
+}
+
+/// A command's stdout then stderr, as text.
+pub(crate) fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// Runs kubectl (from PATH) with a given kubeconfig, under a timeout.

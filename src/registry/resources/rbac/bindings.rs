@@ -132,62 +132,33 @@ fn binding_cells(obj: &Value) -> Vec<Value> {
     ]
 }
 
-/// The role binding strategy (rolebinding.Strategy).
-pub(crate) struct RoleBindings;
-
-impl Strategy for RoleBindings {
-    fn info(&self) -> &ResourceInfo {
-        &ROLE_BINDINGS
-    }
-    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
-        typed_roundtrip::<api::RoleBinding>(obj)
-    }
-    fn prepare_for_create(&self, obj: &mut Value) {
-        set_defaults(obj);
-    }
-    fn prepare_for_update(&self, new: &mut Value, _old: &Value) {
-        set_defaults(new);
-    }
-    fn validates_object_meta(&self) -> bool {
-        true
-    }
-    fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        validate_binding(obj, false)
-    }
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        validate_binding_update(new, old, false)
-    }
-    fn authorize_write(
-        &self,
-        ctx: &Context,
-        new: &Value,
-        old: Option<&Value>,
-    ) -> Result<(), Error> {
-        match &ctx.access {
-            Some(access) => check_binding(access, "rolebindings", &ctx.namespace, new, old),
-            None => Ok(()),
-        }
-    }
-    fn columns(&self) -> Vec<Column> {
-        binding_columns(
-            "roleBinding",
-            "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
-        )
-    }
-    fn cells(&self, obj: &Value) -> Vec<Value> {
-        binding_cells(obj)
-    }
+/// The strategy of RoleBindings and of ClusterRoleBindings (rolebinding.Strategy,
+/// clusterrolebinding.Strategy): they differ in scope only.
+pub(crate) struct Bindings {
+    cluster: bool,
 }
 
-/// The cluster role binding strategy (clusterrolebinding.Strategy).
-pub(crate) struct ClusterRoleBindings;
+impl Bindings {
+    /// RoleBindings.
+    pub(crate) const NAMESPACED: Bindings = Bindings { cluster: false };
+    /// ClusterRoleBindings.
+    pub(crate) const CLUSTER: Bindings = Bindings { cluster: true };
+}
 
-impl Strategy for ClusterRoleBindings {
+impl Strategy for Bindings {
     fn info(&self) -> &ResourceInfo {
-        &CLUSTER_ROLE_BINDINGS
+        if self.cluster {
+            &CLUSTER_ROLE_BINDINGS
+        } else {
+            &ROLE_BINDINGS
+        }
     }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
-        typed_roundtrip::<api::ClusterRoleBinding>(obj)
+        if self.cluster {
+            typed_roundtrip::<api::ClusterRoleBinding>(obj)
+        } else {
+            typed_roundtrip::<api::RoleBinding>(obj)
+        }
     }
     fn prepare_for_create(&self, obj: &mut Value) {
         set_defaults(obj);
@@ -199,10 +170,10 @@ impl Strategy for ClusterRoleBindings {
         true
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        validate_binding(obj, true)
+        validate_binding(obj, self.cluster)
     }
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        validate_binding_update(new, old, true)
+        validate_binding_update(new, old, self.cluster)
     }
     fn authorize_write(
         &self,
@@ -211,15 +182,25 @@ impl Strategy for ClusterRoleBindings {
         old: Option<&Value>,
     ) -> Result<(), Error> {
         match &ctx.access {
-            Some(access) => check_binding(access, "clusterrolebindings", &ctx.namespace, new, old),
+            Some(access) => {
+                let resource = &self.info().resource;
+                check_binding(access, resource, &ctx.namespace, new, old)
+            }
             None => Ok(()),
         }
     }
     fn columns(&self) -> Vec<Column> {
-        binding_columns(
-            "clusterRoleBinding",
-            "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
-        )
+        if self.cluster {
+            binding_columns(
+                "clusterRoleBinding",
+                "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
+            )
+        } else {
+            binding_columns(
+                "roleBinding",
+                "RoleRef can reference a Role in the current namespace or a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error.",
+            )
+        }
     }
     fn cells(&self, obj: &Value) -> Vec<Value> {
         binding_cells(obj)

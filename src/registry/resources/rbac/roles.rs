@@ -65,59 +65,50 @@ fn default_columns() -> Vec<Column> {
     ]
 }
 
-/// The role strategy (role.Strategy).
-pub(crate) struct Roles;
+/// The strategy of Roles and of ClusterRoles (role.Strategy, clusterrole.Strategy): they
+/// differ in scope and in the ClusterRole's aggregationRule.
+pub(crate) struct Roles {
+    cluster: bool,
+}
+
+impl Roles {
+    /// Roles.
+    pub(crate) const NAMESPACED: Roles = Roles { cluster: false };
+    /// ClusterRoles.
+    pub(crate) const CLUSTER: Roles = Roles { cluster: true };
+}
 
 impl Strategy for Roles {
     fn info(&self) -> &ResourceInfo {
-        &ROLES
-    }
-    fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
-        typed_roundtrip::<api::Role>(obj)
-    }
-    fn validates_object_meta(&self) -> bool {
-        true
-    }
-    fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        validate_role(obj)
-    }
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        validate_role_update(new, old)
-    }
-    fn authorize_write(
-        &self,
-        ctx: &Context,
-        new: &Value,
-        old: Option<&Value>,
-    ) -> Result<(), Error> {
-        match &ctx.access {
-            Some(access) => check_role(access, "roles", &ctx.namespace, new, old),
-            None => Ok(()),
+        if self.cluster {
+            &CLUSTER_ROLES
+        } else {
+            &ROLES
         }
     }
-    fn columns(&self) -> Vec<Column> {
-        default_columns()
-    }
-}
-
-/// The cluster role strategy (clusterrole.Strategy).
-pub(crate) struct ClusterRoles;
-
-impl Strategy for ClusterRoles {
-    fn info(&self) -> &ResourceInfo {
-        &CLUSTER_ROLES
-    }
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
-        typed_roundtrip::<api::ClusterRole>(obj)
+        if self.cluster {
+            typed_roundtrip::<api::ClusterRole>(obj)
+        } else {
+            typed_roundtrip::<api::Role>(obj)
+        }
     }
     fn validates_object_meta(&self) -> bool {
         true
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        validate_cluster_role(obj, false)
+        if self.cluster {
+            validate_cluster_role(obj, false)
+        } else {
+            validate_role(obj)
+        }
     }
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        validate_cluster_role_update(new, old)
+        if self.cluster {
+            validate_cluster_role_update(new, old)
+        } else {
+            validate_role_update(new, old)
+        }
     }
     fn authorize_write(
         &self,
@@ -126,7 +117,10 @@ impl Strategy for ClusterRoles {
         old: Option<&Value>,
     ) -> Result<(), Error> {
         match &ctx.access {
-            Some(access) => check_role(access, "clusterroles", &ctx.namespace, new, old),
+            Some(access) => {
+                let resource = &self.info().resource;
+                check_role(access, resource, &ctx.namespace, new, old)
+            }
             None => Ok(()),
         }
     }

@@ -3,12 +3,10 @@
 //! discovery. Writes through the generic store are in `tests_store.rs`.
 
 use super::bindings::{
-    cluster_role_binding_from_protobuf, role_binding_from_protobuf, ClusterRoleBindings,
-    RoleBindings, CLUSTER_ROLE_BINDINGS, ROLE_BINDINGS,
+    cluster_role_binding_from_protobuf, role_binding_from_protobuf, Bindings,
+    CLUSTER_ROLE_BINDINGS, ROLE_BINDINGS,
 };
-use super::roles::{
-    cluster_role_from_protobuf, role_from_protobuf, ClusterRoles, Roles, CLUSTER_ROLES, ROLES,
-};
+use super::roles::{cluster_role_from_protobuf, role_from_protobuf, Roles, CLUSTER_ROLES, ROLES};
 use super::validation::{
     path_segment_errors, validate_binding, validate_binding_update, validate_cluster_role,
     validate_cluster_role_update, validate_role,
@@ -266,7 +264,7 @@ fn role_ref_is_immutable() {
 
 #[test]
 fn bindings_get_the_v1_defaults() {
-    for strategy in [&RoleBindings as &dyn Strategy, &ClusterRoleBindings] {
+    for strategy in [&Bindings::NAMESPACED as &dyn Strategy, &Bindings::CLUSTER] {
         let mut obj = json!({"metadata": {"name": "b"},
         "roleRef": {"apiGroup": "", "kind": "ClusterRole", "name": "view"},
         "subjects": [
@@ -307,16 +305,16 @@ fn tables_match_the_printers() {
     };
     let default =
         [("Name", "string", 0), ("Created At", "date", 0)].map(|(n, t, p)| (n.into(), t.into(), p));
-    assert_eq!(names(&Roles), default);
-    assert_eq!(names(&ClusterRoles), default);
-    let created_at = &Roles.columns()[1];
+    assert_eq!(names(&Roles::NAMESPACED), default);
+    assert_eq!(names(&Roles::CLUSTER), default);
+    let created_at = &Roles::NAMESPACED.columns()[1];
     assert!(created_at
         .description
         .starts_with("CreationTimestamp is a timestamp"));
     assert_eq!(created_at.format, "");
     let role = json!({"metadata": {"name": "r", "creationTimestamp": "2026-01-02T03:04:05Z"}});
     assert_eq!(
-        Roles.cells(&role),
+        Roles::NAMESPACED.cells(&role),
         [json!("r"), json!("2026-01-02T03:04:05Z")]
     );
 
@@ -329,15 +327,15 @@ fn tables_match_the_printers() {
         ("ServiceAccounts", "string", 1),
     ]
     .map(|(n, t, p)| (n.into(), t.into(), p));
-    assert_eq!(names(&RoleBindings), bindings);
-    assert_eq!(names(&ClusterRoleBindings), bindings);
-    let rb = RoleBindings.columns();
+    assert_eq!(names(&Bindings::NAMESPACED), bindings);
+    assert_eq!(names(&Bindings::CLUSTER), bindings);
+    let rb = Bindings::NAMESPACED.columns();
     assert_eq!(rb[0].format, "name");
     assert!(rb[1]
         .description
         .starts_with("RoleRef can reference a Role in the current namespace"));
     assert_eq!(rb[4].description, "Groups in the roleBinding");
-    let crb = ClusterRoleBindings.columns();
+    let crb = Bindings::CLUSTER.columns();
     assert!(crb[1]
         .description
         .starts_with("RoleRef can only reference a ClusterRole"));
@@ -357,14 +355,14 @@ fn tables_match_the_printers() {
             {"kind": "Robot", "name": "r2"},
         ]),
     );
-    let cells = ClusterRoleBindings.cells(&obj);
+    let cells = Bindings::CLUSTER.cells(&obj);
     assert_eq!(cells[..2], [json!("b"), json!("ClusterRole/view")]);
     assert_eq!(cells[2], json!("<unknown>"), "no creationTimestamp");
     assert_eq!(
         cells[3..],
         [json!("alice, bob"), json!("devs"), json!("kube-system/sa")]
     );
-    let none = RoleBindings.cells(&binding(Some("ns"), "Role", "r", json!([])));
+    let none = Bindings::NAMESPACED.cells(&binding(Some("ns"), "Role", "r", json!([])));
     assert_eq!(none[1], json!("Role/r"));
     assert_eq!(none[3..], [json!(""), json!(""), json!("")]);
 }

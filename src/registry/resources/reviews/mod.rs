@@ -171,15 +171,10 @@ impl Review {
         map.insert("metadata".into(), meta);
         match self {
             Review::Subject => {
-                let user = asker.user;
-                let mut info = json!({ "username": user.name, "groups": user.groups });
-                if !user.uid.is_empty() {
-                    info["uid"] = Value::from(user.uid.clone());
-                }
-                if !user.extra.is_empty() {
-                    info["extra"] = json!(user.extra);
-                }
-                map.insert("status".into(), json!({ "userInfo": info }));
+                map.insert(
+                    "status".into(),
+                    json!({ "userInfo": user_info(asker.user) }),
+                );
                 Ok(obj)
             }
             Review::Rules => access::rules_review(&obj, asker),
@@ -189,6 +184,18 @@ impl Review {
             }
         }
     }
+}
+
+/// A UserInfo as authentication.k8s.io/v1 writes it (empty uid and extra left out).
+fn user_info(user: &UserInfo) -> Value {
+    let mut info = json!({ "username": user.name, "groups": user.groups });
+    if !user.uid.is_empty() {
+        info["uid"] = Value::from(user.uid.clone());
+    }
+    if !user.extra.is_empty() {
+        info["extra"] = json!(user.extra);
+    }
+    info
 }
 
 /// The TokenReview answer (pkg/registry/authentication/tokenreview): whether the token
@@ -217,14 +224,7 @@ fn token_review(mut obj: Value, asker: &Asker<'_>) -> Result<Value> {
     // No audiences: the API's.
     let status = match asker.tokens.map(|t| t.review(&token, &audiences)) {
         Some(Ok((user, valid_for))) => {
-            let mut info = json!({ "username": user.name, "groups": user.groups });
-            if !user.uid.is_empty() {
-                info["uid"] = Value::from(user.uid.clone());
-            }
-            if !user.extra.is_empty() {
-                info["extra"] = json!(user.extra);
-            }
-            let mut status = json!({ "authenticated": true, "user": info });
+            let mut status = json!({ "authenticated": true, "user": user_info(&user) });
             if !valid_for.is_empty() {
                 status["audiences"] = json!(valid_for);
             }
