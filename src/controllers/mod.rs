@@ -335,9 +335,23 @@ pub(crate) fn hooks(config: &Config) -> Hooks {
         "start-clusterrole-aggregation-controller".into(),
         spawning(|ctx| rbac::aggregation::run(ctx.client, ctx.cancel)),
     ));
+    let namespaces_exist = kube_system.clone();
     h.post_start.push((
         "start-service-account-controller".into(),
-        spawning(|ctx| service_accounts::run(ctx.client, ctx.cancel)),
+        post_start(move |ctx: HookContext| {
+            let namespaces_exist = namespaces_exist.clone();
+            async move {
+                if !namespaces_exist.wait(&ctx.cancel).await {
+                    return Err("the server is stopping".into());
+                }
+                service_accounts::sync_once(&ctx.client)
+                    .await
+                    .map_err(|e| Box::new(e) as HookError)?;
+                ctx.tasks
+                    .spawn(service_accounts::run(ctx.client, ctx.cancel));
+                Ok(())
+            }
+        }),
     ));
     h
 }

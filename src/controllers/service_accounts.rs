@@ -1,6 +1,7 @@
 //! The service-account controller (kube-controller-manager's pkg/controller/serviceaccount,
 //! run in-process): every active namespace has a ServiceAccount named `default`, created
-//! when the namespace appears and again when it is deleted.
+//! when the namespace appears and again when it is deleted. Its hook completes once the
+//! namespaces that exist at start have theirs.
 
 use super::util;
 use futures::StreamExt;
@@ -50,6 +51,28 @@ async fn create(client: &Client, namespace: &str) -> Result<(), kube::Error> {
         Err(kube::Error::Api(s)) if matches!(s.code, 404 | 409 | 403) => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// One pass over what exists now: creates every missing `default` service account. The
+/// hook runs it before it reports done, so a client that waits for /readyz finds the default
+/// service accounts of the system namespaces (kube-controller-manager's would come later).
+pub(crate) async fn sync_once(client: &Client) -> Result<(), kube::Error> {
+    let namespaces = Api::<Namespace>::all(client.clone())
+        .list(&Default::default())
+        .await?;
+    let accounts = Api::<ServiceAccount>::all(client.clone())
+        .list(&kube::api::ListParams::default().fields(&format!("metadata.name={DEFAULT}")))
+        .await?;
+    let have: HashSet<String> = accounts
+        .items
+        .iter()
+        .filter_map(|sa| sa.namespace())
+        .collect();
+    let refs: Vec<&Namespace> = namespaces.items.iter().collect();
+    for ns in missing(&refs, &have) {
+        create(client, &ns).await?;
+    }
+    Ok(())
 }
 
 /// Runs the controller until `cancel` fires.
