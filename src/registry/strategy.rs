@@ -351,6 +351,12 @@ pub(crate) trait Strategy: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Whether a PUT of a missing object creates it (AllowCreateOnUpdate; true for RBAC's
+    /// resources, as `kubectl auth reconcile` relies on).
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
     /// Whether creates are served now (a terminating CRD's objects: `Err` is the answer).
     fn admit_create(&self) -> Result<(), super::error::Error> {
         Ok(())

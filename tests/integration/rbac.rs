@@ -554,3 +554,46 @@ async fn bootstrap_policy_is_reconciled_without_undoing_changes() {
         "{monitoring}"
     );
 }
+
+#[tokio::test]
+async fn put_creates_rbac_objects_but_not_others() {
+    let server = TestServer::start().await;
+    let admin = server.admin_http();
+    let role = serde_json::json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "put-made"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]});
+    let path = "/apis/rbac.authorization.k8s.io/v1/clusterroles/put-made";
+    let resp = admin
+        .put(server.url(path))
+        .json(&role)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 201, "{}", resp.text().await.unwrap());
+    let resp = admin
+        .put(server.url(path))
+        .json(&role)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    // A resourceVersion names an object that must exist.
+    let mut gone = role.clone();
+    gone["metadata"] = serde_json::json!({"name": "never", "resourceVersion": "12"});
+    let resp = admin
+        .put(server.url("/apis/rbac.authorization.k8s.io/v1/clusterroles/never"))
+        .json(&gone)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+    let cm =
+        serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nope"}});
+    let resp = admin
+        .put(server.url("/api/v1/namespaces/default/configmaps/nope"))
+        .json(&cm)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 404);
+}

@@ -175,9 +175,24 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
     // instead of a copy; a retry after a lost race decodes the same bytes again, which gives
     // the same object (on a contended key that costs one decode per retry).
     let first = Mutex::new(Some(obj));
+    let allow_create = sub.is_empty() && store.strategy().allow_create_on_update();
     let transform = |current: Option<&Value>| -> crate::registry::Result<Value> {
         let Some(current) = current else {
-            return Err(store.not_found(req.name()));
+            // Created by a PUT: only where the strategy allows it, and without a
+            // resourceVersion to match.
+            let taken = first.lock().ok().and_then(|mut f| f.take());
+            let has_rv = |o: &Value| {
+                o.pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .is_some_and(|rv| !rv.is_empty())
+            };
+            return match taken {
+                Some(mut obj) if allow_create && !has_rv(&obj) => {
+                    track_managed_fields(store, None, &mut obj, &mgr, sub);
+                    Ok(obj)
+                }
+                _ => Err(store.not_found(req.name())),
+            };
         };
         let taken = first.lock().ok().and_then(|mut f| f.take());
         let mut next = match taken {
@@ -193,7 +208,10 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
         track_managed_fields(store, Some(current), &mut next, &mgr, sub);
         Ok(next)
     };
-    match store.update(&ctx, req.name(), sub, false, &transform).await {
+    match store
+        .update(&ctx, req.name(), sub, allow_create, &transform)
+        .await
+    {
         Ok(w) => respond_object(
             req,
             if w.created_or_gone { 201 } else { 200 },

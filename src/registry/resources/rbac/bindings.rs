@@ -169,6 +169,9 @@ impl Strategy for Bindings {
     fn validates_object_meta(&self) -> bool {
         true
     }
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         validate_binding(obj, self.cluster)
     }

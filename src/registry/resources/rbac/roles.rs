@@ -96,6 +96,9 @@ impl Strategy for Roles {
     fn validates_object_meta(&self) -> bool {
         true
     }
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         if self.cluster {
             validate_cluster_role(obj, false)
