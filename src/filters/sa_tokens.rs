@@ -207,3 +207,142 @@ fn user_of(claims: &Claims) -> UserInfo {
         extra,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::serviceaccount::jwt::{Kubernetes, Ref};
+    use crate::serviceaccount::keys::SigningKey;
+
+    /// Service accounts and secrets by `namespace/name`, changed by the test.
+    #[derive(Default)]
+    struct Live(RwLock<HashMap<String, Arc<str>>>);
+
+    impl Subjects for Live {
+        fn service_account(&self, key: &str) -> Option<Arc<str>> {
+            self.0.read().unwrap().get(&format!("sa:{key}")).cloned()
+        }
+        fn secret(&self, key: &str) -> Option<Arc<str>> {
+            self.0
+                .read()
+                .unwrap()
+                .get(&format!("secret:{key}"))
+                .cloned()
+        }
+    }
+
+    fn issuer() -> Arc<Issuer> {
+        let (signing, _) = SigningKey::generate().unwrap();
+        Arc::new(Issuer {
+            issuers: vec!["https://kapi.test".into()],
+            audiences: vec!["https://kapi.test".into()],
+            verifying: vec![signing.public.clone()],
+            signing,
+            max_expiration: None,
+            jwks_uri: String::new(),
+        })
+    }
+
+    fn token(issuer: &Issuer, aud: &str, secret: Option<Ref>) -> String {
+        let now = now();
+        jwt::issue(
+            &issuer.signing,
+            &Claims {
+                aud: vec![aud.into()],
+                exp: now + 600,
+                iat: now,
+                iss: issuer.issuer().into(),
+                jti: "jti-1".into(),
+                kubernetes: Kubernetes {
+                    namespace: "ci".into(),
+                    secret,
+                    serviceaccount: Ref {
+                        name: "builder".into(),
+                        uid: "sa-uid".into(),
+                    },
+                },
+                nbf: now,
+                sub: "system:serviceaccount:ci:builder".into(),
+            },
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn cached_tokens_still_die_with_their_service_account() {
+        let issuer = issuer();
+        let live = Arc::new(Live::default());
+        live.0
+            .write()
+            .unwrap()
+            .insert("sa:ci/builder".into(), Arc::from("sa-uid"));
+        let tokens = ServiceAccountTokens::new(issuer.clone(), live.clone());
+        let t = token(&issuer, "https://kapi.test", None);
+        let api = issuer.audiences.clone();
+        for _ in 0..2 {
+            // The second call is a cache hit.
+            let (user, _) = tokens.authenticate_for(&t, &api).unwrap();
+            assert_eq!(user.name, "system:serviceaccount:ci:builder");
+            assert_eq!(user.uid, "sa-uid");
+            assert_eq!(user.extra[CREDENTIAL_ID], ["JTI=jti-1"]);
+        }
+        // Another account of the same name is not the token's.
+        live.0
+            .write()
+            .unwrap()
+            .insert("sa:ci/builder".into(), Arc::from("other"));
+        assert!(matches!(
+            tokens.authenticate_for(&t, &api),
+            Err(Error::ServiceAccountGone(_))
+        ));
+        live.0.write().unwrap().clear();
+        assert!(tokens.authenticate_for(&t, &api).is_err());
+    }
+
+    #[test]
+    fn audiences_bound_secrets_and_foreign_tokens() {
+        let issuer = issuer();
+        let live = Arc::new(Live::default());
+        live.0
+            .write()
+            .unwrap()
+            .insert("sa:ci/builder".into(), Arc::from("sa-uid"));
+        let tokens = ServiceAccountTokens::new(issuer.clone(), live.clone());
+        let api = issuer.audiences.clone();
+        let vault = token(&issuer, "vault", None);
+        assert!(tokens.authenticate_for(&vault, &api).is_err());
+        let (_, valid) = tokens
+            .authenticate_for(&vault, &["vault".to_string()])
+            .unwrap();
+        assert_eq!(valid, ["vault"]);
+        let bound = token(
+            &issuer,
+            "https://kapi.test",
+            Some(Ref {
+                name: "s".into(),
+                uid: "secret-uid".into(),
+            }),
+        );
+        assert!(matches!(
+            tokens.authenticate_for(&bound, &api),
+            Err(Error::SecretGone(_))
+        ));
+        live.0
+            .write()
+            .unwrap()
+            .insert("secret:ci/s".into(), Arc::from("secret-uid"));
+        assert!(tokens.authenticate_for(&bound, &api).is_ok());
+        // Another issuer's token (or no JWT at all) is not this authenticator's to judge.
+        let mut foreign = (*issuer).clone();
+        foreign.issuers = vec!["https://elsewhere".into()];
+        let t = token(&foreign, "https://kapi.test", None);
+        assert!(matches!(
+            tokens.authenticate_for(&t, &api),
+            Err(Error::NotOurs)
+        ));
+        assert!(matches!(
+            tokens.authenticate_for("opaque", &api),
+            Err(Error::NotOurs)
+        ));
+    }
+}
