@@ -11,16 +11,12 @@ use std::sync::Arc;
 /// The group allowed everything, before any mode is asked.
 pub(crate) const PRIVILEGED_GROUP: &str = "system:masters";
 
-/// Allows the privileged group, and has no opinion on anyone else.
+/// Allows the privileged group before any mode is asked.
 struct PrivilegedGroup;
 
-impl Authorizer for PrivilegedGroup {
-    fn authorize(&self, user: &UserInfo, _: &RequestInfo) -> Decision {
-        if user.groups.iter().any(|g| g == PRIVILEGED_GROUP) {
-            Decision::Allow(Arc::from(""))
-        } else {
-            Decision::NoOpinion(String::new())
-        }
+impl PrivilegedGroup {
+    fn allows(user: &UserInfo) -> bool {
+        user.groups.iter().any(|g| g == PRIVILEGED_GROUP)
     }
 }
 
@@ -33,7 +29,7 @@ fn star() -> Vec<String> {
 
 impl Authorizer for AlwaysAllow {
     fn authorize(&self, _: &UserInfo, _: &RequestInfo) -> Decision {
-        Decision::Allow(Arc::from(""))
+        Decision::allow()
     }
 
     fn rules_for(&self, _: &UserInfo, _: &str) -> Rules {
@@ -81,8 +77,8 @@ impl Union {
 
 impl Authorizer for Union {
     fn authorize(&self, user: &UserInfo, attrs: &RequestInfo) -> Decision {
-        if PrivilegedGroup.authorize(user, attrs).allowed() {
-            return Decision::Allow(Arc::from(""));
+        if PrivilegedGroup::allows(user) {
+            return Decision::allow();
         }
         let mut reasons = Vec::new();
         for mode in &self.modes {

@@ -151,7 +151,6 @@ pub(crate) fn impersonate(
 mod tests {
     use super::*;
     use crate::api::authorizer::Decision;
-    use std::sync::Arc;
 
     /// Lets `admin` impersonate anyone and `bob` impersonate user alice only.
     struct Impersonators;
@@ -161,7 +160,7 @@ mod tests {
             let ok = user.name == "admin"
                 || (user.name == "bob" && a.resource == "users" && a.name == "alice");
             if ok && a.verb == "impersonate" {
-                Decision::Allow(Arc::from(""))
+                Decision::allow()
             } else {
                 Decision::NoOpinion(String::new())
             }
