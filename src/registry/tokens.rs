@@ -4,7 +4,7 @@
 //! May use: registry, serviceaccount, api.
 
 use super::error::{Error, FieldError, Result};
-use super::strategy::{typed_roundtrip, Input};
+use super::strategy::{str_at, typed_roundtrip, Input};
 use super::{Context, GenericStore, Registry, Resource};
 use crate::api::protobuf::{message, metadata, Obj, ProtobufError};
 use crate::serviceaccount::jwt::{self, Claims, Kubernetes, Ref};
@@ -14,10 +14,6 @@ use std::sync::Arc;
 
 const GROUP: &str = "authentication.k8s.io";
 const KIND: &str = "TokenRequest";
-
-fn str_at<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or("")
-}
 
 fn invalid(name: &str, errors: Vec<FieldError>) -> Error {
     Error::invalid(GROUP, KIND, name, errors)

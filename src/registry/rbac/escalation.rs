@@ -9,6 +9,7 @@ use crate::api::authorizer::{Authorizer, PolicyRule};
 use crate::api::rbac::{compact, compact_string, covers, go_quote};
 use crate::api::{RequestInfo, UserInfo};
 use crate::registry::error::Error;
+use crate::registry::strategy::name_of;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -92,12 +93,6 @@ fn forbidden(resource: &str, name: &str, message: String) -> Error {
         message,
         causes: Vec::new(),
     }
-}
-
-fn name_of(obj: &Value) -> &str {
-    obj.pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
 }
 
 fn rules_of(obj: &Value) -> Vec<PolicyRule> {

@@ -242,16 +242,10 @@ impl Kind {
     }
 }
 
-fn meta<'a>(obj: &'a Value, field: &str) -> &'a str {
-    obj.pointer(&format!("/metadata/{field}"))
-        .and_then(Value::as_str)
-        .unwrap_or("")
-}
-
 impl Index {
     /// Applies one object, created or changed. An object that does not decode grants nothing.
     pub(crate) fn put(&mut self, kind: Kind, obj: &Value) {
-        let (ns, name) = (meta(obj, "namespace"), meta(obj, "name"));
+        let (ns, name) = crate::registry::follow::ns_name(obj);
         match kind {
             Kind::ClusterRole | Kind::Role => {
                 let rules: Arc<[PolicyRule]> = Role::deserialize(obj)

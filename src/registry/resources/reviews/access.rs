@@ -208,34 +208,9 @@ pub(super) fn rules_review(obj: &Value, asker: &Asker<'_>) -> Result<Value> {
         return Err(Error::BadRequest("no namespace on request".into()));
     }
     let rules = asker.authorizer.rules_for(asker.user, namespace);
-    let resource: Vec<Value> = rules
-        .resource
-        .iter()
-        .map(|r| {
-            let mut v = json!({ "verbs": r.verbs });
-            for (key, items) in [
-                ("apiGroups", &r.api_groups),
-                ("resources", &r.resources),
-                ("resourceNames", &r.resource_names),
-            ] {
-                if !items.is_empty() {
-                    v[key] = json!(items);
-                }
-            }
-            v
-        })
-        .collect();
-    let non_resource: Vec<Value> = rules
-        .non_resource
-        .iter()
-        .map(|r| {
-            let mut v = json!({ "verbs": r.verbs });
-            if !r.non_resource_urls.is_empty() {
-                v["nonResourceURLs"] = json!(r.non_resource_urls);
-            }
-            v
-        })
-        .collect();
+    // PolicyRule serializes as ResourceRule and NonResourceRule do: verbs always, the
+    // other lists when not empty.
+    let (resource, non_resource) = (json!(rules.resource), json!(rules.non_resource));
     let mut status = json!({
         "resourceRules": resource,
         "nonResourceRules": non_resource,
