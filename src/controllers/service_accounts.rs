@@ -13,7 +13,7 @@ use kube::{Api, Client, ResourceExt};
 use std::collections::HashSet;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::info;
 
 /// The service account every namespace gets.
 const DEFAULT: &str = "default";
@@ -53,6 +53,18 @@ async fn create(client: &Client, namespace: &str) -> Result<(), kube::Error> {
     }
 }
 
+/// Creates the `default` service account of every namespace of `namespaces` not in `have`.
+async fn ensure(
+    client: &Client,
+    namespaces: &[&Namespace],
+    have: &HashSet<String>,
+) -> Result<(), kube::Error> {
+    for ns in missing(namespaces, have) {
+        create(client, &ns).await?;
+    }
+    Ok(())
+}
+
 /// One pass over what exists now: creates every missing `default` service account. The
 /// hook runs it before it reports done, so a client that waits for /readyz finds the default
 /// service accounts of the system namespaces (kube-controller-manager's would come later).
@@ -63,20 +75,17 @@ pub(crate) async fn sync_once(client: &Client) -> Result<(), kube::Error> {
     let accounts = Api::<ServiceAccount>::all(client.clone())
         .list(&kube::api::ListParams::default().fields(&format!("metadata.name={DEFAULT}")))
         .await?;
-    let have: HashSet<String> = accounts
+    let have = accounts
         .items
         .iter()
         .filter_map(|sa| sa.namespace())
         .collect();
-    let refs: Vec<&Namespace> = namespaces.items.iter().collect();
-    for ns in missing(&refs, &have) {
-        create(client, &ns).await?;
-    }
-    Ok(())
+    ensure(client, &namespaces.items.iter().collect::<Vec<_>>(), &have).await
 }
 
 /// Runs the controller until `cancel` fires.
 pub(crate) async fn run(client: Client, cancel: CancellationToken) {
+    let changed = |e: Result<(), watcher::Error>| e.map(|()| true).map_err(|e| e.to_string());
     let (namespaces, ns_writer) = reflector::store();
     let ns_events = watcher(
         Api::<Namespace>::all(client.clone()),
@@ -84,52 +93,39 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken) {
     )
     .default_backoff()
     .reflect(ns_writer)
-    .map(|e| e.map(|_| ()).map_err(|e| e.to_string()))
+    .map(move |e| changed(e.map(|_| ())))
     .boxed();
     let (accounts, sa_writer) = reflector::store();
     let by_name = watcher::Config::default().fields(&format!("metadata.name={DEFAULT}"));
     let sa_events = watcher(Api::<ServiceAccount>::all(client.clone()), by_name)
         .default_backoff()
         .reflect(sa_writer)
-        .map(|e| e.map(|_| ()).map_err(|e| e.to_string()))
+        .map(move |e| changed(e.map(|_| ())))
         .boxed();
-    let mut events = futures::stream::select(ns_events, sa_events);
-    let mut dirty = false;
-    loop {
-        let wait = if dirty {
-            SETTLE
-        } else {
-            Duration::from_secs(3600)
-        };
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            ev = events.next() => match ev {
-                None => return,
-                Some(Ok(())) => dirty = true,
-                Some(Err(e)) => warn!(error = %e, "watching namespaces or service accounts failed"),
-            },
-            () = tokio::time::sleep(wait), if dirty => {
-                let have: HashSet<String> = accounts
-                    .state()
-                    .iter()
-                    .filter_map(|sa: &std::sync::Arc<ServiceAccount>| sa.namespace())
-                    .collect();
-                let all = namespaces.state();
-                let refs: Vec<&Namespace> = all.iter().map(|n| n.as_ref()).collect();
-                let mut failed = false;
-                for ns in missing(&refs, &have) {
-                    if let Err(e) = create(&client, &ns).await {
-                        warn!(namespace = %ns, error = %util::Brief(&e), "creating the default service account failed");
-                        failed = true;
-                    }
-                }
-                if failed && !util::sleep_or_cancel(RETRY, &cancel).await {
-                    return;
-                }
-                dirty = failed;
-            }
+    let changes = futures::stream::select(ns_events, sa_events);
+    let pass = || {
+        let have: HashSet<String> = accounts
+            .state()
+            .iter()
+            .filter_map(|sa| sa.namespace())
+            .collect();
+        let (client, all) = (client.clone(), namespaces.state());
+        async move {
+            let refs: Vec<&Namespace> = all.iter().map(|n| n.as_ref()).collect();
+            ensure(&client, &refs, &have)
+                .await
+                .map_err(|e| util::Brief(&e).to_string())
         }
-    }
+    };
+    util::on_changes(
+        changes,
+        SETTLE,
+        RETRY,
+        &cancel,
+        "creating default service accounts",
+        pass,
+    )
+    .await;
 }
 
 #[cfg(test)]

@@ -128,6 +128,47 @@ impl std::fmt::Display for Brief<'_> {
     }
 }
 
+/// The loop of a controller that recomputes everything when anything changes: after a
+/// change (`Ok(true)` from `changes`; `Ok(false)` is an event that changes nothing, such as
+/// the start of a relist) it waits `settle` for more, then runs `pass`; a failed pass is
+/// logged with `what` and run again `retry` later. Returns when `cancel` fires or `changes`
+/// ends.
+pub(crate) async fn on_changes<S, F, Fut, E>(
+    mut changes: S,
+    settle: Duration,
+    retry: Duration,
+    cancel: &CancellationToken,
+    what: &str,
+    mut pass: F,
+) where
+    S: futures::Stream<Item = Result<bool, String>> + Unpin,
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), E>>,
+    E: std::fmt::Display,
+{
+    use futures::StreamExt;
+    let mut dirty = false;
+    loop {
+        tokio::select! {
+            () = cancel.cancelled() => return,
+            change = changes.next() => match change {
+                None => return,
+                Some(Ok(changed)) => dirty |= changed,
+                Some(Err(e)) => tracing::warn!(error = %e, "watching for {what} failed"),
+            },
+            () = tokio::time::sleep(settle), if dirty => match pass().await {
+                Ok(()) => dirty = false,
+                Err(e) => {
+                    tracing::warn!(error = %e, "{what} failed, retrying");
+                    if !sleep_or_cancel(retry, cancel).await {
+                        return;
+                    }
+                }
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

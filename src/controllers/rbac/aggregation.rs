@@ -16,7 +16,6 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use tracing::warn;
 
 /// The field manager of the aggregated rules.
 const FIELD_MANAGER: &str = "clusterrole-aggregation-controller";
@@ -94,37 +93,32 @@ async fn sync(api: &Api<ClusterRole>, all: &[Arc<ClusterRole>]) -> Result<(), ku
 pub(crate) async fn run(client: Client, cancel: CancellationToken) {
     let api: Api<ClusterRole> = Api::all(client);
     let (store, writer) = reflector::store();
-    let mut events = watcher(api.clone(), watcher::Config::default())
+    let changes = watcher(api.clone(), watcher::Config::default())
         .default_backoff()
         .reflect(writer)
+        .map(|ev| match ev {
+            Ok(watcher::Event::InitApply(_) | watcher::Event::Init) => Ok(false),
+            Ok(_) => Ok(true),
+            Err(e) => Err(e.to_string()),
+        })
         .boxed();
-    let mut dirty = false;
-    loop {
-        let wait = if dirty {
-            SETTLE
-        } else {
-            Duration::from_secs(3600)
-        };
-        tokio::select! {
-            () = cancel.cancelled() => return,
-            ev = events.next() => match ev {
-                None => return,
-                Some(Ok(watcher::Event::InitApply(_) | watcher::Event::Init)) => {}
-                Some(Ok(_)) => dirty = true,
-                Some(Err(e)) => warn!(error = %e, "watching ClusterRoles failed"),
-            },
-            () = tokio::time::sleep(wait), if dirty => {
-                if let Err(e) = sync(&api, &store.state()).await {
-                    warn!(error = %util::Brief(&e), "aggregating ClusterRoles failed, retrying");
-                    if !util::sleep_or_cancel(RETRY, &cancel).await {
-                        return;
-                    }
-                    continue;
-                }
-                dirty = false;
-            }
+    let pass = || {
+        let (api, roles) = (api.clone(), store.state());
+        async move {
+            sync(&api, &roles)
+                .await
+                .map_err(|e| util::Brief(&e).to_string())
         }
-    }
+    };
+    util::on_changes(
+        changes,
+        SETTLE,
+        RETRY,
+        &cancel,
+        "aggregating ClusterRoles",
+        pass,
+    )
+    .await;
 }
 
 #[cfg(test)]
