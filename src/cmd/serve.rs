@@ -88,6 +88,10 @@ fn controllers_config(
         .serving
         .authorization_modes
         .contains(&crate::options::AuthorizationMode::Rbac);
+    cc.tokens = Some(controllers::TokenSigner {
+        issuer: config.token_issuer(),
+        root_ca: config.serving_ca_pem().as_bytes().to_vec(),
+    });
     cc.peer_store = Some(Arc::new(StoragePeerStore {
         storage: config.storage(),
         prefix: options.storage.prefix.trim_end_matches('/').to_string(),

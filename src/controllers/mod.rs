@@ -16,9 +16,10 @@
 //! `storage-readiness` (gate WatchCacheInitializationPostStartHook),
 //! `start-legacy-token-tracking-controller`, `rbac/bootstrap-roles` (RBAC mode only), and
 //! kapi's `start-namespace-finalizer-controller`, `start-garbage-collector-controller`,
-//! `start-clusterrole-aggregation-controller` and `start-service-account-controller`
-//! (kube-controller-manager's namespace, garbage-collector, ClusterRole aggregation and
-//! service-account controllers, which kapi runs in-process).
+//! `start-clusterrole-aggregation-controller`, `start-service-account-controller` and
+//! `start-service-account-token-controller` (kube-controller-manager's namespace,
+//! garbage-collector, ClusterRole aggregation, service-account and tokens controllers, which
+//! kapi runs in-process).
 //! Pre-shutdown: `stop-kube-apiserver-identity-lease-controller` (stops renewing and deletes
 //! the identity lease) and `peer-endpoint-reconciler-controller`.
 //!
@@ -38,6 +39,7 @@ mod namespace;
 mod peer;
 mod rbac;
 mod readiness;
+mod service_account_tokens;
 mod service_accounts;
 mod system_namespaces;
 mod token_tracking;
@@ -47,6 +49,8 @@ pub(crate) use auth_trust::{pem_bundle, AuthInfo};
 pub use identity::apiserver_id;
 pub(crate) use identity::{IDENTITY_LABEL, KUBE_APISERVER};
 pub(crate) use peer::{PeerEndpointStore, PeerStoreError};
+pub(crate) use service_account_tokens::Signer as TokenSigner;
+pub(crate) use util::Brief;
 
 use crate::options::ControllerOptions;
 use crate::server::hooks::{HookContext, HookError, PostStartHookFn, PreShutdownHookFn};
@@ -81,6 +85,9 @@ pub(crate) struct Config {
     pub peer_store: Option<Arc<dyn PeerEndpointStore>>,
     /// RBAC is an authorization mode: the bootstrap policy is reconciled.
     pub rbac: bool,
+    /// What legacy service-account tokens are signed with; without it the tokens controller
+    /// is not started.
+    pub tokens: Option<TokenSigner>,
 }
 
 /// Why a [`Config`] could not be built.
@@ -125,6 +132,7 @@ impl Config {
             auth: AuthInfo::default(),
             peer_store: None,
             rbac: false,
+            tokens: None,
         })
     }
 
@@ -353,6 +361,14 @@ pub(crate) fn hooks(config: &Config) -> Hooks {
             }
         }),
     ));
+    if let Some(signer) = config.tokens.clone() {
+        h.post_start.push((
+            "start-service-account-token-controller".into(),
+            spawning(move |ctx| {
+                service_account_tokens::run(ctx.client, signer.clone(), ctx.cancel)
+            }),
+        ));
+    }
     h
 }
 
@@ -518,6 +534,10 @@ mod tests {
         let mut cfg = Config::new(&options(), "10.0.0.1".parse().unwrap(), 6443).unwrap();
         assert_eq!(cfg.apiserver_id, "apiserver-lgabes5ywnaqeagh5dny4zlzs4");
         cfg.rbac = true;
+        cfg.tokens = Some(TokenSigner {
+            issuer: std::sync::Arc::new(crate::serviceaccount::Issuer::for_tests("https://k")),
+            root_ca: Vec::new(),
+        });
         let h = hooks(&cfg);
         assert_eq!(
             names(&h.post_start),
@@ -534,6 +554,7 @@ mod tests {
                 "start-garbage-collector-controller",
                 "start-clusterrole-aggregation-controller",
                 "start-service-account-controller",
+                "start-service-account-token-controller",
             ]
         );
         assert_eq!(

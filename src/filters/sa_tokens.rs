@@ -4,12 +4,16 @@
 //! bound secret) still exists with the UID the token names. Verified tokens are kept until
 //! they expire, so a request pays a hash lookup, not a signature check; the subject is
 //! checked on every request, so deleting a service account revokes its tokens at once.
+//! Legacy secret-based tokens (issuer `kubernetes/serviceaccount`, pkg/serviceaccount/legacy.go)
+//! are accepted while their Secret holds them and is not labelled invalid, and their use is
+//! recorded in the Secret's `kubernetes.io/legacy-token-last-used` label, once a day.
 //! May use: api, serviceaccount.
 
 use crate::api::UserInfo;
 use crate::serviceaccount::jwt::{self, Claims};
-use crate::serviceaccount::{Issuer, Subjects};
-use std::collections::HashMap;
+use crate::serviceaccount::legacy::{self, INVALID_SINCE_LABEL};
+use crate::serviceaccount::{Issuer, Subjects, TokenSecret};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 /// Most tokens kept verified; the cache is emptied when it is full.
@@ -30,15 +34,32 @@ pub(crate) enum Error {
     /// Refused by the JWT checks.
     #[error(transparent)]
     Token(#[from] jwt::TokenError),
+    /// A legacy token's claims are incomplete or inconsistent.
+    #[error("{0}")]
+    Claims(&'static str),
     /// Its service account is gone, being deleted, or another one by that name.
     #[error("service account {0} has been deleted")]
     ServiceAccountGone(String),
     /// Its bound secret is gone, being deleted, or another one by that name.
     #[error("secret {0} has been deleted")]
     SecretGone(String),
+    /// A legacy token's secret is gone, being deleted, or holds another token.
+    #[error("Token has been invalidated")]
+    Invalidated,
+    /// A legacy token's secret is labelled invalid.
+    #[error("the token in secret {0} for service account {1} has been marked invalid. Use tokens from the TokenRequest API or manually created secret-based tokens, or remove the '{INVALID_SINCE_LABEL}' label from the secret to temporarily allow use of this token")]
+    MarkedInvalid(String, String),
     /// None of the token's audiences is one the request accepts.
     #[error("token audiences {0:?} are invalid for the target audiences")]
     Audience(Vec<String>),
+}
+
+/// What must still hold for a verified token.
+enum Bound {
+    /// A bound token: its bound secret's `namespace/name` and UID, if any.
+    Token { secret: Option<(String, String)> },
+    /// A legacy token: the `namespace/name` of the secret holding it.
+    Legacy { secret: String },
 }
 
 /// A verified token: the user, and what must still hold for it.
@@ -46,30 +67,59 @@ struct Verified {
     /// The whole token (the cache is keyed by its signature only).
     token: String,
     user: UserInfo,
-    claims: Claims,
+    /// Unix seconds after which it is refused (legacy tokens never expire).
+    expires: i64,
+    /// The audiences it names (legacy tokens: none, meaning the API's).
+    audiences: Vec<String>,
     /// `namespace/name` of the service account.
     service_account: String,
-    /// `namespace/name` of the bound secret, if any.
-    secret: Option<String>,
+    bound: Bound,
 }
 
 impl Verified {
-    fn new(token: &str, claims: Claims) -> Verified {
+    fn bound(token: &str, claims: Claims) -> Verified {
         let k = &claims.kubernetes;
         Verified {
             token: token.to_string(),
             user: user_of(&claims),
+            expires: claims.exp + jwt::LEEWAY_SECONDS as i64,
             service_account: format!("{}/{}", k.namespace, k.serviceaccount.name),
-            secret: k
-                .secret
-                .as_ref()
-                .map(|s| format!("{}/{}", k.namespace, s.name)),
-            claims,
+            bound: Bound::Token {
+                secret: k
+                    .secret
+                    .as_ref()
+                    .map(|s| (format!("{}/{}", k.namespace, s.name), s.uid.clone())),
+            },
+            audiences: claims.aud,
         }
+    }
+
+    fn legacy(token: &str, claims: legacy::Claims) -> Verified {
+        let user = service_account_user(
+            &claims.namespace,
+            &claims.service_account_name,
+            &claims.service_account_uid,
+            BTreeMap::new(),
+        );
+        Verified {
+            token: token.to_string(),
+            user,
+            expires: i64::MAX,
+            audiences: Vec::new(),
+            service_account: format!("{}/{}", claims.namespace, claims.service_account_name),
+            bound: Bound::Legacy {
+                secret: format!("{}/{}", claims.namespace, claims.secret_name),
+            },
+        }
+    }
+
+    /// The service account's UID the token names.
+    fn service_account_uid(&self) -> &str {
+        &self.user.uid
     }
 }
 
-/// Authenticates bound service-account tokens.
+/// Authenticates bound and legacy service-account tokens.
 pub(crate) struct ServiceAccountTokens {
     issuer: Arc<Issuer>,
     subjects: Arc<dyn Subjects>,
@@ -88,6 +138,16 @@ fn now() -> i64 {
         .map_or(0, |d| d.as_secs() as i64)
 }
 
+/// Today's and tomorrow's UTC dates (`YYYY-MM-DD`): a last-used label of either is current
+/// (upstream's tolerance for clocks a day apart).
+fn today_and_tomorrow() -> (String, String) {
+    let today = k8s_openapi::jiff::Timestamp::now()
+        .to_zoned(k8s_openapi::jiff::tz::TimeZone::UTC)
+        .date();
+    let tomorrow = today.tomorrow().unwrap_or(today);
+    (today.to_string(), tomorrow.to_string())
+}
+
 impl ServiceAccountTokens {
     /// Tokens of `issuer`, checked against `subjects`.
     pub(crate) fn new(issuer: Arc<Issuer>, subjects: Arc<dyn Subjects>) -> Self {
@@ -98,10 +158,18 @@ impl ServiceAccountTokens {
         }
     }
 
-    /// Whether `token` claims one of the accepted issuers (so this authenticator decides).
-    pub(crate) fn claims_issuer(&self, token: &str) -> bool {
-        token.starts_with("eyJ")
-            && jwt::unverified_issuer(token).is_some_and(|iss| self.issuer.issuers.contains(&iss))
+    /// Whether `token` is a bound token of one of the accepted issuers, a legacy token, or
+    /// neither (another authenticator's).
+    fn kind_of(&self, token: &str) -> Option<bool> {
+        if !token.starts_with("eyJ") {
+            return None;
+        }
+        let iss = jwt::unverified_issuer(token)?;
+        if iss == legacy::ISSUER {
+            Some(true)
+        } else {
+            self.issuer.issuers.contains(&iss).then_some(false)
+        }
     }
 
     /// The audiences a token must name to reach the API (`--api-audiences`).
@@ -128,32 +196,43 @@ impl ServiceAccountTokens {
         };
         let verified = match cached {
             // Checked against the API's audiences when it was cached.
-            Some(v) if v.claims.exp + jwt::LEEWAY_SECONDS as i64 > now() => {
+            Some(v) if v.expires > now() => {
                 self.still_valid(&v)?;
                 return Ok((v.user.clone(), Vec::new()));
             }
-            _ => {
-                if !self.claims_issuer(token) {
-                    return Err(Error::NotOurs);
-                }
-                let claims = jwt::verify(
+            _ => Arc::new(match self.kind_of(token) {
+                None => return Err(Error::NotOurs),
+                Some(false) => Verified::bound(
                     token,
-                    &self.issuer.verifying,
-                    &self.issuer.issuers,
-                    audiences,
-                )?;
-                Arc::new(Verified::new(token, claims))
-            }
+                    jwt::verify(
+                        token,
+                        &self.issuer.verifying,
+                        &self.issuer.issuers,
+                        audiences,
+                    )?,
+                ),
+                Some(true) => {
+                    let claims = legacy::verify(token, &self.issuer.verifying)?;
+                    claims.check().map_err(Error::Claims)?;
+                    Verified::legacy(token, claims)
+                }
+            }),
         };
-        self.still_valid(&verified)?;
+        // Legacy tokens name no audience: they are valid for the API's.
+        let token_audiences = if verified.audiences.is_empty() {
+            &self.issuer.audiences
+        } else {
+            &verified.audiences
+        };
         let valid_for: Vec<String> = audiences
             .iter()
-            .filter(|a| verified.claims.aud.contains(a))
+            .filter(|a| token_audiences.contains(a))
             .cloned()
             .collect();
         if valid_for.is_empty() {
-            return Err(Error::Audience(verified.claims.aud.clone()));
+            return Err(Error::Audience(token_audiences.clone()));
         }
+        self.still_valid(&verified)?;
         if api {
             if let Ok(mut cache) = self.cache.write() {
                 if cache.len() >= CACHE_MAX {
@@ -165,42 +244,91 @@ impl ServiceAccountTokens {
         Ok((verified.user.clone(), valid_for))
     }
 
-    /// The service account, and the bound secret, exist with the token's UIDs.
+    /// The service account, and the bound secret, exist with the token's UIDs; a legacy
+    /// token's secret still holds it, unlabelled invalid, and is marked used today.
     fn still_valid(&self, v: &Verified) -> Result<(), Error> {
-        let k = &v.claims.kubernetes;
-        if self.subjects.service_account(&v.service_account).as_deref()
-            != Some(k.serviceaccount.uid.as_str())
-        {
-            return Err(Error::ServiceAccountGone(v.service_account.clone()));
+        if let Bound::Legacy { secret } = &v.bound {
+            // The secret first, as upstream's legacy validator.
+            let Some(held) = self
+                .subjects
+                .token_secret(secret)
+                .filter(|s| s.token == v.token)
+            else {
+                return Err(Error::Invalidated);
+            };
+            self.check_service_account(v)?;
+            if held.invalid {
+                self.mark_used(secret, &held);
+                return Err(Error::MarkedInvalid(
+                    secret.clone(),
+                    v.service_account.clone(),
+                ));
+            }
+            self.mark_used(secret, &held);
+            return Ok(());
         }
-        if let (Some(key), Some(secret)) = (&v.secret, &k.secret) {
-            if self.subjects.secret(key).as_deref() != Some(secret.uid.as_str()) {
+        self.check_service_account(v)?;
+        if let Bound::Token {
+            secret: Some((key, uid)),
+        } = &v.bound
+        {
+            if self.subjects.secret(key).as_deref() != Some(uid.as_str()) {
                 return Err(Error::SecretGone(key.clone()));
             }
         }
         Ok(())
     }
+
+    fn check_service_account(&self, v: &Verified) -> Result<(), Error> {
+        if self.subjects.service_account(&v.service_account).as_deref()
+            != Some(v.service_account_uid())
+        {
+            return Err(Error::ServiceAccountGone(v.service_account.clone()));
+        }
+        Ok(())
+    }
+
+    /// Asks for today's last-used label unless the secret has it (or tomorrow's) already.
+    fn mark_used(&self, key: &str, held: &TokenSecret) {
+        let (today, tomorrow) = today_and_tomorrow();
+        let current = held.last_used.as_deref();
+        if current != Some(today.as_str()) && current != Some(tomorrow.as_str()) {
+            self.subjects.mark_used(key, &held.uid, &today);
+        }
+    }
 }
 
-/// The user a token's claims name (ServiceAccountInfo.UserInfo).
+/// The user a bound token's claims name (ServiceAccountInfo.UserInfo).
 fn user_of(claims: &Claims) -> UserInfo {
     let k = &claims.kubernetes;
-    let mut extra = std::collections::BTreeMap::new();
+    let mut extra = BTreeMap::new();
     if !claims.jti.is_empty() {
         extra.insert(
             CREDENTIAL_ID.to_string(),
             vec![format!("JTI={}", claims.jti)],
         );
     }
+    service_account_user(
+        &k.namespace,
+        &k.serviceaccount.name,
+        &k.serviceaccount.uid,
+        extra,
+    )
+}
+
+/// The user of the service account `namespace/name`.
+fn service_account_user(
+    namespace: &str,
+    name: &str,
+    uid: &str,
+    extra: BTreeMap<String, Vec<String>>,
+) -> UserInfo {
     UserInfo {
-        name: format!(
-            "system:serviceaccount:{}:{}",
-            k.namespace, k.serviceaccount.name
-        ),
-        uid: k.serviceaccount.uid.clone(),
+        name: format!("system:serviceaccount:{namespace}:{name}"),
+        uid: uid.to_string(),
         groups: vec![
             ALL_SERVICE_ACCOUNTS.into(),
-            format!("{ALL_SERVICE_ACCOUNTS}:{}", k.namespace),
+            format!("{ALL_SERVICE_ACCOUNTS}:{namespace}"),
             // Here already, so that the union authenticator need not add it per request.
             "system:authenticated".into(),
         ],
@@ -212,11 +340,14 @@ fn user_of(claims: &Claims) -> UserInfo {
 mod tests {
     use super::*;
     use crate::serviceaccount::jwt::{Kubernetes, Ref};
-    use crate::serviceaccount::keys::SigningKey;
 
     /// Service accounts and secrets by `namespace/name`, changed by the test.
     #[derive(Default)]
-    struct Live(RwLock<HashMap<String, Arc<str>>>);
+    struct Live(
+        RwLock<HashMap<String, Arc<str>>>,
+        RwLock<HashMap<String, Arc<TokenSecret>>>,
+        std::sync::Mutex<Vec<(String, String, String)>>,
+    );
 
     impl Subjects for Live {
         fn service_account(&self, key: &str) -> Option<Arc<str>> {
@@ -229,18 +360,19 @@ mod tests {
                 .get(&format!("secret:{key}"))
                 .cloned()
         }
+        fn token_secret(&self, key: &str) -> Option<Arc<TokenSecret>> {
+            self.1.read().unwrap().get(key).cloned()
+        }
+        fn mark_used(&self, key: &str, uid: &str, date: &str) {
+            self.2
+                .lock()
+                .unwrap()
+                .push((key.into(), uid.into(), date.into()));
+        }
     }
 
     fn issuer() -> Arc<Issuer> {
-        let (signing, _) = SigningKey::generate().unwrap();
-        Arc::new(Issuer {
-            issuers: vec!["https://kapi.test".into()],
-            audiences: vec!["https://kapi.test".into()],
-            verifying: vec![signing.public.clone()],
-            signing,
-            max_expiration: None,
-            jwks_uri: String::new(),
-        })
+        Arc::new(Issuer::for_tests("https://kapi.test"))
     }
 
     fn token(issuer: &Issuer, aud: &str, secret: Option<Ref>) -> String {
@@ -343,6 +475,91 @@ mod tests {
         assert!(matches!(
             tokens.authenticate_for("opaque", &api),
             Err(Error::NotOurs)
+        ));
+    }
+
+    #[test]
+    fn legacy_tokens_live_and_die_with_their_secret() {
+        let issuer = issuer();
+        let live = Arc::new(Live::default());
+        live.0
+            .write()
+            .unwrap()
+            .insert("sa:ci/builder".into(), Arc::from("sa-uid"));
+        let tokens = ServiceAccountTokens::new(issuer.clone(), live.clone());
+        let claims = legacy::Claims::new("ci", "builder", "sa-uid", "builder-token");
+        let t = jwt::issue(&issuer.signing, &claims).unwrap();
+        let api = issuer.audiences.clone();
+        // No secret holds it: refused.
+        assert!(matches!(
+            tokens.authenticate_for(&t, &api),
+            Err(Error::Invalidated)
+        ));
+        let held = |token: &str, last_used: Option<&str>, invalid: bool| {
+            live.1.write().unwrap().insert(
+                "ci/builder-token".into(),
+                Arc::new(TokenSecret {
+                    uid: Arc::from("secret-uid"),
+                    token: token.into(),
+                    last_used: last_used.map(str::to_string),
+                    invalid,
+                }),
+            );
+        };
+        held(&t, None, false);
+        for _ in 0..2 {
+            let (user, valid) = tokens.authenticate_for(&t, &api).unwrap();
+            assert_eq!(user.name, "system:serviceaccount:ci:builder");
+            assert_eq!(user.uid, "sa-uid");
+            assert!(user.extra.is_empty());
+            assert!(valid.is_empty() || valid == api);
+        }
+        // Both uses asked for today's label; once the secret has it, no more.
+        let (today, _) = today_and_tomorrow();
+        let marks = std::mem::take(&mut *live.2.lock().unwrap());
+        assert_eq!(marks.len(), 2);
+        assert_eq!(
+            marks[0],
+            (
+                "ci/builder-token".into(),
+                "secret-uid".into(),
+                today.clone()
+            )
+        );
+        held(&t, Some(&today), false);
+        tokens.authenticate_for(&t, &api).unwrap();
+        assert!(live.2.lock().unwrap().is_empty());
+        // Only the API's audiences.
+        assert!(matches!(
+            tokens.authenticate_for(&t, &["vault".to_string()]),
+            Err(Error::Audience(_))
+        ));
+        // Labelled invalid: refused with upstream's message, and still marked used.
+        held(&t, Some("2020-01-01"), true);
+        let err = tokens.authenticate_for(&t, &api).unwrap_err();
+        assert!(err.to_string().starts_with(
+            "the token in secret ci/builder-token for service account ci/builder has been marked invalid"
+        ));
+        assert_eq!(live.2.lock().unwrap().len(), 1);
+        // Another token in the secret, or the service account gone: refused.
+        held("another", None, false);
+        assert!(matches!(
+            tokens.authenticate_for(&t, &api),
+            Err(Error::Invalidated)
+        ));
+        held(&t, None, false);
+        live.0.write().unwrap().clear();
+        assert!(matches!(
+            tokens.authenticate_for(&t, &api),
+            Err(Error::ServiceAccountGone(_))
+        ));
+        // Claims that do not name one service account are refused before any lookup.
+        let mut odd = claims;
+        odd.sub = "system:serviceaccount:ci:other".into();
+        let t = jwt::issue(&issuer.signing, &odd).unwrap();
+        assert!(matches!(
+            tokens.authenticate_for(&t, &api),
+            Err(Error::Claims("sub claim is invalid"))
         ));
     }
 }

@@ -1,13 +1,16 @@
 //! The UIDs of the stored ServiceAccounts and Secrets that are not being deleted, kept from
 //! storage: what the token authenticator checks a bound token's subject against on every
-//! request (a deleted service account's tokens stop working at once).
+//! request (a deleted service account's tokens stop working at once), and what the legacy
+//! authenticator reads of `kubernetes.io/service-account-token` Secrets. It also queues the
+//! last-used labels that authenticator asks for, for [`Index::last_used`] to write.
 
 use super::follow::{follow, ns_name, Change, Synced};
 use super::{Error, GenericStore, Registry, Resource};
-use crate::serviceaccount::Subjects;
+use crate::serviceaccount::{legacy, Subjects, TokenSecret};
+use base64::Engine as _;
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 /// Which objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,7 +38,25 @@ impl Kind {
 pub(crate) struct Index {
     service_accounts: RwLock<HashMap<String, Arc<str>>>,
     secrets: RwLock<HashMap<String, Arc<str>>>,
+    /// The live token secrets that hold a token.
+    token_secrets: RwLock<HashMap<String, Arc<TokenSecret>>>,
+    /// Last-used labels to write: `namespace/name` → (UID, date).
+    marks: Mutex<HashMap<String, (String, String)>>,
+    marked: tokio::sync::Notify,
     synced: Synced,
+}
+
+/// A last-used label to write: the secret, its UID (the write's precondition) and the date.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Mark {
+    /// Namespace of the secret.
+    pub namespace: String,
+    /// Name of the secret.
+    pub name: String,
+    /// Its UID when the token was used.
+    pub uid: String,
+    /// `YYYY-MM-DD`, UTC.
+    pub date: String,
 }
 
 fn key(namespace: &str, name: &str) -> String {
@@ -55,6 +76,30 @@ fn live_uid(obj: &Value) -> Option<Arc<str>> {
     meta.get("uid").and_then(Value::as_str).map(Arc::from)
 }
 
+/// What the legacy authenticator reads of a live token secret that holds a token.
+fn token_secret(obj: &Value) -> Option<TokenSecret> {
+    if obj.get("type").and_then(Value::as_str) != Some(legacy::SECRET_TYPE) {
+        return None;
+    }
+    let uid = live_uid(obj)?;
+    let encoded = obj.pointer("/data/token").and_then(Value::as_str)?;
+    let token = base64::engine::general_purpose::STANDARD
+        .decode(encoded)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())?;
+    let label = |key: &str| {
+        obj.pointer("/metadata/labels")
+            .and_then(|l| l.get(key))
+            .and_then(Value::as_str)
+    };
+    Some(TokenSecret {
+        uid,
+        token,
+        last_used: label(legacy::LAST_USED_LABEL).map(str::to_string),
+        invalid: label(legacy::INVALID_SINCE_LABEL).is_some_and(|v| !v.is_empty()),
+    })
+}
+
 impl Index {
     fn map(&self, kind: Kind) -> &RwLock<HashMap<String, Arc<str>>> {
         match kind {
@@ -66,6 +111,43 @@ impl Index {
     fn get(&self, kind: Kind, key: &str) -> Option<Arc<str>> {
         let map = self.map(kind).read().unwrap_or_else(|p| p.into_inner());
         map.get(key).cloned()
+    }
+
+    fn put_token_secret(&self, key: String, obj: &Value) {
+        let mut map = self
+            .token_secrets
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        match token_secret(obj) {
+            Some(t) => map.insert(key, Arc::new(t)),
+            None => map.remove(&key),
+        };
+    }
+
+    /// Waits for last-used labels to write, and takes them.
+    pub(crate) async fn last_used(&self) -> Vec<Mark> {
+        loop {
+            let notified = self.marked.notified();
+            let marks: Vec<Mark> = {
+                let mut pending = self.marks.lock().unwrap_or_else(|p| p.into_inner());
+                pending
+                    .drain()
+                    .map(|(key, (uid, date))| {
+                        let (namespace, name) = key.split_once('/').unwrap_or(("", &key));
+                        Mark {
+                            namespace: namespace.to_string(),
+                            name: name.to_string(),
+                            uid,
+                            date,
+                        }
+                    })
+                    .collect()
+            };
+            if !marks.is_empty() {
+                return marks;
+            }
+            notified.await;
+        }
     }
 
     /// Waits until both kinds have been listed once.
@@ -85,6 +167,19 @@ impl Index {
         let write = || map.write().unwrap_or_else(|p| p.into_inner());
         follow(&store, &|change| match change {
             Change::Listed(items) => {
+                if kind == Kind::Secrets {
+                    let tokens = items
+                        .iter()
+                        .filter_map(|o| {
+                            let (ns, name) = ns_name(o);
+                            Some((key(ns, name), Arc::new(token_secret(o)?)))
+                        })
+                        .collect();
+                    *self
+                        .token_secrets
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner()) = tokens;
+                }
                 let fresh: HashMap<String, Arc<str>> = items
                     .into_iter()
                     .filter_map(|o| {
@@ -97,6 +192,9 @@ impl Index {
             }
             Change::Put(o) => {
                 let (ns, name) = ns_name(o);
+                if kind == Kind::Secrets {
+                    self.put_token_secret(key(ns, name), o);
+                }
                 match live_uid(o) {
                     Some(uid) => write().insert(key(ns, name), uid),
                     None => write().remove(&key(ns, name)),
@@ -104,6 +202,12 @@ impl Index {
             }
             Change::Deleted(o) => {
                 let (ns, name) = ns_name(o);
+                if kind == Kind::Secrets {
+                    self.token_secrets
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&key(ns, name));
+                }
                 write().remove(&key(ns, name));
             }
         })
@@ -125,5 +229,17 @@ impl Subjects for Index {
 
     fn secret(&self, key: &str) -> Option<Arc<str>> {
         self.get(Kind::Secrets, key)
+    }
+
+    fn token_secret(&self, key: &str) -> Option<Arc<TokenSecret>> {
+        let map = self.token_secrets.read().unwrap_or_else(|p| p.into_inner());
+        map.get(key).cloned()
+    }
+
+    fn mark_used(&self, key: &str, uid: &str, date: &str) {
+        let mut pending = self.marks.lock().unwrap_or_else(|p| p.into_inner());
+        pending.insert(key.to_string(), (uid.to_string(), date.to_string()));
+        drop(pending);
+        self.marked.notify_one();
     }
 }

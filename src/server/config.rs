@@ -142,6 +142,16 @@ impl Config {
         self.local_addr
     }
 
+    /// The service-account token issuer (signing key, issuers, audiences).
+    pub(crate) fn token_issuer(&self) -> Arc<crate::serviceaccount::Issuer> {
+        self.issuer.clone()
+    }
+
+    /// The CA bundle (PEM) clients verify the serving certificate with.
+    pub(crate) fn serving_ca_pem(&self) -> &str {
+        &self.pki.serving_ca_pem
+    }
+
     /// The client CA certificates the server trusts (generated client CA + `--client-ca-file`).
     pub(crate) fn client_ca_ders(&self) -> Vec<Vec<u8>> {
         self.pki

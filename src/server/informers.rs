@@ -2,8 +2,10 @@
 //! as kube-apiserver starts its shared informer factory: the RBAC objects the authorizer and
 //! the escalation checks read, and the service accounts and secrets bound tokens are checked
 //! against. The hook completes once each kind has been listed, so /readyz does not pass
-//! while the authorizer still knows no roles.
-//! May use: registry.
+//! while the authorizer still knows no roles. It also writes the last-used labels the
+//! legacy-token authenticator asks for, through the loopback client as upstream's
+//! authenticator does.
+//! May use: registry, serviceaccount.
 
 use super::hooks::{HookContext, PostStartHookFn};
 use crate::registry::rbac::Kind;
@@ -71,6 +73,11 @@ pub(crate) fn hook(registry: Arc<Registry>) -> PostStartHookFn {
                     },
                 ));
             }
+            ctx.tasks.spawn(label_used_tokens(
+                registry.clone(),
+                ctx.client.clone(),
+                ctx.cancel.clone(),
+            ));
             let synced = async {
                 registry.rbac().wait_synced().await;
                 registry.subjects().wait_synced().await;
@@ -81,4 +88,46 @@ pub(crate) fn hook(registry: Arc<Registry>) -> PostStartHookFn {
             }
         })
     })
+}
+
+/// Writes `kubernetes.io/legacy-token-last-used` on the secrets whose legacy tokens were
+/// used, as a merge patch with the secret's UID (so a recreated secret is not labelled);
+/// failures are logged and dropped, as upstream's.
+async fn label_used_tokens(
+    registry: Arc<Registry>,
+    client: kube::Client,
+    cancel: CancellationToken,
+) {
+    use crate::serviceaccount::legacy::LAST_USED_LABEL;
+    use k8s_openapi::api::core::v1::Secret;
+    loop {
+        let marks = tokio::select! {
+            () = cancel.cancelled() => return,
+            marks = registry.subjects().last_used() => marks,
+        };
+        for m in marks {
+            let api: kube::Api<Secret> = kube::Api::namespaced(client.clone(), &m.namespace);
+            let patch = serde_json::json!({
+                "apiVersion": "v1",
+                "kind": "Secret",
+                "metadata": {
+                    "name": m.name,
+                    "namespace": m.namespace,
+                    "uid": m.uid,
+                    "labels": { LAST_USED_LABEL: m.date },
+                },
+            });
+            let params = kube::api::PatchParams::default();
+            if let Err(e) = api
+                .patch(&m.name, &params, &kube::api::Patch::Merge(&patch))
+                .await
+            {
+                tracing::warn!(
+                    secret = %format!("{}/{}", m.namespace, m.name),
+                    error = %crate::controllers::Brief(&e),
+                    "failed to label legacy service account token with last-used date"
+                );
+            }
+        }
+    }
 }

@@ -68,8 +68,8 @@ pub(crate) enum TokenError {
     Sign(#[source] jsonwebtoken::errors::Error),
 }
 
-/// Signs `claims` with `key`.
-pub(crate) fn issue(key: &SigningKey, claims: &Claims) -> Result<String, TokenError> {
+/// Signs `claims` (a bound token's, or a legacy one's) with `key`.
+pub(crate) fn issue(key: &SigningKey, claims: &impl Serialize) -> Result<String, TokenError> {
     // As upstream's go-jose header: alg and kid, no typ.
     let mut header = Header::new(key.public.alg);
     header.typ = None;
@@ -99,23 +99,31 @@ pub(crate) fn verify(
     issuers: &[String],
     audiences: &[String],
 ) -> Result<Claims, TokenError> {
-    let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::NotOurs)?;
-    let candidates: Vec<&PublicKey> = match &header.kid {
-        Some(kid) => keys.iter().filter(|k| &k.kid == kid).collect(),
-        None => keys.iter().collect(),
-    };
-    let mut last = None;
-    for key in candidates {
-        if key.alg != header.alg {
-            continue;
-        }
-        let mut validation = Validation::new(key.alg);
+    decode(token, keys, |validation| {
         validation.leeway = LEEWAY_SECONDS;
         validation.validate_nbf = true;
         validation.set_issuer(issuers);
         validation.set_audience(audiences);
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
-        match jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation) {
+    })
+}
+
+/// The claims of `token` if one of `keys` (the one its `kid` names, when it names one)
+/// verifies its signature and the checks `configure` sets up pass.
+pub(crate) fn decode<C: serde::de::DeserializeOwned>(
+    token: &str,
+    keys: &[PublicKey],
+    configure: impl Fn(&mut Validation),
+) -> Result<C, TokenError> {
+    let header = jsonwebtoken::decode_header(token).map_err(|_| TokenError::NotOurs)?;
+    let mut last = None;
+    for key in keys.iter().filter(|k| k.alg == header.alg) {
+        if header.kid.as_ref().is_some_and(|kid| kid != &key.kid) {
+            continue;
+        }
+        let mut validation = Validation::new(key.alg);
+        configure(&mut validation);
+        match jsonwebtoken::decode::<C>(token, &key.decoding, &validation) {
             Ok(data) => return Ok(data.claims),
             Err(e) => last = Some(e),
         }

@@ -6,6 +6,7 @@
 
 pub(crate) mod jwt;
 pub(crate) mod keys;
+pub(crate) mod legacy;
 
 use keys::{PublicKey, SigningKey};
 use serde_json::{json, Value};
@@ -60,6 +61,20 @@ impl Issuer {
         })
     }
 
+    /// An issuer `url` (also the audience) with a fresh signing key, for tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests(url: &str) -> Issuer {
+        let (signing, _) = SigningKey::generate().expect("generating a P-256 key");
+        Issuer {
+            issuers: vec![url.into()],
+            audiences: vec![url.into()],
+            verifying: vec![signing.public.clone()],
+            signing,
+            max_expiration: None,
+            jwks_uri: String::new(),
+        }
+    }
+
     /// The /openid/v1/jwks document: every verification key, once.
     pub(crate) fn jwks(&self) -> Value {
         let mut keys: Vec<&Value> = Vec::new();
@@ -80,4 +95,25 @@ pub(crate) trait Subjects: Send + Sync {
     fn service_account(&self, key: &str) -> Option<std::sync::Arc<str>>;
     /// The UID of the secret at `namespace/name`, unless it is gone or being deleted.
     fn secret(&self, key: &str) -> Option<std::sync::Arc<str>>;
+    /// The `kubernetes.io/service-account-token` secret at `namespace/name` holding a token,
+    /// unless it is gone or being deleted.
+    fn token_secret(&self, key: &str) -> Option<std::sync::Arc<TokenSecret>>;
+    /// Labels the token secret at `namespace/name` (whose UID is `uid`) as used on `date`
+    /// (`kubernetes.io/legacy-token-last-used`), in the background: a request never waits
+    /// for that write.
+    fn mark_used(&self, key: &str, uid: &str, date: &str);
+}
+
+/// What the legacy-token authenticator reads of a `kubernetes.io/service-account-token`
+/// Secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TokenSecret {
+    /// The secret's UID.
+    pub uid: std::sync::Arc<str>,
+    /// Its `data.token`, decoded.
+    pub token: String,
+    /// Its [`legacy::LAST_USED_LABEL`].
+    pub last_used: Option<String>,
+    /// Whether it carries [`legacy::INVALID_SINCE_LABEL`].
+    pub invalid: bool,
 }

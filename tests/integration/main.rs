@@ -28,6 +28,7 @@ mod inspect;
 mod inspect_leases;
 mod inspect_replicas;
 mod layering;
+mod legacy_tokens;
 mod openapi;
 mod patch;
 mod rbac;

@@ -10,6 +10,9 @@ use crate::registry::strategy::{
     AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
 use crate::registry::strategy::{schema_of, text, KindSchema, Names};
+use crate::serviceaccount::legacy::{
+    NAME_ANNOTATION as SERVICE_ACCOUNT_NAME, SECRET_TYPE as SERVICE_ACCOUNT_TOKEN,
+};
 use base64::Engine;
 use k8s_pb::api::core;
 use serde_json::{Map, Value};
@@ -76,7 +79,9 @@ impl Strategy for Secrets {
         fold_string_data(new);
     }
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        validate_data_maps(obj, &["data"], &[])
+        let mut errs = validate_data_maps(obj, &["data"], &[]);
+        errs.extend(validate_type(obj));
+        errs
     }
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = validate_immutable(new, old, &["data"]);
@@ -111,6 +116,63 @@ impl Strategy for Secrets {
     }
 }
 
+/// The keys each well-known secret type requires (ValidateSecret's switch on the type).
+fn validate_type(obj: &Value) -> Vec<FieldError> {
+    let data = obj.get("data").and_then(Value::as_object);
+    let has = |key: &str| data.is_some_and(|d| d.contains_key(key));
+    let bytes = |key: &str| {
+        data.and_then(|d| d.get(key))
+            .and_then(Value::as_str)
+            .and_then(|b| base64::engine::general_purpose::STANDARD.decode(b).ok())
+            .unwrap_or_default()
+    };
+    let required = |key: &str| FieldError::required(format!("data[{key}]"), "");
+    let json_object = |key: &str| -> Vec<FieldError> {
+        if !has(key) {
+            return vec![required(key)];
+        }
+        match serde_json::from_slice::<Map<String, Value>>(&bytes(key)) {
+            Ok(_) => Vec::new(),
+            Err(e) => vec![FieldError::invalid(
+                format!("data[{key}]"),
+                "<secret contents redacted>",
+                e.to_string(),
+            )],
+        }
+    };
+    match str_at(obj, "/type") {
+        SERVICE_ACCOUNT_TOKEN => {
+            let named = obj
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(SERVICE_ACCOUNT_NAME))
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            if named {
+                Vec::new()
+            } else {
+                vec![FieldError::required(
+                    format!("metadata.annotations[{SERVICE_ACCOUNT_NAME}]"),
+                    "",
+                )]
+            }
+        }
+        "kubernetes.io/dockercfg" => json_object(".dockercfg"),
+        "kubernetes.io/dockerconfigjson" => json_object(".dockerconfigjson"),
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            vec![required("username"), required("password")]
+        }
+        "kubernetes.io/ssh-auth" if bytes("ssh-privatekey").is_empty() => {
+            vec![required("ssh-privatekey")]
+        }
+        "kubernetes.io/tls" => ["tls.crt", "tls.key"]
+            .into_iter()
+            .filter(|k| !has(k))
+            .map(required)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// Decodes the protobuf form of the object (client-go's typed clients send it).
 pub(crate) fn from_protobuf(raw: &[u8]) -> Result<Map<String, Value>, ProtobufError> {
     Ok(secret(message::<core::v1::Secret>(raw, "Secret")?).into_map())
@@ -123,4 +185,59 @@ fn secret(s: core::v1::Secret) -> Obj {
         .str_map("data", &data)
         .str_map("stringData", &s.string_data)
         .str("type", &s.r#type)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn messages(obj: Value) -> Vec<String> {
+        Secrets
+            .validate(&obj)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn well_known_types_require_their_keys() {
+        assert_eq!(
+            messages(
+                json!({"metadata": {"name": "t"}, "type": "kubernetes.io/service-account-token"})
+            ),
+            ["metadata.annotations[kubernetes.io/service-account.name]: Required value"]
+        );
+        assert!(messages(json!({"metadata": {"name": "t", "annotations": {
+            "kubernetes.io/service-account.name": "builder"}},
+            "type": "kubernetes.io/service-account-token"}))
+        .is_empty());
+        assert_eq!(
+            messages(json!({"type": "kubernetes.io/tls", "data": {"tls.crt": ""}})),
+            ["data[tls.key]: Required value"]
+        );
+        assert_eq!(
+            messages(json!({"type": "kubernetes.io/basic-auth"})),
+            [
+                "data[username]: Required value",
+                "data[password]: Required value"
+            ]
+        );
+        assert!(
+            messages(json!({"type": "kubernetes.io/basic-auth", "data": {"password": ""}}))
+                .is_empty()
+        );
+        assert_eq!(
+            messages(json!({"type": "kubernetes.io/ssh-auth"})),
+            ["data[ssh-privatekey]: Required value"]
+        );
+        let not_json = base64::engine::general_purpose::STANDARD.encode("nope");
+        let errs = messages(json!({"type": "kubernetes.io/dockerconfigjson",
+            "data": {".dockerconfigjson": not_json}}));
+        assert_eq!(errs.len(), 1);
+        assert!(errs[0].starts_with(
+            "data[.dockerconfigjson]: Invalid value: \"<secret contents redacted>\": "
+        ));
+        assert!(messages(json!({"type": "Opaque"})).is_empty());
+    }
 }

@@ -1,0 +1,187 @@
+//! Legacy secret-based service-account tokens: the tokens controller fills a
+//! `kubernetes.io/service-account-token` Secret, the token authenticates its service account,
+//! its use is recorded in the `kubernetes.io/legacy-token-last-used` label, the
+//! `kubernetes.io/legacy-token-invalid-since` label and the account's deletion revoke it.
+
+use crate::support::{kubectl_with, output_text as text, within, TestServer};
+use base64::Engine as _;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, Patch, PatchParams};
+use std::time::Duration;
+
+/// Polls `f` every 50 ms until it yields a value (at most 20 s).
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    within(Duration::from_secs(20), what, async {
+        loop {
+            if let Some(v) = f().await {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await
+}
+
+fn label(secret: &Secret, key: &str) -> Option<String> {
+    secret.metadata.labels.as_ref()?.get(key).cloned()
+}
+
+async fn whoami(kubeconfig: &std::path::Path) -> Result<String, String> {
+    let o = kubectl_with(
+        kubeconfig,
+        &[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ],
+    )
+    .await;
+    if o.status.success() {
+        Ok(String::from_utf8_lossy(&o.stdout).into_owned())
+    } else {
+        Err(text(&o))
+    }
+}
+
+#[tokio::test]
+async fn secret_tokens_are_filled_tracked_and_revoked() {
+    let server = TestServer::start().await;
+    let client = server.client().await;
+    server
+        .kubectl_ok(&["create", "serviceaccount", "builder"])
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+
+    // The name annotation is required, as upstream validates it.
+    let bare = dir.path().join("bare.yaml");
+    std::fs::write(
+        &bare,
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: bare\ntype: kubernetes.io/service-account-token\n",
+    )
+    .unwrap();
+    let o = server
+        .kubectl(&["apply", "-f", bare.to_str().unwrap()])
+        .await;
+    assert!(
+        text(&o)
+            .contains("metadata.annotations[kubernetes.io/service-account.name]: Required value"),
+        "{}",
+        text(&o)
+    );
+
+    let manifest = dir.path().join("token.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: builder-token\n  annotations:\n    \
+         kubernetes.io/service-account.name: builder\ntype: kubernetes.io/service-account-token\n",
+    )
+    .unwrap();
+    server
+        .kubectl_ok(&["apply", "-f", manifest.to_str().unwrap()])
+        .await;
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), "default");
+    let filled = eventually("the tokens controller to fill the secret", || async {
+        let s = secrets.get("builder-token").await.ok()?;
+        s.data.as_ref()?.get("token").is_some().then_some(s)
+    })
+    .await;
+    let data = filled.data.as_ref().unwrap();
+    assert_eq!(data["namespace"].0, b"default");
+    let ca = std::fs::read_to_string(server.kubeconfig()).unwrap();
+    let ca_b64 = ca
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("certificate-authority-data:"))
+        .unwrap()
+        .trim()
+        .trim_matches('"')
+        .to_string();
+    assert_eq!(
+        data["ca.crt"].0,
+        base64::engine::general_purpose::STANDARD
+            .decode(ca_b64)
+            .unwrap()
+    );
+    let sa_uid = server
+        .kubectl_ok(&[
+            "get",
+            "serviceaccount",
+            "builder",
+            "-o",
+            "jsonpath={.metadata.uid}",
+        ])
+        .await;
+    assert_eq!(
+        filled.metadata.annotations.as_ref().unwrap()["kubernetes.io/service-account.uid"],
+        sa_uid.trim()
+    );
+    assert_eq!(label(&filled, "kubernetes.io/legacy-token-last-used"), None);
+
+    // The token authenticates the service account, and its use is recorded with today's date.
+    let token = String::from_utf8(data["token"].0.clone()).unwrap();
+    let kubeconfig = server.token_kubeconfig("builder", &token);
+    assert_eq!(
+        whoami(&kubeconfig).await.unwrap(),
+        "system:serviceaccount:default:builder"
+    );
+    let today = k8s_openapi::jiff::Timestamp::now()
+        .to_zoned(k8s_openapi::jiff::tz::TimeZone::UTC)
+        .date()
+        .to_string();
+    let used = eventually("the last-used label", || async {
+        label(
+            &secrets.get("builder-token").await.ok()?,
+            "kubernetes.io/legacy-token-last-used",
+        )
+    })
+    .await;
+    assert_eq!(used, today);
+
+    // Marked invalid: refused until the label is removed.
+    let mark = |value: Option<&str>| serde_json::json!({"metadata": {"labels": {"kubernetes.io/legacy-token-invalid-since": value}}});
+    secrets
+        .patch(
+            "builder-token",
+            &PatchParams::default(),
+            &Patch::Merge(&mark(Some("2026-01-01"))),
+        )
+        .await
+        .unwrap();
+    let refused = eventually("the invalid-since label to refuse the token", || async {
+        whoami(&kubeconfig).await.err()
+    })
+    .await;
+    assert!(refused.contains("Unauthorized"), "{refused}");
+    secrets
+        .patch(
+            "builder-token",
+            &PatchParams::default(),
+            &Patch::Merge(&mark(None)),
+        )
+        .await
+        .unwrap();
+    eventually("the token to work again", || async {
+        whoami(&kubeconfig).await.ok()
+    })
+    .await;
+
+    // Deleting the service account deletes its token secret and revokes the token.
+    server
+        .kubectl_ok(&["delete", "serviceaccount", "builder"])
+        .await;
+    eventually("the token secret to be deleted", || async {
+        secrets
+            .get_opt("builder-token")
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    let refused = whoami(&kubeconfig).await.unwrap_err();
+    assert!(refused.contains("Unauthorized"), "{refused}");
+}
