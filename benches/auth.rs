@@ -74,6 +74,78 @@ impl Settings {
     }
 }
 
+/// How the loader connects: HTTP/2 (8 connections x 8 streams, as kubectl and client-go),
+/// or HTTP/1.1 (64 connections, one request at a time each, as the Python client).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Proto {
+    H2,
+    Http1,
+}
+
+/// One connection's request sender.
+enum Sender {
+    H2(loader::Conn),
+    Http1(hyper::client::conn::http1::SendRequest<http_body_util::Empty<bytes::Bytes>>),
+}
+
+impl Sender {
+    async fn connect(
+        proto: Proto,
+        tls: std::sync::Arc<rustls::ClientConfig>,
+        host: &str,
+        port: u16,
+    ) -> Res<Sender> {
+        if proto == Proto::H2 {
+            return Ok(Sender::H2(loader::connect(tls, host, port).await?));
+        }
+        let mut config = (*tls).clone();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let tcp = tokio::net::TcpStream::connect((host, port)).await?;
+        tcp.set_nodelay(true)?;
+        let name = rustls::pki_types::ServerName::try_from(host.to_string())?;
+        let stream = tokio_rustls::TlsConnector::from(std::sync::Arc::new(config))
+            .connect(name, tcp)
+            .await?;
+        let (send, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream)).await?;
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(Sender::Http1(send))
+    }
+
+    /// GETs `uri` and reads the whole response: its status.
+    async fn get(
+        &mut self,
+        uri: &hyper::Uri,
+        auth: Option<&HeaderValue>,
+    ) -> Res<hyper::StatusCode> {
+        match self {
+            Sender::H2(conn) => {
+                let (status, _) = loader::request_with(conn, &Method::GET, uri, None, auth).await?;
+                Ok(status)
+            }
+            Sender::Http1(send) => {
+                use http_body_util::BodyExt;
+                let mut req = hyper::Request::new(http_body_util::Empty::new());
+                *req.uri_mut() = uri.path().parse()?;
+                let headers = req.headers_mut();
+                let host = uri.authority().map(|a| a.as_str()).unwrap_or_default();
+                headers.insert(hyper::header::HOST, HeaderValue::from_str(host)?);
+                headers.insert("accept", HeaderValue::from_static("application/json"));
+                if let Some(auth) = auth {
+                    headers.insert(hyper::header::AUTHORIZATION, auth.clone());
+                }
+                send.ready().await?;
+                let resp = send.send_request(req).await?;
+                let status = resp.status();
+                resp.into_body().collect().await?;
+                Ok(status)
+            }
+        }
+    }
+}
+
 /// How the load's requests authenticate.
 #[derive(Clone)]
 enum Credential {
@@ -212,7 +284,12 @@ async fn token(server: &Server) -> Res<HeaderValue> {
 
 /// GETs of the target ConfigMap at c=64 for one cell: (requests/s, p99 µs, server CPU µs per
 /// request, failed requests).
-async fn cell(server: &Server, cred: &Credential, s: &Settings) -> Res<(f64, f64, f64, u64)> {
+async fn cell(
+    server: &Server,
+    cred: &Credential,
+    proto: Proto,
+    s: &Settings,
+) -> Res<(f64, f64, f64, u64)> {
     let identity = match cred {
         Credential::Cert(pem) => pem.clone(),
         Credential::Token(_) => String::new(),
@@ -233,10 +310,21 @@ async fn cell(server: &Server, cred: &Credential, s: &Settings) -> Res<(f64, f64
     let measure_from = begin + s.warmup;
     let end = measure_from + Duration::from_secs_f64(s.secs);
     let mut tasks = Vec::new();
-    for _ in 0..CONNS {
-        let conn = loader::connect(tls.clone(), &host, port).await?;
-        for _ in 0..STREAMS {
-            let (mut conn, uri, auth) = (conn.clone(), uri.clone(), auth.clone());
+    let (conns, streams) = match proto {
+        Proto::H2 => (CONNS, STREAMS),
+        Proto::Http1 => (CONNS * STREAMS, 1),
+    };
+    for _ in 0..conns {
+        let h2 = match proto {
+            Proto::H2 => Some(loader::connect(tls.clone(), &host, port).await?),
+            Proto::Http1 => None,
+        };
+        for _ in 0..streams {
+            let mut conn = match &h2 {
+                Some(c) => Sender::H2(c.clone()),
+                None => Sender::connect(proto, tls.clone(), &host, port).await?,
+            };
+            let (uri, auth) = (uri.clone(), auth.clone());
             tasks.push(tokio::spawn(async move {
                 let (mut lat, mut errors) = (Vec::new(), 0u64);
                 loop {
@@ -244,15 +332,13 @@ async fn cell(server: &Server, cred: &Credential, s: &Settings) -> Res<(f64, f64
                     if start >= end {
                         return (lat, errors);
                     }
-                    let r =
-                        loader::request_with(&mut conn, &Method::GET, &uri, None, auth.as_ref())
-                            .await;
+                    let r = conn.get(&uri, auth.as_ref()).await;
                     let done = Instant::now();
                     if done < measure_from || done > end {
                         continue;
                     }
                     match r {
-                        Ok((status, _)) if status.is_success() => {
+                        Ok(status) if status.is_success() => {
                             lat.push((done - start).as_secs_f64() * 1e6)
                         }
                         _ => errors += 1,
@@ -314,6 +400,7 @@ async fn compare(
     title: &str,
     (a_name, a_server, a_cred): (&str, &Server, &Credential),
     (b_name, b_server, b_cred): (&str, &Server, &Credential),
+    proto: Proto,
     s: &Settings,
     smoke: bool,
 ) -> Res<()> {
@@ -321,8 +408,8 @@ async fn compare(
     let (mut a_cpu, mut b_cpu, mut a_p99, mut b_p99) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..s.runs {
-        let (ra, pa, ca, ea) = cell(a_server, a_cred, s).await?;
-        let (rb, pb, cb, eb) = cell(b_server, b_cred, s).await?;
+        let (ra, pa, ca, ea) = cell(a_server, a_cred, proto, s).await?;
+        let (rb, pb, cb, eb) = cell(b_server, b_cred, proto, s).await?;
         if smoke && (ea > 0 || eb > 0 || ra == 0.0 || rb == 0.0) {
             return Err(format!("{title}: failed requests ({ea}, {eb})").into());
         }
@@ -334,8 +421,12 @@ async fn compare(
         a_p99.push(pa);
         b_p99.push(pb);
     }
+    let shape = match proto {
+        Proto::H2 => "HTTP/2, c=64 = 8 connections x 8 streams",
+        Proto::Http1 => "HTTP/1.1, c=64 = 64 connections",
+    };
     println!(
-        "\n{title} (GET of a ConfigMap, c=64 = 8x8, {} runs of {} s)",
+        "\n{title} (GET of a ConfigMap, {shape}, {} runs of {} s)",
         s.runs, s.secs
     );
     println!("| cell | req/s (median) | p99 µs | server CPU µs/req |\n|---|---|---|---|");
@@ -383,6 +474,7 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
         "1. RBAC (1,000 Roles and RoleBindings) ÷ AlwaysAllow",
         ("AlwaysAllow", &allow, &allow_user),
         ("RBAC", &rbac, &rbac_user),
+        Proto::H2,
         &s,
         smoke,
     )
@@ -392,6 +484,16 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
         "2. Bound service-account token ÷ client certificate (RBAC server)",
         ("x509 client certificate", &rbac, &rbac_user),
         ("TokenRequest token", &rbac, &sa),
+        Proto::H2,
+        &s,
+        smoke,
+    )
+    .await?;
+    compare(
+        "3. The same over HTTP/1.1",
+        ("x509 client certificate", &rbac, &rbac_user),
+        ("TokenRequest token", &rbac, &sa),
+        Proto::Http1,
         &s,
         smoke,
     )

@@ -128,6 +128,7 @@ impl Query {
             dry_run,
             field_validation,
             access: None,
+            admission: None,
         })
     }
 }

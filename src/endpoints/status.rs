@@ -9,6 +9,7 @@ use super::handlers::error::Error as HandlerError;
 use super::patch::PatchError;
 use super::{negotiate, query};
 use crate::api::{gvk::group_resource, Status, StatusCause, StatusDetails};
+use crate::registry::admission::Error as AdmissionError;
 use crate::registry::Error;
 
 /// The Status kube-apiserver answers for `err`.
@@ -182,6 +183,19 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 }],
                 ..Default::default()
             }),
+        Error::Admission(e) => match e {
+            AdmissionError::Denied {
+                code,
+                reason,
+                message,
+            } => Status::failure(*code, reason, message.clone()),
+            AdmissionError::Call { .. } => to_status(&Error::Internal(e.to_string())),
+            AdmissionError::DryRunUnsupported(_) => {
+                Status::failure(400, "BadRequest", e.to_string())
+            }
+            #[allow(unreachable_patterns)]
+            other => to_status(&Error::Internal(other.to_string())),
+        },
         // The endpoints' own errors, raised in a transform (handlers/write.rs).
         Error::Transform(e) => {
             if let Some(e) = e.downcast_ref::<PatchError>() {
@@ -200,6 +214,18 @@ pub(crate) fn to_status(err: &Error) -> Status {
 /// The response kube-apiserver answers for `err`.
 pub(crate) fn error_response(err: &Error) -> http::Response<crate::api::Body> {
     to_status(err).into_response()
+}
+
+/// [`error_response`] with Warning headers (what admission webhooks said before refusing).
+pub(crate) fn error_response_warning(
+    err: &Error,
+    warnings: &[String],
+) -> http::Response<crate::api::Body> {
+    let mut resp = error_response(err);
+    for w in warnings {
+        negotiate::add_warning(&mut resp, w);
+    }
+    resp
 }
 
 /// 400 BadRequest with `err`'s message.

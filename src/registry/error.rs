@@ -268,11 +268,21 @@ pub(crate) enum Error {
     /// 500: anything else.
     #[error("internal error: {0}")]
     Internal(String),
+    /// Admission refused the write (a webhook's denial, a failed call, a dry run a webhook
+    /// cannot take).
+    #[error(transparent)]
+    Admission(#[from] super::admission::Error),
     /// The caller's transform refused an update with its own error (a patch that does not
     /// apply, a conflicting server-side apply), passed through unchanged for the caller to
     /// answer as it knows how.
     #[error(transparent)]
     Transform(std::sync::Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<super::webhook::WebhookError> for Error {
+    fn from(e: super::webhook::WebhookError) -> Self {
+        Error::Internal(e.to_string())
+    }
 }
 
 impl Error {

@@ -1,6 +1,7 @@
 //! REST semantics over storage (pkg/registry): one generic store plus per-resource strategies.
 //! Sees no HTTP types. May use: storage, api, serviceaccount (TokenRequest).
 
+pub(crate) mod admission;
 pub(crate) mod apiextensions;
 pub(crate) mod codec;
 pub(crate) mod error;
@@ -59,6 +60,9 @@ pub(crate) struct Context {
     /// Who writes, for the checks of writes that depend on the writer (RBAC's escalation
     /// prevention); None for the server's own calls.
     pub access: Option<rbac::escalation::Access>,
+    /// The admission webhooks a write goes through (None: none are configured, or the
+    /// server's own call).
+    pub admission: Option<Arc<admission::Request>>,
 }
 
 /// A served resource.
@@ -158,6 +162,8 @@ pub(crate) struct Registry {
     token_reviewer: std::sync::OnceLock<Arc<dyn crate::api::authorizer::TokenReviewer>>,
     /// The server's authorizer (set once by the server; unset, writes are not checked).
     authorizer: std::sync::OnceLock<Arc<dyn crate::api::authorizer::Authorizer>>,
+    /// The admission webhooks, as stored.
+    admission: Arc<admission::Chain>,
 }
 
 impl Registry {
@@ -197,7 +203,33 @@ impl Registry {
             issuer: std::sync::OnceLock::new(),
             token_reviewer: std::sync::OnceLock::new(),
             authorizer: std::sync::OnceLock::new(),
+            admission: Arc::default(),
         }
+    }
+
+    /// The admission webhooks this registry's writes go through.
+    pub(crate) fn admission(&self) -> &Arc<admission::Chain> {
+        &self.admission
+    }
+
+    /// The admission side of a write by `user` to `subresource`; None when no webhook is
+    /// configured.
+    pub(crate) fn admission_request(
+        &self,
+        user: &Arc<crate::api::UserInfo>,
+        subresource: &str,
+        field_manager: Option<&str>,
+    ) -> Option<Arc<admission::Request>> {
+        if self.admission.is_empty() {
+            return None;
+        }
+        Some(Arc::new(admission::Request {
+            chain: Arc::clone(&self.admission),
+            user: Arc::clone(user),
+            subresource: subresource.to_string(),
+            field_manager: field_manager.map(str::to_string),
+            warnings: std::sync::Mutex::new(Vec::new()),
+        }))
     }
 
     /// The RBAC objects this registry serves, as the RBAC authorizer reads them.

@@ -327,10 +327,11 @@ fn status_error(code: u16, body: &[u8], text: bool) -> String {
 /// # Errors
 ///
 /// The call's own, or no runtime could be started for it.
-pub(crate) fn wait<F, T>(fut: F) -> Result<T, WebhookError>
+pub(crate) fn wait<F, T, E>(fut: F) -> Result<T, E>
 where
-    F: Future<Output = Result<T, WebhookError>> + Send,
+    F: Future<Output = Result<T, E>> + Send,
     T: Send,
+    E: Send + From<WebhookError>,
 {
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
@@ -342,7 +343,11 @@ where
                 tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()
-                    .map_err(|e| WebhookError::Config(format!("no runtime for the call: {e}")))?
+                    .map_err(|e| {
+                        E::from(WebhookError::Config(format!(
+                            "no runtime for the call: {e}"
+                        )))
+                    })?
                     .block_on(fut)
             });
             call.join().unwrap_or_else(|p| std::panic::resume_unwind(p))

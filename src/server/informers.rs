@@ -1,7 +1,8 @@
 //! `generic-apiserver-start-informers`: starts what the server itself follows in storage,
 //! as kube-apiserver starts its shared informer factory: the RBAC objects the authorizer and
 //! the escalation checks read, and the service accounts and secrets bound tokens are checked
-//! against. The hook completes once each kind has been listed, so /readyz does not pass
+//! against, and the admission webhook configurations. The hook completes once each kind has
+//! been listed, so /readyz does not pass
 //! while the authorizer still knows no roles. It also writes the last-used labels the
 //! legacy-token authenticator asks for, through the loopback client as upstream's
 //! authenticator does.
@@ -73,6 +74,17 @@ pub(crate) fn hook(registry: Arc<Registry>) -> PostStartHookFn {
                     },
                 ));
             }
+            for kind in crate::registry::admission::WebhookKind::ALL {
+                let registry = registry.clone();
+                ctx.tasks.spawn(retrying(
+                    "following admission webhook configurations",
+                    ctx.cancel.clone(),
+                    move || {
+                        let registry = registry.clone();
+                        async move { registry.admission().follow(&registry, kind).await }
+                    },
+                ));
+            }
             ctx.tasks.spawn(label_used_tokens(
                 registry.clone(),
                 ctx.client.clone(),
@@ -81,6 +93,7 @@ pub(crate) fn hook(registry: Arc<Registry>) -> PostStartHookFn {
             let synced = async {
                 registry.rbac().wait_synced().await;
                 registry.subjects().wait_synced().await;
+                registry.admission().wait_synced().await;
             };
             tokio::select! {
                 () = synced => Ok(()),

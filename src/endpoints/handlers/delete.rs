@@ -65,6 +65,7 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
         (Err(s), _) | (_, Err(s)) => return status_response(s),
     };
     ctx.dry_run |= body_dry_run.unwrap_or(false);
+    ctx.admission = super::write::admission_of(req, &ctx);
     let info = store.strategy().info();
     match store.delete(&ctx, req.name(), &opts).await {
         Ok(w) if w.created_or_gone && !store.strategy().return_deleted_object() => {
@@ -112,6 +113,7 @@ pub(crate) async fn delete_collection(store: &GenericStore, req: &Req<'_>) -> Re
         (Err(s), _, _) | (_, Err(s), _) | (_, _, Err(s)) => return status_response(s),
     };
     ctx.dry_run |= body_dry_run.unwrap_or(false);
+    ctx.admission = super::write::admission_of(req, &ctx);
     if let Err(e) = opts.validate() {
         return error_response(&e);
     }

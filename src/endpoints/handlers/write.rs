@@ -11,7 +11,7 @@ use crate::api::{Body, Status};
 use crate::endpoints::apply::server_side_apply_of;
 use crate::endpoints::negotiate::{decode_body, is_json_body, yaml_to_json};
 use crate::endpoints::patch::{apply_patch, PatchError, PatchType};
-use crate::endpoints::status::error_response;
+use crate::endpoints::status::{error_response, error_response_warning};
 use crate::registry::{self, Context, GenericStore, Review};
 use http::Response;
 use serde_json::Value;
@@ -44,7 +44,33 @@ fn write_context(req: &Req<'_>, options_kind: &'static str) -> Result<Context, S
     check_field_manager(req)?;
     let mut ctx = req.query.context(req.namespace(), options_kind)?;
     ctx.access = req.registry.access(&req.ctx.user);
+    ctx.admission = admission_of(req, &ctx);
     Ok(ctx)
+}
+
+/// The admission side of a write (None when no webhook is configured).
+pub(super) fn admission_of(
+    req: &Req<'_>,
+    ctx: &Context,
+) -> Option<std::sync::Arc<crate::registry::admission::Request>> {
+    if req.registry.admission().is_empty() {
+        return None;
+    }
+    let user = match &ctx.access {
+        Some(a) => a.user.clone(),
+        None => std::sync::Arc::new(req.ctx.user.clone()),
+    };
+    let field_manager = req.query.get("fieldManager").filter(|m| !m.is_empty());
+    req.registry
+        .admission_request(&user, req.ctx.info.subresource.as_str(), field_manager)
+}
+
+/// `warnings` and the admission webhooks' warnings of the write.
+pub(super) fn with_admission_warnings(ctx: &Context, mut warnings: Vec<String>) -> Vec<String> {
+    if let Some(a) = &ctx.admission {
+        warnings.extend(a.take_warnings());
+    }
+    warnings
 }
 
 /// managedFields of a non-apply write (operation Update).
@@ -129,9 +155,11 @@ pub(crate) async fn create(store: &GenericStore, req: &Req<'_>) -> Response<Body
         Err(e) => return error_response(&e),
     };
     track_managed_fields(store, None, &mut obj, &manager(req), "");
-    match store.create(&ctx, obj).await {
+    let result = store.create(&ctx, obj).await;
+    let warnings = with_admission_warnings(&ctx, warnings);
+    match result {
         Ok(o) => respond_object(req, 201, &o, &warnings),
-        Err(e) => error_response(&e),
+        Err(e) => error_response_warning(&e, &warnings),
     }
 }
 
@@ -208,17 +236,18 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
         track_managed_fields(store, Some(current), &mut next, &mgr, sub);
         Ok(next)
     };
-    match store
+    let result = store
         .update(&ctx, req.name(), sub, allow_create, &transform)
-        .await
-    {
+        .await;
+    let warnings = with_admission_warnings(&ctx, warnings);
+    match result {
         Ok(w) => respond_object(
             req,
             if w.created_or_gone { 201 } else { 200 },
             &w.object,
             &warnings,
         ),
-        Err(e) => error_response(&e),
+        Err(e) => error_response_warning(&e, &warnings),
     }
 }
 
@@ -273,9 +302,10 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
     };
     let result = store.update(&ctx, req.name(), sub, false, &transform).await;
     let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
+    let warnings = with_admission_warnings(&ctx, warnings);
     match result {
         Ok(w) => respond_object(req, 200, &w.object, &warnings),
-        Err(e) => error_response(&e),
+        Err(e) => error_response_warning(&e, &warnings),
     }
 }
 
@@ -329,6 +359,7 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
         )
         .await;
     let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
+    let warnings = with_admission_warnings(&ctx, warnings);
     match result {
         Ok(w) => respond_object(
             req,
@@ -336,7 +367,7 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
             &w.object,
             &warnings,
         ),
-        Err(e) => error_response(&e),
+        Err(e) => error_response_warning(&e, &warnings),
     }
 }
 

@@ -2,6 +2,7 @@
 //! create-if-absent, and generateName retried with fresh names on a collision (KEP-4420).
 
 use super::*;
+use crate::registry::admission::Operation;
 
 impl GenericStore {
     /// BeforeCreate: system fields, PrepareForCreate, validation, the writer's checks.
@@ -62,8 +63,12 @@ impl GenericStore {
         self.strategy.admit_create()?;
         self.start_cache().await;
         self.admit_namespace(&ctx.namespace, name_of(&obj)).await?;
+        let name = name_of(&obj).to_string();
+        let mut obj = self
+            .admit_mutating(ctx, Operation::Create, &name, Some(obj), None)
+            .await?
+            .unwrap_or(Value::Null);
         let generated = needs_name_generation(&obj);
-        let mut obj = obj;
         let mut attempts = 1;
         loop {
             match self.create_once(ctx, obj).await? {
@@ -96,6 +101,8 @@ impl GenericStore {
         let ns = ctx.namespace.clone();
         self.prepare_create(ctx, &mut obj)?;
         let name = name_of(&obj).to_string();
+        self.admit_validating(ctx, Operation::Create, &name, Some(&obj), None)
+            .await?;
         let key = self.key(&ns, &name);
         let generated = obj.at("/metadata/generateName").is_some();
         let i = self.strategy.info();

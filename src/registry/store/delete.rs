@@ -7,6 +7,7 @@
 use super::{metadata_mut, now_rfc3339, DeleteOptions, GenericStore, WriteResult};
 use crate::api::well_known::{FINALIZER_FOREGROUND, FINALIZER_ORPHAN};
 use crate::api::At;
+use crate::registry::admission::Operation;
 use crate::registry::codec::memo::Decoded;
 use crate::registry::error::{Error, FieldError, Result};
 use crate::registry::Context;
@@ -42,7 +43,11 @@ impl GenericStore {
             .await
             .map_err(|e| self.storage_error(name, e))?;
         let current = self.decode_kv(&kv)?;
+        self.admit_mutating(ctx, Operation::Delete, name, None, None)
+            .await?;
         self.check_preconditions(name, &current, opts)?;
+        self.admit_validating(ctx, Operation::Delete, name, None, Some(&current))
+            .await?;
         let mut pending = current.clone();
         let keep = self.strategy.begin_delete(&mut pending);
         if let Some(finalizers) = gc_finalizers(&pending, opts) {

@@ -8,11 +8,13 @@
 //! Creates live in create.rs, list and watch in list.rs, deletes in delete.rs, encoding in
 //! codec.rs. May use: storage, api.
 
+mod admit;
 mod codec;
 mod create;
 pub(crate) mod delete;
 pub(crate) mod list;
 
+use super::admission::Operation;
 use super::Context;
 use crate::api::At;
 use crate::registry::codec::memo::{Decoded, Memo};
@@ -264,16 +266,18 @@ impl GenericStore {
         transform: Transform<'_>,
     ) -> Result<(Value, Changes)> {
         let Some(kv) = current else {
-            let mut obj = transform(None)?;
+            let obj = transform(None)?;
             if !obj.is_object() {
                 return Err(Error::BadRequest("the object must be a JSON object".into()));
             }
+            let mut obj = self.admit_mutating_now(ctx, Operation::Create, name, obj, None)?;
             self.prepare_create(ctx, &mut obj)?;
+            self.admit_validating_now(ctx, Operation::Create, name, &obj, None)?;
             return Ok((obj, Changes::More));
         };
         let old = self.decode_shared(kv)?;
         let old = &old.obj;
-        let mut new = transform(Some(old))?;
+        let new = transform(Some(old))?;
         if !new.is_object() {
             return Err(Error::BadRequest("the object must be a JSON object".into()));
         }
@@ -298,6 +302,7 @@ impl GenericStore {
                 ));
             }
         }
+        let mut new = self.admit_mutating_now(ctx, Operation::Update, name, new, Some(old))?;
         self.ensure_namespace(ctx, &mut new)?;
         {
             let old_meta = old.get("metadata");
@@ -350,6 +355,7 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }
+        self.admit_validating_now(ctx, Operation::Update, name, &new, Some(old))?;
         if subresource.is_empty() {
             self.strategy.authorize_write(ctx, &new, Some(old))?;
         }

@@ -1,0 +1,175 @@
+//! Admission (k8s.io/apiserver/pkg/admission): what may change or refuse a write after it is
+//! authorized and before it is stored. The chain runs mutating admission (the mutating
+//! webhooks, in configuration-name order, reinvoked once when `reinvocationPolicy:
+//! IfNeeded` asks), then the resource's own defaulting and validation, then validating
+//! admission (the validating webhooks, in parallel), as kube-apiserver orders its plugins.
+//! NamespaceLifecycle stays the store's own check.
+//!
+//! The webhook configurations are followed from storage ([`Chain::follow`]), so a new one
+//! applies to the next request on every replica. A write's [`Request`] travels in its
+//! [`super::Context`]; the store calls [`Request::mutate`] and [`Request::validate`] at
+//! upstream's points (before and after `BeforeCreate`/`BeforeUpdate`).
+//! May use: registry (store, follow, webhook client), api.
+
+mod review;
+mod webhooks;
+
+use crate::api::UserInfo;
+use serde_json::Value;
+use std::sync::{Arc, Mutex};
+pub(crate) use webhooks::{Chain, Kind as WebhookKind};
+
+/// What a write does (admission.Operation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operation {
+    /// Create (POST, or a PUT or apply that creates).
+    Create,
+    /// Update (PUT, PATCH, apply).
+    Update,
+    /// Delete.
+    Delete,
+}
+
+impl Operation {
+    /// The name in rules and AdmissionReviews.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+        }
+    }
+
+    /// The kind of the request's options object.
+    fn options_kind(self) -> &'static str {
+        match self {
+            Operation::Create => "CreateOptions",
+            Operation::Update => "UpdateOptions",
+            Operation::Delete => "DeleteOptions",
+        }
+    }
+}
+
+/// Why admission refused a write.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub(crate) enum Error {
+    /// A webhook said no (webhookerrors.ToStatusErr): its code (at least 400), reason and
+    /// message, prefixed with the webhook's name.
+    #[error("{message}")]
+    Denied {
+        /// HTTP status.
+        code: u16,
+        /// The webhook's reason (may be empty).
+        reason: String,
+        /// `admission webhook "<name>" denied the request: <message>`.
+        message: String,
+    },
+    /// Calling a webhook failed and its failurePolicy is Fail: `failed calling webhook
+    /// "<name>": <cause>` (an internal error).
+    #[error("failed calling webhook {webhook:?}: {cause}")]
+    Call {
+        /// The webhook.
+        webhook: String,
+        /// What went wrong.
+        cause: String,
+    },
+    /// A dry run reached a webhook with side effects.
+    #[error("admission webhook {0:?} does not support dry run")]
+    DryRunUnsupported(String),
+}
+
+/// The admission side of one write: who writes, to which subresource, with which options,
+/// and the warnings webhooks return for the response.
+pub(crate) struct Request {
+    /// The webhooks in force.
+    pub chain: Arc<Chain>,
+    /// The writer.
+    pub user: Arc<UserInfo>,
+    /// The subresource written ("" for the object).
+    pub subresource: String,
+    /// `fieldManager` of the request, for the options object.
+    pub field_manager: Option<String>,
+    /// Warnings for the client (Warning headers).
+    pub warnings: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("user", &self.user.name)
+            .field("subresource", &self.subresource)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Request {
+    /// The webhooks' warnings so far.
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
+    }
+
+    fn warn(&self, more: Vec<String>) {
+        if more.is_empty() {
+            return;
+        }
+        if let Ok(mut w) = self.warnings.lock() {
+            w.extend(more);
+        }
+    }
+
+    /// The options object of an AdmissionReview (CreateOptions, UpdateOptions, ...).
+    fn options(&self, op: Operation, dry_run: bool) -> Value {
+        let mut o = serde_json::Map::new();
+        o.insert("kind".into(), op.options_kind().into());
+        o.insert("apiVersion".into(), "meta.k8s.io/v1".into());
+        if dry_run {
+            o.insert("dryRun".into(), serde_json::json!(["All"]));
+        }
+        if let (Some(m), false) = (&self.field_manager, op == Operation::Delete) {
+            o.insert("fieldManager".into(), m.clone().into());
+        }
+        Value::Object(o)
+    }
+}
+
+/// What a write is about: the resource, the object and what it was.
+pub(crate) struct Attributes<'a> {
+    /// The operation.
+    pub operation: Operation,
+    /// Group, version, kind of the object (the parent's for a subresource).
+    pub group: &'a str,
+    /// Version.
+    pub version: &'a str,
+    /// Kind.
+    pub kind: &'a str,
+    /// The resource (plural).
+    pub resource: &'a str,
+    /// Namespace ("" for cluster-scoped).
+    pub namespace: &'a str,
+    /// Name ("" for a create with generateName).
+    pub name: &'a str,
+    /// dryRun=All.
+    pub dry_run: bool,
+    /// The object before the write (updates, deletes).
+    pub old_object: Option<&'a Value>,
+}
+
+/// Whether admission webhooks may see writes of `group`/`resource`: never the admission
+/// configurations themselves, so no webhook can lock itself in
+/// (IsExemptAdmissionConfigurationResource).
+pub(crate) fn exempt(group: &str, resource: &str) -> bool {
+    group == "admissionregistration.k8s.io"
+        && matches!(
+            resource,
+            "mutatingwebhookconfigurations"
+                | "validatingwebhookconfigurations"
+                | "validatingadmissionpolicies"
+                | "validatingadmissionpolicybindings"
+                | "mutatingadmissionpolicies"
+                | "mutatingadmissionpolicybindings"
+        )
+}
