@@ -189,6 +189,31 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 reason,
                 message,
             } => Status::failure(*code, reason, message.clone()),
+            AdmissionError::Policy {
+                code,
+                reason,
+                message,
+                group,
+                resource,
+                name,
+            } => {
+                let gr = group_resource(group, resource);
+                let text = if name.is_empty() {
+                    format!("{gr} is forbidden: {message}")
+                } else {
+                    format!("{gr} {name:?} is forbidden: {message}")
+                };
+                Status::failure(*code, reason, text).with_details(StatusDetails {
+                    name: name.clone(),
+                    group: group.clone(),
+                    kind: resource.clone(),
+                    causes: vec![StatusCause {
+                        message: message.clone(),
+                        ..Default::default()
+                    }],
+                    ..Default::default()
+                })
+            }
             AdmissionError::Call { .. } => to_status(&Error::Internal(e.to_string())),
             AdmissionError::DryRunUnsupported(_) => {
                 Status::failure(400, "BadRequest", e.to_string())

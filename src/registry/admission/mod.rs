@@ -11,6 +11,7 @@
 //! upstream's points (before and after `BeforeCreate`/`BeforeUpdate`).
 //! May use: registry (store, follow, webhook client), api.
 
+mod policies;
 mod review;
 mod webhooks;
 
@@ -73,6 +74,24 @@ pub(crate) enum Error {
         webhook: String,
         /// What went wrong.
         cause: String,
+    },
+    /// A ValidatingAdmissionPolicy denied the write: the code and reason of its validation
+    /// (422 Invalid by default) and `ValidatingAdmissionPolicy '<p>' with binding '<b>' denied
+    /// request: <message>`.
+    #[error("{message}")]
+    Policy {
+        /// HTTP status.
+        code: u16,
+        /// Status reason.
+        reason: String,
+        /// The denial.
+        message: String,
+        /// Group of the resource written.
+        group: String,
+        /// The resource written.
+        resource: String,
+        /// The object's name ("" for a create with generateName).
+        name: String,
     },
     /// A dry run reached a webhook with side effects.
     #[error("admission webhook {0:?} does not support dry run")]

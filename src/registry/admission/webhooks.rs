@@ -3,6 +3,7 @@
 //! scope, namespaceSelector, objectSelector, matchConditions), the calls with their
 //! failurePolicy and timeout, JSON patches and reinvocation.
 
+use super::policies::{self, Binding, Params, Policy};
 use super::review::{self, Answer};
 use super::{exempt, Attributes, Error, Request};
 use crate::registry::follow::{follow, Change, Synced};
@@ -25,19 +26,33 @@ pub(crate) enum Kind {
     Mutating,
     /// validatingwebhookconfigurations.
     Validating,
+    /// validatingadmissionpolicies.
+    Policies,
+    /// validatingadmissionpolicybindings.
+    PolicyBindings,
 }
 
 impl Kind {
-    /// Both kinds.
-    pub(crate) const ALL: [Kind; 2] = [Kind::Mutating, Kind::Validating];
+    /// Every kind.
+    pub(crate) const ALL: [Kind; 4] = [
+        Kind::Mutating,
+        Kind::Validating,
+        Kind::Policies,
+        Kind::PolicyBindings,
+    ];
 
     fn resource(self) -> &'static str {
         match self {
             Kind::Mutating => "mutatingwebhookconfigurations",
             Kind::Validating => "validatingwebhookconfigurations",
+            Kind::Policies => "validatingadmissionpolicies",
+            Kind::PolicyBindings => "validatingadmissionpolicybindings",
         }
     }
 }
+
+/// The policies in force, each with a binding of it.
+type Bound = Arc<Vec<(Arc<Policy>, Arc<Binding>)>>;
 
 /// A compiled matchCondition.
 type Condition = (String, Result<CompiledVapExpression, VapError>);
@@ -66,15 +81,19 @@ struct Hook {
 pub(crate) struct Chain {
     mutating: RwLock<Arc<Vec<Arc<Hook>>>>,
     validating: RwLock<Arc<Vec<Arc<Hook>>>>,
+    /// The policies with their bindings.
+    bound: RwLock<Bound>,
     /// The stored configurations of each kind by name.
-    configs: Mutex<[BTreeMap<String, Value>; 2]>,
+    configs: Mutex<[BTreeMap<String, Value>; 4]>,
+    /// What params are read from.
+    registry: OnceLock<std::sync::Weak<Registry>>,
     /// Endpoints by client configuration, kept across changes so connections are reused.
     endpoints: Mutex<HashMap<String, Arc<Endpoint>>>,
     namespaces: OnceLock<Arc<GenericStore>>,
     synced: Synced,
 }
 
-fn selector(v: Option<&Value>) -> Option<Selector> {
+pub(super) fn selector(v: Option<&Value>) -> Option<Selector> {
     let v = v.filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))?;
     let parsed: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector =
         serde_json::from_value(v.clone()).ok()?;
@@ -101,13 +120,15 @@ impl Chain {
     /// Whether no webhook is configured (the write path skips admission).
     pub(crate) fn is_empty(&self) -> bool {
         let read = |l: &RwLock<Arc<Vec<Arc<Hook>>>>| l.read().map(|h| h.is_empty()).unwrap_or(true);
-        read(&self.mutating) && read(&self.validating)
+        read(&self.mutating)
+            && read(&self.validating)
+            && self.bound.read().map(|b| b.is_empty()).unwrap_or(true)
     }
 
     fn hooks(&self, kind: Kind) -> Arc<Vec<Arc<Hook>>> {
         let lock = match kind {
             Kind::Mutating => &self.mutating,
-            Kind::Validating => &self.validating,
+            _ => &self.validating,
         };
         lock.read().map(|h| h.clone()).unwrap_or_default()
     }
@@ -125,9 +146,10 @@ impl Chain {
     /// The kind is not served, or reading it failed (the caller retries).
     pub(crate) async fn follow(
         &self,
-        registry: &Registry,
+        registry: &Arc<Registry>,
         kind: Kind,
     ) -> Result<(), crate::registry::Error> {
+        let _ = self.registry.set(Arc::downgrade(registry));
         let store = |group: &str, resource: &str| match registry
             .resources()
             .lookup(group, "v1", resource)?
@@ -171,6 +193,9 @@ impl Chain {
 
     /// Rebuilds the hooks of `kind` from the configurations, in name order.
     fn rebuild(&self, kind: Kind) {
+        if matches!(kind, Kind::Policies | Kind::PolicyBindings) {
+            return self.rebind();
+        }
         let configs = self.configs.lock().unwrap_or_else(|p| p.into_inner())[kind as usize].clone();
         let mut hooks = Vec::new();
         for config in configs.values() {
@@ -185,9 +210,33 @@ impl Chain {
         }
         let lock = match kind {
             Kind::Mutating => &self.mutating,
-            Kind::Validating => &self.validating,
+            _ => &self.validating,
         };
         *lock.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(hooks);
+    }
+
+    /// Compiles the policies and pairs each binding with its policy, in binding name order.
+    fn rebind(&self) {
+        let (policies, bindings) = {
+            let all = self.configs.lock().unwrap_or_else(|p| p.into_inner());
+            (
+                all[Kind::Policies as usize].clone(),
+                all[Kind::PolicyBindings as usize].clone(),
+            )
+        };
+        let policies: BTreeMap<&String, Arc<Policy>> = policies
+            .iter()
+            .map(|(name, p)| (name, Arc::new(Policy::new(p))))
+            .collect();
+        let bound = bindings
+            .values()
+            .filter_map(|b| {
+                let binding = Binding::new(b);
+                let policy = policies.get(&binding.policy().to_string())?.clone();
+                Some((policy, Arc::new(binding)))
+            })
+            .collect();
+        *self.bound.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(bound);
     }
 
     fn hook(&self, kind: Kind, w: &Value) -> Hook {
@@ -265,18 +314,80 @@ impl Chain {
 
     /// The labels of namespace `name` (none when it cannot be read).
     async fn namespace_labels(&self, name: &str) -> BTreeMap<String, String> {
-        let Some(store) = self.namespaces.get() else {
-            return BTreeMap::new();
-        };
+        labels(self.namespace(name).await.as_ref().map(|n| &n.obj))
+    }
+
+    /// Namespace `name`, when it can be read.
+    async fn namespace(&self, name: &str) -> Option<Arc<crate::registry::Decoded>> {
+        let store = self.namespaces.get()?;
         let ctx = crate::registry::Context::default();
-        match store.get_shared(&ctx, name).await {
-            Ok(ns) => labels(Some(&ns.obj)),
-            Err(_) => BTreeMap::new(),
-        }
+        store.get_shared(&ctx, name).await.ok()
     }
 }
 
-fn labels(obj: Option<&Value>) -> BTreeMap<String, String> {
+impl Params for Chain {
+    fn find(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: Option<&str>,
+        selector: Option<&Selector>,
+    ) -> futures::future::BoxFuture<'_, Result<Vec<Value>, String>> {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let store = self
+            .registry
+            .get()
+            .and_then(std::sync::Weak::upgrade)
+            .and_then(|r| {
+                r.resources().iter().find_map(|res| match res.as_ref() {
+                    Resource::Stored(s) => {
+                        let i = s.strategy().info();
+                        (i.group == group && i.version == version && i.kind == kind)
+                            .then(|| Arc::clone(s))
+                    }
+                    Resource::Review(_) => None,
+                })
+            });
+        let (namespace, name) = (namespace.to_string(), name.map(str::to_string));
+        let selector = selector.cloned();
+        let missing = format!("failed to find resource for param kind {kind} in {api_version}");
+        Box::pin(async move {
+            let store = store.ok_or(missing)?;
+            let ctx = crate::registry::Context {
+                namespace: if store.strategy().info().namespaced {
+                    namespace
+                } else {
+                    String::new()
+                },
+                ..crate::registry::Context::default()
+            };
+            if let Some(name) = name {
+                return Ok(match store.get_shared(&ctx, &name).await {
+                    Ok(obj) => vec![obj.obj.clone()],
+                    Err(crate::registry::Error::NotFound { .. }) => Vec::new(),
+                    Err(e) => return Err(e.to_string()),
+                });
+            }
+            let list = store
+                .list(&ctx, &crate::registry::ListOptions::default())
+                .await
+                .map_err(|e| e.to_string())?;
+            Ok(list
+                .items
+                .iter()
+                .filter(|d| {
+                    selector
+                        .as_ref()
+                        .is_none_or(|s| s.matches(&labels(Some(&d.obj))))
+                })
+                .map(|d| d.obj.clone())
+                .collect())
+        })
+    }
+}
+
+pub(super) fn labels(obj: Option<&Value>) -> BTreeMap<String, String> {
     obj.and_then(|o| o.pointer("/metadata/labels"))
         .and_then(Value::as_object)
         .map(|m| {
@@ -288,7 +399,7 @@ fn labels(obj: Option<&Value>) -> BTreeMap<String, String> {
 }
 
 /// Whether one rule (RuleWithOperations) covers the write (rules.Matcher).
-fn rule_matches(rule: &Value, attrs: &Attributes<'_>, subresource: &str) -> bool {
+pub(super) fn rule_matches(rule: &Value, attrs: &Attributes<'_>, subresource: &str) -> bool {
     let has = |key: &str, want: &str| strings(rule, key).iter().any(|v| v == "*" || v == want);
     let resource = strings(rule, "resources").iter().any(|r| {
         let (res, sub) = r.split_once('/').unwrap_or((r, ""));
@@ -568,6 +679,21 @@ impl Request {
     ) -> Result<(), crate::registry::Error> {
         if exempt(attrs.group, attrs.resource) {
             return Ok(());
+        }
+        let bound = self
+            .chain
+            .bound
+            .read()
+            .map(|b| b.clone())
+            .unwrap_or_default();
+        if !bound.is_empty() {
+            let namespace = if attrs.namespace.is_empty() {
+                None
+            } else {
+                self.chain.namespace(attrs.namespace).await
+            };
+            let ns = namespace.as_ref().map(|n| &n.obj);
+            policies::validate(&bound, self.chain.as_ref(), self, attrs, object, ns).await?;
         }
         let hooks = self.chain.hooks(Kind::Validating);
         let mut deciding = Vec::new();

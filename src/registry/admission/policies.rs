@@ -1,0 +1,413 @@
+//! ValidatingAdmissionPolicy (k8s.io/apiserver/pkg/admission/plugin/policy/validating): CEL
+//! validations a policy declares and a binding puts in force. A write matched by a policy's
+//! matchConstraints and its binding's matchResources, and whose matchConditions hold, is
+//! checked by every validation with `object`, `oldObject`, `request`, `params` (the binding's
+//! paramRef) and `namespaceObject`, and the policy's `variables`; a failed validation denies
+//! (422 Invalid unless its reason says otherwise), warns, or is only audited, as the
+//! binding's validationActions say. An expression that does not compile or fails is decided
+//! by the policy's failurePolicy.
+//!
+//! Where this differs from upstream: expressions are compiled, not type-checked, so
+//! `status.typeChecking` is not written; `authorizer` is not bound; auditAnnotations and the
+//! Audit action are not recorded (there is no audit log yet).
+
+use super::webhooks::{labels, rule_matches, selector};
+use super::{Attributes, Error, Request};
+use kube::core::{Selector, SelectorExt};
+use kube_cel::cel::{Context as CelContext, Program, Value as CelValue};
+use kube_cel::KubeCelExt;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// A compiled expression, or why it did not compile.
+type Compiled = Result<Program, String>;
+
+fn compile(expr: &str) -> Compiled {
+    Program::compile(expr).map_err(|e| format!("compilation failed: {e}"))
+}
+
+fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+/// What a policy or binding matches (MatchResources).
+#[derive(Default)]
+struct Matcher {
+    rules: Vec<Value>,
+    exclude: Vec<Value>,
+    namespace_selector: Option<Selector>,
+    object_selector: Option<Selector>,
+    /// matchResources was given (a binding without one matches whatever its policy does).
+    given: bool,
+}
+
+impl Matcher {
+    fn new(v: Option<&Value>) -> Matcher {
+        let Some(v) = v.filter(|v| v.is_object()) else {
+            return Matcher::default();
+        };
+        let list = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        Matcher {
+            rules: list("resourceRules"),
+            exclude: list("excludeResourceRules"),
+            namespace_selector: selector(v.get("namespaceSelector")),
+            object_selector: selector(v.get("objectSelector")),
+            given: true,
+        }
+    }
+
+    fn named(rule: &Value, name: &str) -> bool {
+        rule.get("resourceNames")
+            .and_then(Value::as_array)
+            .is_none_or(|n| n.is_empty() || n.iter().any(|x| x.as_str() == Some(name)))
+    }
+
+    fn matches(
+        &self,
+        attrs: &Attributes<'_>,
+        subresource: &str,
+        object: Option<&Value>,
+        namespace: Option<&Value>,
+    ) -> bool {
+        if !self.given {
+            return true;
+        }
+        let hit = |r: &Value| rule_matches(r, attrs, subresource) && Matcher::named(r, attrs.name);
+        if !self.rules.iter().any(hit) || self.exclude.iter().any(hit) {
+            return false;
+        }
+        if let Some(sel) = &self.object_selector {
+            let on = |o: Option<&Value>| o.is_some() && sel.matches(&labels(o));
+            if !on(object) && !on(attrs.old_object) {
+                return false;
+            }
+        }
+        if let Some(sel) = &self.namespace_selector {
+            let is_namespace = attrs.group.is_empty() && attrs.resource == "namespaces";
+            let ns_labels = if is_namespace {
+                labels(object.or(attrs.old_object))
+            } else if attrs.namespace.is_empty() {
+                return true;
+            } else {
+                labels(namespace)
+            };
+            if !sel.matches(&ns_labels) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+struct Validation {
+    expression: String,
+    program: Compiled,
+    message: String,
+    message_program: Option<Compiled>,
+    reason: String,
+}
+
+/// A compiled ValidatingAdmissionPolicy.
+pub(super) struct Policy {
+    name: String,
+    /// paramKind: apiVersion and kind.
+    param_kind: Option<(String, String)>,
+    constraints: Matcher,
+    conditions: Vec<(String, Compiled)>,
+    variables: Vec<(String, Compiled)>,
+    validations: Vec<Validation>,
+    fail: bool,
+}
+
+impl Policy {
+    pub(super) fn new(v: &Value) -> Policy {
+        let spec = v.get("spec").unwrap_or(&Value::Null);
+        let named = |k: &str, field: &str| -> Vec<(String, Compiled)> {
+            spec.get(k)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|c| (str_at(c, "/name").to_string(), compile(str_at(c, field))))
+                .collect()
+        };
+        let param_kind = spec.get("paramKind").filter(|p| p.is_object()).map(|p| {
+            (
+                str_at(p, "/apiVersion").to_string(),
+                str_at(p, "/kind").to_string(),
+            )
+        });
+        Policy {
+            name: str_at(v, "/metadata/name").to_string(),
+            param_kind,
+            constraints: Matcher::new(spec.get("matchConstraints")),
+            conditions: named("matchConditions", "/expression"),
+            variables: named("variables", "/expression"),
+            validations: spec
+                .get("validations")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|c| Validation {
+                    expression: str_at(c, "/expression").to_string(),
+                    program: compile(str_at(c, "/expression")),
+                    message: str_at(c, "/message").to_string(),
+                    message_program: c
+                        .get("messageExpression")
+                        .and_then(Value::as_str)
+                        .filter(|m| !m.is_empty())
+                        .map(compile),
+                    reason: str_at(c, "/reason").to_string(),
+                })
+                .collect(),
+            fail: str_at(spec, "/failurePolicy") != "Ignore",
+        }
+    }
+}
+
+/// A ValidatingAdmissionPolicyBinding.
+pub(super) struct Binding {
+    name: String,
+    policy: String,
+    param_ref: Option<Value>,
+    resources: Matcher,
+    deny: bool,
+    warn: bool,
+}
+
+impl Binding {
+    pub(super) fn new(v: &Value) -> Binding {
+        let spec = v.get("spec").unwrap_or(&Value::Null);
+        let actions: Vec<&str> = spec
+            .get("validationActions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        Binding {
+            name: str_at(v, "/metadata/name").to_string(),
+            policy: str_at(spec, "/policyName").to_string(),
+            param_ref: spec.get("paramRef").filter(|p| p.is_object()).cloned(),
+            resources: Matcher::new(spec.get("matchResources")),
+            deny: actions.contains(&"Deny"),
+            warn: actions.contains(&"Warn"),
+        }
+    }
+
+    /// The policy bound.
+    pub(super) fn policy(&self) -> &str {
+        &self.policy
+    }
+}
+
+/// What the params of a binding are looked up with.
+pub(super) trait Params: Send + Sync {
+    /// The objects of `api_version`/`kind` named `name` (or matching `selector`) in
+    /// `namespace` ("" for cluster-scoped or every namespace).
+    fn find(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: Option<&str>,
+        selector: Option<&Selector>,
+    ) -> futures::future::BoxFuture<'_, Result<Vec<Value>, String>>;
+}
+
+/// One decision of a (policy, binding, params).
+enum Decision {
+    Admit,
+    Deny { reason: String, message: String },
+}
+
+fn json(v: &Value) -> CelValue {
+    kube_cel::cel::to_value(v).unwrap_or(CelValue::Null)
+}
+
+fn cel_request(req: &Request, attrs: &Attributes<'_>) -> Value {
+    serde_json::json!({
+        "operation": attrs.operation.as_str(),
+        "name": attrs.name,
+        "namespace": attrs.namespace,
+        "dryRun": attrs.dry_run,
+        "kind": {"group": attrs.group, "version": attrs.version, "kind": attrs.kind},
+        "resource": {"group": attrs.group, "version": attrs.version, "resource": attrs.resource},
+        "subResource": req.subresource,
+        "requestKind": {"group": attrs.group, "version": attrs.version, "kind": attrs.kind},
+        "requestResource": {"group": attrs.group, "version": attrs.version, "resource": attrs.resource},
+        "userInfo": {"username": req.user.name, "uid": req.user.uid, "groups": req.user.groups,
+                     "extra": req.user.extra},
+    })
+}
+
+/// Evaluates one policy for one params object (None: the policy takes none).
+fn decide(
+    policy: &Policy,
+    base: &CelContext<'_>,
+    params: Option<&Value>,
+) -> Result<Decision, String> {
+    let mut ctx = base.new_inner_scope();
+    ctx.add_variable_from_value("params", params.map_or(CelValue::Null, json));
+    let run = |ctx: &CelContext<'_>, p: &Compiled, what: &str| -> Result<CelValue, String> {
+        let program = p.as_ref().map_err(|e| format!("{what}: {e}"))?;
+        program
+            .execute(ctx)
+            .map_err(|e| format!("{what} resulted in error: {e}"))
+    };
+    let mut variables: HashMap<String, CelValue> = HashMap::new();
+    for (name, p) in &policy.variables {
+        if let Ok(v) = run(&ctx, p, name) {
+            variables.insert(name.clone(), v);
+            ctx.add_variable_from_value("variables", variables.clone());
+        }
+    }
+    ctx.add_variable_from_value("variables", variables);
+    for (name, p) in &policy.conditions {
+        match run(&ctx, p, &format!("matchCondition '{name}'"))? {
+            CelValue::Bool(true) => {}
+            CelValue::Bool(false) => return Ok(Decision::Admit),
+            other => {
+                return Err(format!(
+                    "matchCondition '{name}' returned {other:?}, not a bool"
+                ))
+            }
+        }
+    }
+    for v in &policy.validations {
+        let what = format!("expression '{}'", v.expression);
+        match run(&ctx, &v.program, &what)? {
+            CelValue::Bool(true) => continue,
+            CelValue::Bool(false) => {}
+            other => return Err(format!("{what} returned {other:?}, not a bool")),
+        }
+        let from_expression =
+            v.message_program
+                .as_ref()
+                .and_then(|p| match run(&ctx, p, "messageExpression") {
+                    Ok(CelValue::String(s)) if !s.trim().is_empty() => Some(s.to_string()),
+                    _ => None,
+                });
+        let message = from_expression
+            .or_else(|| (!v.message.is_empty()).then(|| v.message.clone()))
+            .unwrap_or_else(|| format!("failed expression: {}", v.expression));
+        return Ok(Decision::Deny {
+            reason: v.reason.clone(),
+            message,
+        });
+    }
+    Ok(Decision::Admit)
+}
+
+/// The code of a denial's reason (reasonToCode).
+fn code_of(reason: &str) -> u16 {
+    match reason {
+        "Forbidden" => 403,
+        "Unauthorized" => 401,
+        "RequestEntityTooLarge" => 413,
+        _ => 422,
+    }
+}
+
+/// Validates a write against the bound policies.
+pub(super) async fn validate(
+    bound: &[(Arc<Policy>, Arc<Binding>)],
+    params: &dyn Params,
+    req: &Request,
+    attrs: &Attributes<'_>,
+    object: Option<&Value>,
+    namespace: Option<&Value>,
+) -> Result<(), Error> {
+    let mut base: Option<CelContext<'static>> = None;
+    for (policy, binding) in bound {
+        if !policy
+            .constraints
+            .matches(attrs, &req.subresource, object, namespace)
+            || !binding
+                .resources
+                .matches(attrs, &req.subresource, object, namespace)
+        {
+            continue;
+        }
+        let ctx = base.get_or_insert_with(|| {
+            let mut c = CelContext::default().with_all();
+            c.add_variable_from_value("object", object.map_or(CelValue::Null, json));
+            c.add_variable_from_value("oldObject", attrs.old_object.map_or(CelValue::Null, json));
+            c.add_variable_from_value("request", json(&cel_request(req, attrs)));
+            c.add_variable_from_value("namespaceObject", namespace.map_or(CelValue::Null, json));
+            c
+        });
+        let decisions = match (&policy.param_kind, &binding.param_ref) {
+            (None, _) => vec![decide(policy, ctx, None)],
+            (Some(_), None) => vec![Err(format!(
+                "failed to configure binding: {} has paramKind but binding {} has no paramRef",
+                policy.name, binding.name
+            ))],
+            (Some((api_version, kind)), Some(r)) => {
+                let ns = match str_at(r, "/namespace") {
+                    "" => attrs.namespace,
+                    n => n,
+                };
+                let name = Some(str_at(r, "/name")).filter(|n| !n.is_empty());
+                let sel = selector(r.get("selector"));
+                match params.find(api_version, kind, ns, name, sel.as_ref()).await {
+                    Ok(found) if found.is_empty() => {
+                        if str_at(r, "/parameterNotFoundAction") == "Allow" {
+                            Vec::new()
+                        } else {
+                            vec![Err("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".to_string())]
+                        }
+                    }
+                    Ok(found) => found.iter().map(|p| decide(policy, ctx, Some(p))).collect(),
+                    Err(e) => vec![Err(format!("failed to configure binding: {e}"))],
+                }
+            }
+        };
+        for decision in decisions {
+            let (reason, message) = match decision {
+                Ok(Decision::Admit) => continue,
+                Ok(Decision::Deny { reason, message }) => (reason, message),
+                Err(e) if policy.fail => (String::new(), e),
+                Err(e) => {
+                    tracing::warn!(policy = %policy.name, error = %e, "policy evaluation failed, failing open");
+                    continue;
+                }
+            };
+            if binding.warn {
+                req.warn(vec![format!(
+                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {message}",
+                    policy.name, binding.name
+                )]);
+            }
+            if binding.deny {
+                let reason = if reason.is_empty() {
+                    "Invalid".to_string()
+                } else {
+                    reason
+                };
+                return Err(Error::Policy {
+                    code: code_of(&reason),
+                    reason,
+                    message: format!(
+                        "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {message}",
+                        policy.name, binding.name
+                    ),
+                    group: attrs.group.to_string(),
+                    resource: attrs.resource.to_string(),
+                    name: match attrs.name {
+                        "" => object
+                            .and_then(|o| o.pointer("/metadata/name"))
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        n => n.to_string(),
+                    },
+                });
+            }
+        }
+    }
+    Ok(())
+}
