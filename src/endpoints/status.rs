@@ -183,7 +183,7 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 }],
                 ..Default::default()
             }),
-        Error::Admission(e) => match e {
+        Error::Admission(e) => match e.as_ref() {
             AdmissionError::Denied {
                 code,
                 reason,

@@ -271,12 +271,18 @@ pub(crate) enum Error {
     /// Admission refused the write (a webhook's denial, a failed call, a dry run a webhook
     /// cannot take).
     #[error(transparent)]
-    Admission(#[from] super::admission::Error),
+    Admission(Box<super::admission::Error>),
     /// The caller's transform refused an update with its own error (a patch that does not
     /// apply, a conflicting server-side apply), passed through unchanged for the caller to
     /// answer as it knows how.
     #[error(transparent)]
     Transform(std::sync::Arc<dyn std::error::Error + Send + Sync>),
+}
+
+impl From<super::admission::Error> for Error {
+    fn from(e: super::admission::Error) -> Self {
+        Error::Admission(Box::new(e))
+    }
 }
 
 impl From<super::webhook::WebhookError> for Error {
