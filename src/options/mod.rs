@@ -185,6 +185,7 @@ pub struct ShutdownOptions {
 pub(crate) const FEATURE_GATES: &[(&str, bool)] = &[
     ("APIServerIdentity", true),
     ("CoordinatedLeaderElection", true),
+    ("MutatingAdmissionPolicy", false),
     ("UnknownVersionInteroperabilityProxy", false),
     ("WatchCacheInitializationPostStartHook", true),
     ("WatchList", true),

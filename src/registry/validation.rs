@@ -131,6 +131,69 @@ pub(crate) fn validate_object_meta(
     errs
 }
 
+/// ValidatePathSegmentName (apimachinery pkg/api/validation/path) without a prefix: names
+/// that need only be usable as one segment of a URL path (RBAC names, a policy binding's
+/// paramRef name).
+pub(crate) fn path_segment_errors(name: &str) -> Vec<String> {
+    for illegal in [".", ".."] {
+        if name == illegal {
+            return vec![format!("may not be '{illegal}'")];
+        }
+    }
+    ["/", "%"]
+        .into_iter()
+        .filter(|c| name.contains(c))
+        .map(|c| format!("may not contain '{c}'"))
+        .collect()
+}
+
+/// ValidateLabelSelector of metav1 validation; `allow_invalid_values` is
+/// AllowInvalidLabelValueInSelector.
+pub(crate) fn validate_label_selector(
+    sel: &Value,
+    allow_invalid_values: bool,
+    path: &str,
+) -> Vec<FieldError> {
+    let mut errs = validate_labels(sel.get("matchLabels"), &format!("{path}.matchLabels"));
+    let exprs = sel.get("matchExpressions").and_then(Value::as_array);
+    for (i, req) in exprs.into_iter().flatten().enumerate() {
+        let at = format!("{path}.matchExpressions[{i}]");
+        let values: Vec<&str> = req
+            .get("values")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match str_at(req, &["operator"]).unwrap_or("") {
+            "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
+                format!("{at}.values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
+                format!("{at}.values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            op => errs.push(FieldError::invalid(
+                format!("{at}.operator"),
+                op,
+                "not a valid selector operator",
+            )),
+        }
+        let key = str_at(req, &["key"]).unwrap_or("");
+        for e in qualified_name_errors(key) {
+            errs.push(FieldError::invalid(format!("{at}.key"), key, e));
+        }
+        if !allow_invalid_values {
+            for (j, v) in values.iter().enumerate() {
+                for e in label_value_errors(v) {
+                    errs.push(FieldError::invalid(format!("{at}.values[{j}]"), v, e));
+                }
+            }
+        }
+    }
+    errs
+}
+
 /// ValidateLabels on a `map[string]string` at `field`.
 pub(crate) fn validate_labels(labels: Option<&Value>, field: &str) -> Vec<FieldError> {
     let mut errs = Vec::new();

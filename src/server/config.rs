@@ -10,6 +10,7 @@ use crate::api::UserInfo;
 use crate::endpoints::ApiServer;
 use crate::filters::authn::{TokenAuthenticator, TokenFileError};
 use crate::options::{Backend, ServerOptions};
+use crate::registry::resources::admissionregistration;
 use crate::registry::Registry;
 use crate::storage::{self, Storage};
 use base64::Engine;
@@ -117,6 +118,19 @@ impl Config {
         if !options.controllers.gate("CoordinatedLeaderElection") {
             // As kube-apiserver without the gate: LeaseCandidates are not served.
             registry.remove("coordination.k8s.io", "v1beta1", "leasecandidates");
+        }
+        if !options
+            .controllers
+            .gate(admissionregistration::MUTATING_POLICY_GATE)
+        {
+            // kube-apiserver serves this beta API only with the gate (and runtime-config, which
+            // kapi does not have: the gate alone turns it on).
+            for resource in [
+                "mutatingadmissionpolicies",
+                "mutatingadmissionpolicybindings",
+            ] {
+                registry.remove(admissionregistration::GROUP, "v1beta1", resource);
+            }
         }
         let api = Arc::new(ApiServer::new(Arc::new(registry)));
         Ok(Config {

@@ -2,6 +2,7 @@
 
 mod support;
 
+mod admissionregistration;
 mod apply_list;
 mod auth;
 mod badinput;

@@ -90,6 +90,8 @@ fn v3_index_and_hashes() {
         "apis/rbac.authorization.k8s.io/v1",
         "apis/authentication.k8s.io/v1",
         "apis/authorization.k8s.io/v1",
+        "apis/admissionregistration.k8s.io/v1",
+        "apis/admissionregistration.k8s.io/v1beta1",
         "apis/apiextensions.k8s.io/v1",
     ];
     assert_eq!(

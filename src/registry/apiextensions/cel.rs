@@ -434,14 +434,11 @@ pub(crate) fn compile_errors(
         if r.rule.trim().is_empty() {
             continue;
         }
-        if let Err(e) = kube_cel::cel::Program::compile(&r.rule) {
+        if let Some(why) = compile_failure(&r.rule) {
             errs.push(FieldError::invalid_raw(
                 at(i, "rule"),
                 go_rule(r),
-                format!(
-                    "compilation failed: ERROR: <input>: {}",
-                    one_line(&e.to_string())
-                ),
+                format!("compilation failed: {why}"),
             ));
             continue;
         }
@@ -449,17 +446,23 @@ pub(crate) fn compile_errors(
         if expr.trim().is_empty() {
             continue;
         }
-        if let Err(e) = kube_cel::cel::Program::compile(expr) {
+        if let Some(why) = compile_failure(expr) {
             errs.push(FieldError::invalid_raw(
                 at(i, "messageExpression"),
                 go_rule(r),
-                format!(
-                    "messageExpression compilation failed: ERROR: <input>: {}",
-                    one_line(&e.to_string())
-                ),
+                format!("messageExpression compilation failed: {why}"),
             ));
         }
     }
+}
+
+/// Why a CEL expression does not compile, as the text after upstream's `compilation failed: `
+/// (`ERROR: <input>: ...`), or None when it compiles. Parsing only: no type checking against
+/// an environment (see the module doc).
+pub(crate) fn compile_failure(expr: &str) -> Option<String> {
+    kube_cel::cel::Program::compile(expr)
+        .err()
+        .map(|e| format!("ERROR: <input>: {}", one_line(&e.to_string())))
 }
 
 /// A multi-line parser message on one line.

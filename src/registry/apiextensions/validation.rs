@@ -45,6 +45,9 @@ use crate::registry::validation::{validate_labels, validate_object_meta, NameRul
 
 pub(crate) use structural::is_structural;
 pub(crate) use view::set_defaults;
+pub(crate) use webhook::{
+    validate_service as validate_webhook_service, validate_url as validate_webhook_url,
+};
 
 use view::Spec;
 
@@ -73,7 +76,7 @@ mod path {
 const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
 
 /// IsDNS1035Label.
-fn dns1035_label_errors(v: &str) -> Vec<String> {
+pub(crate) fn dns1035_label_errors(v: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if v.len() > 63 {
         errs.push("must be no more than 63 characters".to_string());

@@ -1,6 +1,7 @@
 //! One file per served resource: its discovery info and strategy.
 //! May use: registry (strategy, error, validation, store helpers), api.
 
+pub(crate) mod admissionregistration;
 pub(crate) mod configmaps;
 pub(crate) mod customresourcedefinitions;
 pub(crate) mod events;
@@ -70,6 +71,31 @@ pub(crate) fn built_in() -> Vec<BuiltIn> {
         BuiltIn::Review(Review::Access),
         BuiltIn::Review(Review::Rules),
         BuiltIn::Review(Review::SubjectAccess),
+        // admissionregistration.k8s.io: v1 (preferred) then v1beta1, each sorted.
+        stored(
+            Arc::new(admissionregistration::webhooks::WebhookConfigurations::MUTATING),
+            "mutatingwebhookconfigurations",
+        ),
+        stored(
+            Arc::new(admissionregistration::policies::Policies::VALIDATING),
+            "validatingadmissionpolicies",
+        ),
+        stored(
+            Arc::new(admissionregistration::bindings::Bindings::VALIDATING),
+            "validatingadmissionpolicybindings",
+        ),
+        stored(
+            Arc::new(admissionregistration::webhooks::WebhookConfigurations::VALIDATING),
+            "validatingwebhookconfigurations",
+        ),
+        stored(
+            Arc::new(admissionregistration::policies::Policies::MUTATING),
+            "mutatingadmissionpolicies",
+        ),
+        stored(
+            Arc::new(admissionregistration::bindings::Bindings::MUTATING),
+            "mutatingadmissionpolicybindings",
+        ),
         stored(
             Arc::new(customresourcedefinitions::CustomResourceDefinitions),
             "apiextensions.k8s.io/customresourcedefinitions",

@@ -213,8 +213,8 @@ fn parse_request_uri(raw: &str) -> Result<Url, String> {
 
 const URL_FORM: &str = "; desired format: https://host[/path]";
 
-/// ValidateWebhookURL with forceHttps.
-pub(super) fn validate_url(fld: &str, raw: &str, errs: &mut Vec<FieldError>) {
+/// ValidateWebhookURL with forceHttps (also the admission webhooks' `clientConfig.url`).
+pub(crate) fn validate_url(fld: &str, raw: &str, errs: &mut Vec<FieldError>) {
     match parse_url(raw) {
         Err(e) => errs.push(FieldError::required(
             fld,
@@ -260,8 +260,8 @@ pub(super) fn validate_url(fld: &str, raw: &str, errs: &mut Vec<FieldError>) {
     }
 }
 
-/// ValidateWebhookService.
-pub(super) fn validate_service(
+/// ValidateWebhookService (also the admission webhooks' `clientConfig.service`).
+pub(crate) fn validate_service(
     fld: &str,
     namespace: &str,
     name: &str,

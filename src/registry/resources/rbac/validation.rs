@@ -4,32 +4,18 @@
 //! validation), api.
 
 use super::GROUP;
-use crate::api::selectors::{label_value_errors, qualified_name_errors};
 use crate::api::At;
 use crate::registry::error::{quote, FieldError, FieldErrorKind};
 use crate::registry::strategy::str_at;
+pub(super) use crate::registry::validation::path_segment_errors;
 use crate::registry::validation::{
-    name_errors, validate_labels, validate_object_meta, validate_object_meta_update, NameRule,
+    name_errors, validate_label_selector, validate_object_meta, validate_object_meta_update,
+    NameRule,
 };
 use serde_json::Value;
 
 /// The subject kinds a binding may name, in the order upstream lists them.
 const SUBJECT_KINDS: [&str; 3] = ["ServiceAccount", "User", "Group"];
-
-/// ValidateRBACName (path.IsValidPathSegmentName): role and binding names, and the role a
-/// binding names, need only be usable as one segment of a URL path.
-pub(super) fn path_segment_errors(name: &str) -> Vec<String> {
-    for illegal in [".", ".."] {
-        if name == illegal {
-            return vec![format!("may not be '{illegal}'")];
-        }
-    }
-    ["/", "%"]
-        .into_iter()
-        .filter(|c| name.contains(c))
-        .map(|c| format!("may not contain '{c}'"))
-        .collect()
-}
 
 /// ValidateObjectMeta with ValidateRBACName: the store's checks, but names such as
 /// `system:controller:foo` (no DNS subdomain) are accepted.
@@ -132,44 +118,6 @@ pub(super) fn validate_role(obj: &Value) -> Vec<FieldError> {
 pub(super) fn validate_role_update(new: &Value, old: &Value) -> Vec<FieldError> {
     let mut errs = validate_role(new);
     errs.extend(validate_object_meta_update(new, old));
-    errs
-}
-
-/// ValidateLabelSelector of metav1 validation; `allow_invalid_values` is
-/// AllowInvalidLabelValueInSelector.
-fn validate_label_selector(sel: &Value, allow_invalid_values: bool, path: &str) -> Vec<FieldError> {
-    let mut errs = validate_labels(sel.get("matchLabels"), &format!("{path}.matchLabels"));
-    for (i, req) in items(sel, "/matchExpressions").iter().enumerate() {
-        let at = format!("{path}.matchExpressions[{i}]");
-        let values = strings(req, "values");
-        match str_at(req, "/operator") {
-            "In" | "NotIn" if values.is_empty() => errs.push(FieldError::required(
-                format!("{at}.values"),
-                "must be specified when `operator` is 'In' or 'NotIn'",
-            )),
-            "Exists" | "DoesNotExist" if !values.is_empty() => errs.push(FieldError::forbidden(
-                format!("{at}.values"),
-                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-            )),
-            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
-            op => errs.push(FieldError::invalid(
-                format!("{at}.operator"),
-                op,
-                "not a valid selector operator",
-            )),
-        }
-        let key = str_at(req, "/key");
-        for e in qualified_name_errors(key) {
-            errs.push(FieldError::invalid(format!("{at}.key"), key, e));
-        }
-        if !allow_invalid_values {
-            for (j, v) in values.iter().enumerate() {
-                for e in label_value_errors(v) {
-                    errs.push(FieldError::invalid(format!("{at}.values[{j}]"), v, e));
-                }
-            }
-        }
-    }
     errs
 }
 
