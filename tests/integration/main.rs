@@ -2,6 +2,7 @@
 
 mod support;
 
+mod admission;
 mod admissionregistration;
 mod apply_list;
 mod auth;

@@ -79,7 +79,8 @@ impl Matcher {
             return true;
         }
         let hit = |r: &Value| rule_matches(r, attrs, subresource) && Matcher::named(r, attrs.name);
-        if !self.rules.iter().any(hit) || self.exclude.iter().any(hit) {
+        // A binding's empty resourceRules leave the policy's matching as it is.
+        if (!self.rules.is_empty() && !self.rules.iter().any(hit)) || self.exclude.iter().any(hit) {
             return false;
         }
         if let Some(sel) = &self.object_selector {

@@ -22,7 +22,7 @@ fn objects() -> Vec<(&'static str, &'static str, Value)> {
             json!({"metadata": {"name": "m"},
             "webhooks": [{"name": "m.example.com", "sideEffects": "None",
                 "admissionReviewVersions": ["v1"], "rules": rules(),
-                "clientConfig": {"service": {"namespace": "ns", "name": "svc"}}}]}),
+                "clientConfig": {"url": "https://hooks.example.com/m"}}]}),
         ),
         (
             "v1",

@@ -1,0 +1,668 @@
+//! Admission webhooks against a webhook server inside the test (its own TLS certificate):
+//! denial with the webhook's message and warnings, mutation by JSON patch (namespaceSelector,
+//! objectSelector), reinvocation, failurePolicy both ways for a webhook that is down, slow
+//! or answers garbage, dry runs, and the configurations never reaching webhooks.
+
+use crate::support::{output_text as text, within, TestServer};
+use base64::Engine as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// A webhook server: what it answers depends on the path; it keeps every review it got.
+struct Webhook {
+    port: u16,
+    ca: String,
+    reviews: Arc<Mutex<Vec<(String, Value)>>>,
+    _server: tokio::task::JoinHandle<()>,
+}
+
+fn patch_of(ops: Value) -> String {
+    base64::engine::general_purpose::STANDARD.encode(ops.to_string())
+}
+
+/// The answer for a review sent to `path`.
+fn answer(path: &str, review: &Value) -> Vec<u8> {
+    let request = &review["request"];
+    let uid = request["uid"].clone();
+    let object = &request["object"];
+    let response = match path {
+        "/deny" => json!({"uid": uid, "allowed": false,
+            "status": {"code": 403, "reason": "Forbidden", "message": "no bad things"},
+            "warnings": ["deny.example.com looked at this"]}),
+        "/mutate" => {
+            let has_labels = object["metadata"]["labels"].is_object();
+            let ops = if has_labels {
+                json!([{"op": "add", "path": "/metadata/labels/mutated", "value": "true"}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/labels", "value": {"mutated": "true"}}])
+            };
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch_of(ops)})
+        }
+        // Counts its calls in an annotation (reinvoked when a later webhook changes the object).
+        "/count" => {
+            let seen = object["metadata"]["annotations"]["count"]
+                .as_str()
+                .and_then(|c| c.parse::<u32>().ok())
+                .unwrap_or(0);
+            let ops = if object["metadata"]["annotations"].is_object() {
+                json!([{"op": "add", "path": "/metadata/annotations/count", "value": (seen + 1).to_string()}])
+            } else {
+                json!([{"op": "add", "path": "/metadata/annotations", "value": {"count": "1"}}])
+            };
+            json!({"uid": uid, "allowed": true, "patchType": "JSONPatch", "patch": patch_of(ops)})
+        }
+        "/bad-patch" => json!({"uid": uid, "allowed": true, "patchType": "JSONPatch",
+            "patch": patch_of(json!([{"op": "remove", "path": "/spec/nothing"}]))}),
+        "/garbage" => return b"this is not an AdmissionReview".to_vec(),
+        _ => json!({"uid": uid, "allowed": true}),
+    };
+    json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
+        .to_string()
+        .into_bytes()
+}
+
+impl Webhook {
+    async fn start() -> Webhook {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+        let cert = params.self_signed(&key).unwrap();
+        let certs = vec![cert.der().clone()];
+        let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)
+            .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let reviews = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&reviews);
+        let server = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, seen) = (acceptor.clone(), Arc::clone(&seen));
+                connections.spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(
+                        move |req: http::Request<hyper::body::Incoming>| {
+                            let seen = Arc::clone(&seen);
+                            async move {
+                                let path = req.uri().path().to_string();
+                                let query = req.uri().query().unwrap_or("").to_string();
+                                let body = req.into_body().collect().await?.to_bytes();
+                                let review: Value =
+                                    serde_json::from_slice(&body).unwrap_or(Value::Null);
+                                if path == "/slow" {
+                                    tokio::time::sleep(Duration::from_secs(5)).await;
+                                }
+                                let out = answer(&path, &review);
+                                seen.lock()
+                                    .unwrap()
+                                    .push((format!("{path}?{query}"), review));
+                                Ok::<_, hyper::Error>(
+                                    http::Response::builder()
+                                        .header("content-type", "application/json")
+                                        .body(Full::new(Bytes::from(out)))
+                                        .unwrap(),
+                                )
+                            }
+                        },
+                    );
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        Webhook {
+            port,
+            ca: cert.pem(),
+            reviews,
+            _server: server,
+        }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn ca_bundle(&self) -> String {
+        base64::engine::general_purpose::STANDARD.encode(&self.ca)
+    }
+
+    /// The reviews sent to `path` so far.
+    fn sent_to(&self, path: &str) -> Vec<Value> {
+        self.reviews
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, _)| p.split('?').next() == Some(path))
+            .map(|(_, r)| r.clone())
+            .collect()
+    }
+}
+
+/// A webhook entry calling `url`.
+fn webhook(name: &str, url: &str, ca: &str, resources: &str, extra: Value) -> Value {
+    let mut w = json!({
+        "name": name,
+        "clientConfig": {"url": url, "caBundle": ca},
+        "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""], "apiVersions": ["v1"],
+                   "resources": [resources]}],
+        "sideEffects": "None",
+        "admissionReviewVersions": ["v1"],
+    });
+    if let (Some(w), Some(extra)) = (w.as_object_mut(), extra.as_object()) {
+        w.extend(extra.clone());
+    }
+    w
+}
+
+async fn apply(server: &TestServer, kind: &str, name: &str, webhooks: Vec<Value>) {
+    let manifest = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "webhooks": webhooks,
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("config.json");
+    std::fs::write(&path, manifest.to_string()).unwrap();
+    server
+        .kubectl_ok(&["apply", "-f", path.to_str().unwrap()])
+        .await;
+}
+
+/// Retries `f` until it yields a value (configurations take effect within moments).
+async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    within(Duration::from_secs(20), what, async {
+        loop {
+            if let Some(v) = f().await {
+                return v;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    })
+    .await
+}
+
+#[tokio::test]
+async fn webhooks_deny_mutate_and_reinvoke() {
+    let server = TestServer::start().await;
+    let hook = Webhook::start().await;
+    let ca = hook.ca_bundle();
+    apply(
+        &server,
+        "ValidatingWebhookConfiguration",
+        "deny",
+        vec![webhook(
+            "deny.example.com",
+            &hook.url("/deny"),
+            &ca,
+            "configmaps",
+            json!({"objectSelector": {"matchLabels": {"deny": "yes"}}}),
+        )],
+    )
+    .await;
+    // Denied with the webhook's message and code, its warning shown, nothing stored.
+    let denied = eventually("the validating webhook to apply", || async {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cm.json");
+        std::fs::write(
+            &path,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "denied", "labels": {"deny": "yes"}}})
+            .to_string(),
+        )
+        .unwrap();
+        let o = server
+            .kubectl(&["create", "-f", path.to_str().unwrap()])
+            .await;
+        (!o.status.success()).then(|| text(&o))
+    })
+    .await;
+    assert!(
+        denied
+            .contains(r#"admission webhook "deny.example.com" denied the request: no bad things"#),
+        "{denied}"
+    );
+    assert!(
+        denied.contains("Warning: deny.example.com looked at this"),
+        "{denied}"
+    );
+    let o = server.kubectl(&["get", "configmap", "denied"]).await;
+    assert!(!o.status.success(), "a denied object was stored");
+    // The objectSelector keeps the webhook away from other objects.
+    let before = hook.sent_to("/deny").len();
+    server.kubectl_ok(&["create", "configmap", "fine"]).await;
+    assert_eq!(hook.sent_to("/deny").len(), before);
+    let review = &hook.sent_to("/deny")[0]["request"];
+    assert_eq!(review["operation"], "CREATE");
+    assert_eq!(
+        review["resource"],
+        json!({"group": "", "version": "v1", "resource": "configmaps"})
+    );
+    assert_eq!(review["userInfo"]["username"], "kapi-admin");
+    assert_eq!(review["options"]["kind"], "CreateOptions");
+    assert!(hook.reviews.lock().unwrap()[0].0.ends_with("?timeout=10s"));
+
+    // Mutation in namespaces labelled admission=on, with the IfNeeded counter reinvoked
+    // once the mutating webhook after it changed the object.
+    server.kubectl_ok(&["create", "namespace", "mut"]).await;
+    server
+        .kubectl_ok(&["label", "namespace", "mut", "admission=on"])
+        .await;
+    let in_mut = json!({"namespaceSelector": {"matchLabels": {"admission": "on"}}});
+    let mut count = webhook(
+        "a-count.example.com",
+        &hook.url("/count"),
+        &ca,
+        "configmaps",
+        in_mut.clone(),
+    );
+    count["reinvocationPolicy"] = "IfNeeded".into();
+    apply(
+        &server,
+        "MutatingWebhookConfiguration",
+        "mutate",
+        vec![
+            count,
+            webhook(
+                "b-mutate.example.com",
+                &hook.url("/mutate"),
+                &ca,
+                "configmaps",
+                in_mut,
+            ),
+        ],
+    )
+    .await;
+    let labels = eventually("the mutating webhooks to apply", || async {
+        let _ = server
+            .kubectl(&[
+                "delete",
+                "configmap",
+                "m",
+                "-n",
+                "mut",
+                "--ignore-not-found",
+            ])
+            .await;
+        server
+            .kubectl_ok(&["create", "configmap", "m", "-n", "mut"])
+            .await;
+        let out = server
+            .kubectl_ok(&["get", "configmap", "m", "-n", "mut", "-o", "json"])
+            .await;
+        let cm: Value = serde_json::from_str(&out).unwrap();
+        cm["metadata"]["labels"]["mutated"]
+            .is_string()
+            .then_some(cm)
+    })
+    .await;
+    assert_eq!(labels["metadata"]["annotations"]["count"], "2", "{labels}");
+    // Not in other namespaces.
+    server.kubectl_ok(&["create", "configmap", "plain"]).await;
+    let plain = server
+        .kubectl_ok(&[
+            "get",
+            "configmap",
+            "plain",
+            "-o",
+            "jsonpath={.metadata.labels}",
+        ])
+        .await;
+    assert_eq!(plain.trim(), "");
+
+    // A dry run reaches the webhooks with dryRun=true, shows the mutation and stores nothing.
+    let out = server
+        .kubectl_ok(&[
+            "create",
+            "configmap",
+            "dry",
+            "-n",
+            "mut",
+            "--dry-run=server",
+            "-o",
+            "json",
+        ])
+        .await;
+    let dry: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(dry["metadata"]["labels"]["mutated"], "true");
+    assert_eq!(
+        hook.sent_to("/mutate").last().unwrap()["request"]["dryRun"],
+        true
+    );
+    let o = server
+        .kubectl(&["get", "configmap", "dry", "-n", "mut"])
+        .await;
+    assert!(!o.status.success(), "a dry run was stored");
+
+    // The configurations themselves never reach webhooks.
+    let catch_all = webhook("all.example.com", &hook.url("/deny"), &ca, "*", json!({}));
+    let mut catch_all = catch_all;
+    catch_all["rules"][0]["apiGroups"] = json!(["*"]);
+    catch_all["rules"][0]["apiVersions"] = json!(["*"]);
+    apply(
+        &server,
+        "ValidatingWebhookConfiguration",
+        "all",
+        vec![catch_all],
+    )
+    .await;
+    eventually("the catch-all webhook to apply", || async {
+        let o = server.kubectl(&["create", "configmap", "probe-all"]).await;
+        (!o.status.success()).then_some(())
+    })
+    .await;
+    server
+        .kubectl_ok(&["delete", "validatingwebhookconfiguration", "all"])
+        .await;
+}
+
+#[tokio::test]
+async fn failure_policy_decides_for_broken_webhooks() {
+    let server = TestServer::start().await;
+    let hook = Webhook::start().await;
+    let ca = hook.ca_bundle();
+    // Nothing listens on this port.
+    let closed = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let down = format!("https://127.0.0.1:{closed}/down");
+    let fail = json!({"failurePolicy": "Fail", "timeoutSeconds": 1});
+    apply(
+        &server,
+        "ValidatingWebhookConfiguration",
+        "broken",
+        vec![
+            webhook("down.example.com", &down, &ca, "secrets", fail.clone()),
+            webhook(
+                "slow.example.com",
+                &hook.url("/slow"),
+                &ca,
+                "serviceaccounts",
+                fail.clone(),
+            ),
+            webhook(
+                "garbage.example.com",
+                &hook.url("/garbage"),
+                &ca,
+                "configmaps",
+                fail.clone(),
+            ),
+        ],
+    )
+    .await;
+    let refused = eventually("the broken webhooks to apply", || async {
+        let o = server.kubectl(&["create", "secret", "generic", "s"]).await;
+        (!o.status.success()).then(|| text(&o))
+    })
+    .await;
+    assert!(
+        refused.contains(&format!(
+            r#"Internal error occurred: failed calling webhook "down.example.com": failed to call webhook: Post "https://127.0.0.1:{closed}/down?timeout=1s""#
+        )),
+        "{refused}"
+    );
+    let started = std::time::Instant::now();
+    let o = server.kubectl(&["create", "serviceaccount", "sa"]).await;
+    assert!(
+        text(&o).contains("context deadline exceeded"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the 1 s timeout was not kept"
+    );
+    let o = server.kubectl(&["create", "configmap", "c"]).await;
+    assert!(
+        text(&o).contains(
+            r#"failed calling webhook "garbage.example.com": received invalid webhook response"#
+        ),
+        "{}",
+        text(&o)
+    );
+    for (kind, name) in [
+        ("secret", "s"),
+        ("serviceaccount", "sa"),
+        ("configmap", "c"),
+    ] {
+        let o = server.kubectl(&["get", kind, name]).await;
+        assert!(!o.status.success(), "{kind} {name} was stored");
+    }
+
+    // With Ignore, the same failures let the writes through.
+    let ignore = json!({"failurePolicy": "Ignore", "timeoutSeconds": 1});
+    apply(
+        &server,
+        "ValidatingWebhookConfiguration",
+        "broken",
+        vec![
+            webhook("down.example.com", &down, &ca, "secrets", ignore.clone()),
+            webhook(
+                "slow.example.com",
+                &hook.url("/slow"),
+                &ca,
+                "serviceaccounts",
+                ignore.clone(),
+            ),
+            webhook(
+                "garbage.example.com",
+                &hook.url("/garbage"),
+                &ca,
+                "configmaps",
+                ignore.clone(),
+            ),
+        ],
+    )
+    .await;
+    eventually("failurePolicy Ignore to apply", || async {
+        server
+            .kubectl(&["create", "secret", "generic", "s"])
+            .await
+            .status
+            .success()
+            .then_some(())
+    })
+    .await;
+    server.kubectl_ok(&["create", "serviceaccount", "sa"]).await;
+    server.kubectl_ok(&["create", "configmap", "c"]).await;
+
+    // A mutating webhook whose patch does not apply: refused under Fail, nothing stored.
+    apply(
+        &server,
+        "MutatingWebhookConfiguration",
+        "bad-patch",
+        vec![webhook(
+            "patch.example.com",
+            &hook.url("/bad-patch"),
+            &ca,
+            "configmaps",
+            fail,
+        )],
+    )
+    .await;
+    let refused = eventually("the bad patch to apply", || async {
+        let o = server.kubectl(&["create", "configmap", "p"]).await;
+        (!o.status.success()).then(|| text(&o))
+    })
+    .await;
+    assert!(
+        refused.contains(r#"failed calling webhook "patch.example.com""#),
+        "{refused}"
+    );
+}
+
+async fn apply_yaml(server: &TestServer, yaml: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("manifest.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    server
+        .kubectl_ok(&["apply", "-f", path.to_str().unwrap()])
+        .await;
+}
+
+const POLICIES: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: max-keys
+spec:
+  failurePolicy: Fail
+  paramKind:
+    apiVersion: v1
+    kind: ConfigMap
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["configmaps"]
+  variables:
+  - name: keys
+    expression: "has(object.data) ? size(object.data) : 0"
+  validations:
+  - expression: "variables.keys <= int(params.data.max)"
+    messageExpression: "'too many keys: ' + string(variables.keys)"
+    reason: Forbidden
+  - expression: "!object.metadata.name.startsWith('tmp-')"
+    message: "no temporary names"
+  - expression: "request.userInfo.username != 'nobody'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: max-keys-in-pol
+spec:
+  policyName: max-keys
+  validationActions: [Deny]
+  paramRef:
+    name: limits
+    namespace: default
+    parameterNotFoundAction: Deny
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        policy: "on"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: labelled
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+    message: "configmaps should name their team"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: labelled-warn
+spec:
+  policyName: labelled
+  validationActions: [Warn]
+"#;
+
+/// `kubectl create -f` of a ConfigMap with `labels` and `data`.
+async fn create_cm(
+    server: &TestServer,
+    namespace: &str,
+    name: &str,
+    labels: Value,
+    data: Value,
+) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cm.json");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels}, "data": data});
+    std::fs::write(&path, cm.to_string()).unwrap();
+    server
+        .kubectl(&["create", "-f", path.to_str().unwrap()])
+        .await
+}
+
+#[tokio::test]
+async fn validating_admission_policies_deny_and_warn() {
+    let server = TestServer::start().await;
+    let team = json!({"team": "a"});
+    let o = create_cm(
+        &server,
+        "default",
+        "limits",
+        json!({"team": "ops"}),
+        json!({"max": "2"}),
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    server.kubectl_ok(&["create", "namespace", "pol"]).await;
+    server
+        .kubectl_ok(&["label", "namespace", "pol", "policy=on"])
+        .await;
+    apply_yaml(&server, POLICIES).await;
+    let denied = eventually("the policy to apply", || async {
+        let data = json!({"a": "1", "b": "2", "c": "3"});
+        let o = create_cm(&server, "pol", "big", team.clone(), data).await;
+        if o.status.success() {
+            // Made before the policy applied: try again.
+            server
+                .kubectl_ok(&["delete", "configmap", "big", "-n", "pol"])
+                .await;
+            return None;
+        }
+        Some(text(&o))
+    })
+    .await;
+    assert!(
+        denied.contains(
+            r#"configmaps "big" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys-in-pol' denied request: too many keys: 3"#
+        ),
+        "{denied}"
+    );
+    let o = create_cm(&server, "pol", "tmp-x", team.clone(), json!({})).await;
+    assert!(
+        text(&o).contains("denied request: no temporary names"),
+        "{}",
+        text(&o)
+    );
+    // Within the limit: stored. Outside the bound namespaces: not checked.
+    let o = create_cm(&server, "pol", "small", team.clone(), json!({"a": "1"})).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let o = create_cm(&server, "default", "tmp-ok", team.clone(), json!({})).await;
+    assert!(o.status.success(), "{}", text(&o));
+    // The Warn binding warns and lets the write through.
+    let o = server
+        .kubectl(&["create", "configmap", "anonymous-team"])
+        .await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("Warning: Validation failed for ValidatingAdmissionPolicy 'labelled' with binding 'labelled-warn': configmaps should name their team"),
+        "{}",
+        text(&o)
+    );
+    // Without its params, a Deny binding refuses.
+    server.kubectl_ok(&["delete", "configmap", "limits"]).await;
+    let o = create_cm(&server, "pol", "after", team, json!({})).await;
+    assert!(text(&o).contains("no params found"), "{}", text(&o));
+}
