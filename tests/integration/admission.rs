@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A webhook server: what it answers depends on the path; it keeps every review it got.
-struct Webhook {
+pub(crate) struct Webhook {
     port: u16,
     ca: String,
     reviews: Arc<Mutex<Vec<(String, Value)>>>,
@@ -66,7 +66,7 @@ fn answer(path: &str, review: &Value) -> Vec<u8> {
 }
 
 impl Webhook {
-    async fn start() -> Webhook {
+    pub(crate) async fn start() -> Webhook {
         let key = rcgen::KeyPair::generate().unwrap();
         let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
         let cert = params.self_signed(&key).unwrap();
@@ -131,16 +131,16 @@ impl Webhook {
         }
     }
 
-    fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("https://127.0.0.1:{}{path}", self.port)
     }
 
-    fn ca_bundle(&self) -> String {
+    pub(crate) fn ca_bundle(&self) -> String {
         base64::engine::general_purpose::STANDARD.encode(&self.ca)
     }
 
     /// The reviews sent to `path` so far.
-    fn sent_to(&self, path: &str) -> Vec<Value> {
+    pub(crate) fn sent_to(&self, path: &str) -> Vec<Value> {
         self.reviews
             .lock()
             .unwrap()
@@ -152,7 +152,7 @@ impl Webhook {
 }
 
 /// A webhook entry calling `url`.
-fn webhook(name: &str, url: &str, ca: &str, resources: &str, extra: Value) -> Value {
+pub(crate) fn webhook(name: &str, url: &str, ca: &str, resources: &str, extra: Value) -> Value {
     let mut w = json!({
         "name": name,
         "clientConfig": {"url": url, "caBundle": ca},
@@ -167,7 +167,7 @@ fn webhook(name: &str, url: &str, ca: &str, resources: &str, extra: Value) -> Va
     w
 }
 
-async fn apply(server: &TestServer, kind: &str, name: &str, webhooks: Vec<Value>) {
+pub(crate) async fn apply(server: &TestServer, kind: &str, name: &str, webhooks: Vec<Value>) {
     let manifest = json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": kind,
@@ -183,7 +183,7 @@ async fn apply(server: &TestServer, kind: &str, name: &str, webhooks: Vec<Value>
 }
 
 /// Retries `f` until it yields a value (configurations take effect within moments).
-async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
+pub(crate) async fn eventually<T, F, Fut>(what: &str, mut f: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<T>>,
@@ -507,162 +507,4 @@ async fn failure_policy_decides_for_broken_webhooks() {
         refused.contains(r#"failed calling webhook "patch.example.com""#),
         "{refused}"
     );
-}
-
-async fn apply_yaml(server: &TestServer, yaml: &str) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("manifest.yaml");
-    std::fs::write(&path, yaml).unwrap();
-    server
-        .kubectl_ok(&["apply", "-f", path.to_str().unwrap()])
-        .await;
-}
-
-const POLICIES: &str = r#"
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata:
-  name: max-keys
-spec:
-  failurePolicy: Fail
-  paramKind:
-    apiVersion: v1
-    kind: ConfigMap
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [""]
-      apiVersions: ["v1"]
-      operations: ["CREATE", "UPDATE"]
-      resources: ["configmaps"]
-  variables:
-  - name: keys
-    expression: "has(object.data) ? size(object.data) : 0"
-  validations:
-  - expression: "variables.keys <= int(params.data.max)"
-    messageExpression: "'too many keys: ' + string(variables.keys)"
-    reason: Forbidden
-  - expression: "!object.metadata.name.startsWith('tmp-')"
-    message: "no temporary names"
-  - expression: "request.userInfo.username != 'nobody'"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata:
-  name: max-keys-in-pol
-spec:
-  policyName: max-keys
-  validationActions: [Deny]
-  paramRef:
-    name: limits
-    namespace: default
-    parameterNotFoundAction: Deny
-  matchResources:
-    namespaceSelector:
-      matchLabels:
-        policy: "on"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicy
-metadata:
-  name: labelled
-spec:
-  matchConstraints:
-    resourceRules:
-    - apiGroups: [""]
-      apiVersions: ["v1"]
-      operations: ["CREATE"]
-      resources: ["configmaps"]
-  validations:
-  - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
-    message: "configmaps should name their team"
----
-apiVersion: admissionregistration.k8s.io/v1
-kind: ValidatingAdmissionPolicyBinding
-metadata:
-  name: labelled-warn
-spec:
-  policyName: labelled
-  validationActions: [Warn]
-"#;
-
-/// `kubectl create -f` of a ConfigMap with `labels` and `data`.
-async fn create_cm(
-    server: &TestServer,
-    namespace: &str,
-    name: &str,
-    labels: Value,
-    data: Value,
-) -> std::process::Output {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("cm.json");
-    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": name, "namespace": namespace, "labels": labels}, "data": data});
-    std::fs::write(&path, cm.to_string()).unwrap();
-    server
-        .kubectl(&["create", "-f", path.to_str().unwrap()])
-        .await
-}
-
-#[tokio::test]
-async fn validating_admission_policies_deny_and_warn() {
-    let server = TestServer::start().await;
-    let team = json!({"team": "a"});
-    let o = create_cm(
-        &server,
-        "default",
-        "limits",
-        json!({"team": "ops"}),
-        json!({"max": "2"}),
-    )
-    .await;
-    assert!(o.status.success(), "{}", text(&o));
-    server.kubectl_ok(&["create", "namespace", "pol"]).await;
-    server
-        .kubectl_ok(&["label", "namespace", "pol", "policy=on"])
-        .await;
-    apply_yaml(&server, POLICIES).await;
-    let denied = eventually("the policy to apply", || async {
-        let data = json!({"a": "1", "b": "2", "c": "3"});
-        let o = create_cm(&server, "pol", "big", team.clone(), data).await;
-        if o.status.success() {
-            // Made before the policy applied: try again.
-            server
-                .kubectl_ok(&["delete", "configmap", "big", "-n", "pol"])
-                .await;
-            return None;
-        }
-        Some(text(&o))
-    })
-    .await;
-    assert!(
-        denied.contains(
-            r#"configmaps "big" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys-in-pol' denied request: too many keys: 3"#
-        ),
-        "{denied}"
-    );
-    let o = create_cm(&server, "pol", "tmp-x", team.clone(), json!({})).await;
-    assert!(
-        text(&o).contains("denied request: no temporary names"),
-        "{}",
-        text(&o)
-    );
-    // Within the limit: stored. Outside the bound namespaces: not checked.
-    let o = create_cm(&server, "pol", "small", team.clone(), json!({"a": "1"})).await;
-    assert!(o.status.success(), "{}", text(&o));
-    let o = create_cm(&server, "default", "tmp-ok", team.clone(), json!({})).await;
-    assert!(o.status.success(), "{}", text(&o));
-    // The Warn binding warns and lets the write through.
-    let o = server
-        .kubectl(&["create", "configmap", "anonymous-team"])
-        .await;
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        text(&o).contains("Warning: Validation failed for ValidatingAdmissionPolicy 'labelled' with binding 'labelled-warn': configmaps should name their team"),
-        "{}",
-        text(&o)
-    );
-    // Without its params, a Deny binding refuses.
-    server.kubectl_ok(&["delete", "configmap", "limits"]).await;
-    let o = create_cm(&server, "pol", "after", team, json!({})).await;
-    assert!(text(&o).contains("no params found"), "{}", text(&o));
 }

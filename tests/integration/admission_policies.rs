@@ -1,0 +1,270 @@
+//! ValidatingAdmissionPolicy with kubectl (params, variables, messageExpression, reason, Deny
+//! and Warn bindings), admission on a custom resource, and two replicas on one etcd that both
+//! apply a webhook configured through either.
+
+use crate::admission::{apply, eventually, webhook, Webhook};
+use crate::support::etcd::start_etcd;
+use crate::support::{output_text as text, TestServer};
+use serde_json::{json, Value};
+
+async fn apply_yaml(server: &TestServer, yaml: &str) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("manifest.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    server
+        .kubectl_ok(&["apply", "-f", path.to_str().unwrap()])
+        .await;
+}
+
+const POLICIES: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: max-keys
+spec:
+  failurePolicy: Fail
+  paramKind:
+    apiVersion: v1
+    kind: ConfigMap
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE", "UPDATE"]
+      resources: ["configmaps"]
+  variables:
+  - name: keys
+    expression: "has(object.data) ? size(object.data) : 0"
+  validations:
+  - expression: "variables.keys <= int(params.data.max)"
+    messageExpression: "'too many keys: ' + string(variables.keys)"
+    reason: Forbidden
+  - expression: "!object.metadata.name.startsWith('tmp-')"
+    message: "no temporary names"
+  - expression: "request.userInfo.username != 'nobody'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: max-keys-in-pol
+spec:
+  policyName: max-keys
+  validationActions: [Deny]
+  paramRef:
+    name: limits
+    namespace: default
+    parameterNotFoundAction: Deny
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        policy: "on"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: labelled
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  validations:
+  - expression: "has(object.metadata.labels) && 'team' in object.metadata.labels"
+    message: "configmaps should name their team"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: labelled-warn
+spec:
+  policyName: labelled
+  validationActions: [Warn]
+"#;
+
+/// `kubectl create -f` of a ConfigMap with `labels` and `data`.
+async fn create_cm(
+    server: &TestServer,
+    namespace: &str,
+    name: &str,
+    labels: Value,
+    data: Value,
+) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("cm.json");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels}, "data": data});
+    std::fs::write(&path, cm.to_string()).unwrap();
+    server
+        .kubectl(&["create", "-f", path.to_str().unwrap()])
+        .await
+}
+
+#[tokio::test]
+async fn validating_admission_policies_deny_and_warn() {
+    let server = TestServer::start().await;
+    let team = json!({"team": "a"});
+    let o = create_cm(
+        &server,
+        "default",
+        "limits",
+        json!({"team": "ops"}),
+        json!({"max": "2"}),
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    server.kubectl_ok(&["create", "namespace", "pol"]).await;
+    server
+        .kubectl_ok(&["label", "namespace", "pol", "policy=on"])
+        .await;
+    apply_yaml(&server, POLICIES).await;
+    let denied = eventually("the policy to apply", || async {
+        let data = json!({"a": "1", "b": "2", "c": "3"});
+        let o = create_cm(&server, "pol", "big", team.clone(), data).await;
+        if o.status.success() {
+            // Made before the policy applied: try again.
+            server
+                .kubectl_ok(&["delete", "configmap", "big", "-n", "pol"])
+                .await;
+            return None;
+        }
+        Some(text(&o))
+    })
+    .await;
+    assert!(
+        denied.contains(
+            r#"configmaps "big" is forbidden: ValidatingAdmissionPolicy 'max-keys' with binding 'max-keys-in-pol' denied request: too many keys: 3"#
+        ),
+        "{denied}"
+    );
+    let o = create_cm(&server, "pol", "tmp-x", team.clone(), json!({})).await;
+    assert!(
+        text(&o).contains("denied request: no temporary names"),
+        "{}",
+        text(&o)
+    );
+    // Within the limit: stored. Outside the bound namespaces: not checked.
+    let o = create_cm(&server, "pol", "small", team.clone(), json!({"a": "1"})).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let o = create_cm(&server, "default", "tmp-ok", team.clone(), json!({})).await;
+    assert!(o.status.success(), "{}", text(&o));
+    // The Warn binding warns and lets the write through.
+    let o = server
+        .kubectl(&["create", "configmap", "anonymous-team"])
+        .await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("Warning: Validation failed for ValidatingAdmissionPolicy 'labelled' with binding 'labelled-warn': configmaps should name their team"),
+        "{}",
+        text(&o)
+    );
+    // Without its params, a Deny binding refuses.
+    server.kubectl_ok(&["delete", "configmap", "limits"]).await;
+    let o = create_cm(&server, "pol", "after", team, json!({})).await;
+    assert!(text(&o).contains("no params found"), "{}", text(&o));
+}
+
+/// `kubectl create -f` of `obj`; the output.
+async fn create_json(server: &TestServer, obj: &Value) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("obj.json");
+    std::fs::write(&path, obj.to_string()).unwrap();
+    server
+        .kubectl(&["create", "-f", path.to_str().unwrap()])
+        .await
+}
+
+#[tokio::test]
+async fn admission_applies_to_custom_resources() {
+    let server = TestServer::start().await;
+    apply_yaml(&server, crate::crds::CRD).await;
+    server
+        .kubectl_ok(&[
+            "wait",
+            "--for=condition=Established",
+            "crd/crontabs.stable.example.com",
+        ])
+        .await;
+    let hook = Webhook::start().await;
+    let mut w = webhook(
+        "crontabs.example.com",
+        &hook.url("/deny"),
+        &hook.ca_bundle(),
+        "crontabs",
+        json!({}),
+    );
+    w["rules"][0]["apiGroups"] = json!(["stable.example.com"]);
+    apply(
+        &server,
+        "ValidatingWebhookConfiguration",
+        "crontabs",
+        vec![w],
+    )
+    .await;
+    let crontab = json!({"apiVersion": "stable.example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "nightly", "namespace": "default"},
+        "spec": {"cronSpec": "0 3 * * *", "image": "backup"}});
+    let refused = eventually("the webhook to apply to crontabs", || async {
+        let o = create_json(&server, &crontab).await;
+        if o.status.success() {
+            server.kubectl_ok(&["delete", "crontab", "nightly"]).await;
+            return None;
+        }
+        Some(text(&o))
+    })
+    .await;
+    assert!(
+        refused.contains(
+            r#"admission webhook "crontabs.example.com" denied the request: no bad things"#
+        ),
+        "{refused}"
+    );
+    let review = hook.sent_to("/deny").last().unwrap()["request"].clone();
+    assert_eq!(
+        review["resource"],
+        json!({"group": "stable.example.com", "version": "v1", "resource": "crontabs"})
+    );
+    assert_eq!(review["kind"]["kind"], "CronTab");
+    // The custom object the webhook saw was already defaulted by its schema.
+    assert_eq!(review["object"]["spec"]["replicas"], 1);
+}
+
+#[tokio::test]
+async fn replicas_on_etcd_apply_each_others_webhooks() {
+    let etcd = start_etcd().await;
+    let certs = tempfile::tempdir().unwrap();
+    let a = TestServer::start_with(crate::ha::replica_options(
+        &etcd.url,
+        certs.path(),
+        "node-a",
+    ))
+    .await;
+    let b = TestServer::start_with(crate::ha::replica_options(
+        &etcd.url,
+        certs.path(),
+        "node-b",
+    ))
+    .await;
+    let hook = Webhook::start().await;
+    let deny = webhook(
+        "deny.example.com",
+        &hook.url("/deny"),
+        &hook.ca_bundle(),
+        "configmaps",
+        json!({}),
+    );
+    apply(&a, "ValidatingWebhookConfiguration", "deny", vec![deny]).await;
+    for (replica, name) in [(&b, "on-b"), (&a, "on-a")] {
+        let refused = eventually("both replicas to apply the webhook", || async {
+            let o = replica.kubectl(&["create", "configmap", name]).await;
+            if o.status.success() {
+                replica.kubectl_ok(&["delete", "configmap", name]).await;
+                return None;
+            }
+            Some(text(&o))
+        })
+        .await;
+        assert!(refused.contains("denied the request"), "{refused}");
+    }
+}
