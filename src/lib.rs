@@ -28,6 +28,7 @@ pub(crate) mod filters;
 pub mod fuzzing;
 pub(crate) mod inspect;
 pub mod logging;
+pub(crate) mod metrics;
 pub(crate) mod options;
 pub(crate) mod output;
 pub(crate) mod registry;

@@ -22,6 +22,8 @@ impl TooManyRequests {
 pub(crate) struct MaxInFlight {
     read_only: Arc<Semaphore>,
     mutating: Arc<Semaphore>,
+    /// The budgets, as given.
+    limits: (usize, usize),
 }
 
 impl MaxInFlight {
@@ -30,7 +32,20 @@ impl MaxInFlight {
         MaxInFlight {
             read_only: Arc::new(Semaphore::new(read_only)),
             mutating: Arc::new(Semaphore::new(mutating)),
+            limits: (read_only, mutating),
         }
+    }
+
+    /// The (read-only, mutating) slots taken now.
+    pub(crate) fn in_use(&self) -> (usize, usize) {
+        (
+            self.limits
+                .0
+                .saturating_sub(self.read_only.available_permits()),
+            self.limits
+                .1
+                .saturating_sub(self.mutating.available_permits()),
+        )
     }
 
     /// Takes a slot for the request (held until the response is produced), `Ok(None)` when

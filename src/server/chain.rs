@@ -1,8 +1,8 @@
 //! The handler chain, ordered in ONE function as DefaultBuildHandlerChain in k8s:
 //! panic recovery → request info → authentication → impersonation → authorization →
 //! max-in-flight → request timeout (long-running exempt) → body limit → routing (health,
-//! /version, the API).
-//! May use: filters, endpoints, api.
+//! /version, /metrics, the API); resource requests are counted in the metrics.
+//! May use: filters, endpoints, api, metrics.
 
 use super::health::Health;
 use crate::api::authorizer::{Authorizer, Decision};
@@ -10,6 +10,7 @@ use crate::api::{full_body, Body, RequestContext, RequestInfo, Status};
 use crate::endpoints::ApiServer;
 use crate::filters::authn::{Authenticator, PeerCertificates};
 use crate::filters::{body_limit, impersonation, in_flight::MaxInFlight, panic, timeout};
+use crate::metrics::{self, Metrics};
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -77,6 +78,7 @@ where
         };
 
         let limit = (!info.is_long_running()).then_some(chain.request_timeout);
+        let labels = Metrics::labels(&info, is_apply(req.headers()), is_dry_run(req.uri().query()));
         let span = tracing::debug_span!(
             "request",
             verb = %info.verb,
@@ -96,7 +98,7 @@ where
                 };
             let req = http::Request::from_parts(parts, body);
             // Boxed: every layer above embeds this future, and hyper moves it per request.
-            Box::pin(route(
+            let resp = Box::pin(route(
                 &chain,
                 req,
                 RequestContext {
@@ -105,7 +107,17 @@ where
                     shutdown: chain.shutdown.clone(),
                 },
             ))
-            .await
+            .await;
+            if let Some(labels) = &labels {
+                let size = hyper::body::Body::size_hint(resp.body()).exact();
+                metrics::global().observe(
+                    labels,
+                    resp.status().as_u16(),
+                    started.elapsed().as_secs_f64(),
+                    size,
+                );
+            }
+            resp
         };
         timeout::with_timeout(limit, handler.instrument(span)).await
     })
@@ -129,10 +141,43 @@ async fn route(
     if path == "/version" || path == "/version/" {
         return version();
     }
+    if path == "/metrics" {
+        return serve_metrics(chain, &req);
+    }
     if let Some(resp) = issuer_discovery(chain, path) {
         return resp;
     }
     chain.api.handle(req, ctx).await
+}
+
+/// Whether the request is a server-side apply (metrics report it as APPLY).
+fn is_apply(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/apply-patch"))
+}
+
+/// Whether the query asks for a dry run.
+fn is_dry_run(query: Option<&str>) -> bool {
+    query.is_some_and(|q| q.split('&').any(|kv| kv == "dryRun=All"))
+}
+
+/// `/metrics`: the Prometheus text format, or OpenMetrics when the Accept header asks.
+fn serve_metrics(chain: &Chain, req: &http::Request<Bytes>) -> http::Response<Body> {
+    let openmetrics = req
+        .headers()
+        .get(http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|a| a.contains("application/openmetrics-text"));
+    let m = metrics::global();
+    let (read_only, mutating) = chain.in_flight.in_use();
+    m.set_in_flight(read_only as i64, mutating as i64);
+    let (content_type, body) = m.encode(openmetrics);
+    http::Response::builder()
+        .header(http::header::CONTENT_TYPE, content_type)
+        .body(full_body(body))
+        .unwrap_or_else(|_| Status::internal("encoding metrics failed").into_response())
 }
 
 /// Service-account issuer discovery (pkg/serviceaccount/openidmetadata.go):

@@ -32,6 +32,7 @@ mod inspect_leases;
 mod inspect_replicas;
 mod layering;
 mod legacy_tokens;
+mod metrics;
 mod openapi;
 mod patch;
 mod rbac;

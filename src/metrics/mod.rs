@@ -1,0 +1,222 @@
+//! Prometheus metrics with kube-apiserver's names, labels and buckets
+//! (staging/src/k8s.io/apiserver/pkg/endpoints/metrics): what requests the server answered,
+//! how long they took and how large the answers were, the requests in flight and the
+//! long-running ones, and the process's own figures, on the prometheus-client crate. One
+//! set of metrics per process ([`global`]); `/metrics` encodes it in the Prometheus text
+//! format, or OpenMetrics when the scraper asks for it.
+//! May use: api.
+
+mod process;
+
+use crate::api::RequestInfo;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+use std::sync::{Arc, OnceLock};
+
+/// apiserver_request_duration_seconds buckets (requestLatencies).
+const DURATION_BUCKETS: [f64; 23] = [
+    0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
+    10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
+];
+
+/// What identifies a resource request in the request metrics (without the code).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct RequestLabels {
+    verb: &'static str,
+    dry_run: &'static str,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    scope: &'static str,
+    component: &'static str,
+}
+
+/// [`RequestLabels`] with the response code.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CodeLabels {
+    verb: &'static str,
+    dry_run: &'static str,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: String,
+    scope: &'static str,
+    component: &'static str,
+    code: u16,
+}
+
+/// apiserver_current_inflight_requests's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct KindLabel {
+    request_kind: &'static str,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// The server's metrics.
+pub(crate) struct Metrics {
+    registry: Registry,
+    requests: Family<CodeLabels, Counter>,
+    durations: Histograms<RequestLabels>,
+    sizes: Histograms<RequestLabels>,
+    in_flight: Family<KindLabel, Gauge>,
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(DURATION_BUCKETS)
+}
+
+fn size_histogram() -> Histogram {
+    // ExponentialBuckets(1000, 10, 8).
+    Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
+        1000.0, 10.0, 8,
+    ))
+}
+
+impl Metrics {
+    fn new() -> Metrics {
+        let mut registry = Registry::default();
+        let requests = Family::<CodeLabels, Counter>::default();
+        registry.register(
+            "apiserver_request",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code",
+            requests.clone(),
+        );
+        let durations: Histograms<RequestLabels> =
+            Family::new_with_constructor(duration_histogram as fn() -> Histogram);
+        registry.register(
+            "apiserver_request_duration_seconds",
+            "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component",
+            durations.clone(),
+        );
+        let sizes: Histograms<RequestLabels> =
+            Family::new_with_constructor(size_histogram as fn() -> Histogram);
+        registry.register(
+            "apiserver_response_sizes",
+            "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component",
+            sizes.clone(),
+        );
+        let in_flight = Family::<KindLabel, Gauge>::default();
+        registry.register(
+            "apiserver_current_inflight_requests",
+            "Maximal number of currently used inflight request limit of this apiserver per request kind in last second",
+            in_flight.clone(),
+        );
+        registry.register_collector(Box::new(process::Process));
+        Metrics {
+            registry,
+            requests,
+            durations,
+            sizes,
+            in_flight,
+        }
+    }
+
+    /// The labels of a resource request, None for anything else (health, discovery roots,
+    /// /metrics itself), which kube-apiserver does not count either.
+    pub(crate) fn labels(info: &RequestInfo, apply: bool, dry_run: bool) -> Option<RequestLabels> {
+        if !info.is_resource_request || info.resource.is_empty() {
+            return None;
+        }
+        let verb = match info.verb.as_str() {
+            "get" => "GET",
+            "list" => "LIST",
+            "watch" => "WATCH",
+            "create" => "POST",
+            "update" => "PUT",
+            "patch" if apply => "APPLY",
+            "patch" => "PATCH",
+            "delete" => "DELETE",
+            "deletecollection" => "DELETECOLLECTION",
+            _ => "other",
+        };
+        let scope = if !info.name.is_empty() || info.verb == "create" {
+            "resource"
+        } else if !info.namespace.is_empty() {
+            "namespace"
+        } else {
+            "cluster"
+        };
+        Some(RequestLabels {
+            verb,
+            dry_run: if dry_run { "All" } else { "" },
+            group: info.api_group.clone(),
+            version: info.api_version.clone(),
+            resource: info.resource.clone(),
+            subresource: info.subresource.clone(),
+            scope,
+            component: "apiserver",
+        })
+    }
+
+    /// Records one answered request: its code, how long it took and its size (when known).
+    pub(crate) fn observe(
+        &self,
+        labels: &RequestLabels,
+        code: u16,
+        seconds: f64,
+        size: Option<u64>,
+    ) {
+        let with_code = CodeLabels {
+            verb: labels.verb,
+            dry_run: labels.dry_run,
+            group: labels.group.clone(),
+            version: labels.version.clone(),
+            resource: labels.resource.clone(),
+            subresource: labels.subresource.clone(),
+            scope: labels.scope,
+            component: labels.component,
+            code,
+        };
+        self.requests.get_or_create(&with_code).inc();
+        self.durations.get_or_create(labels).observe(seconds);
+        if let (Some(size), false) = (size, labels.verb == "WATCH") {
+            self.sizes.get_or_create(labels).observe(size as f64);
+        }
+    }
+
+    /// Sets apiserver_current_inflight_requests.
+    pub(crate) fn set_in_flight(&self, read_only: i64, mutating: i64) {
+        self.in_flight
+            .get_or_create(&KindLabel {
+                request_kind: "readOnly",
+            })
+            .set(read_only);
+        self.in_flight
+            .get_or_create(&KindLabel {
+                request_kind: "mutating",
+            })
+            .set(mutating);
+    }
+
+    /// The metrics in the Prometheus text format (0.0.4), or OpenMetrics text: (content
+    /// type, body).
+    pub(crate) fn encode(&self, openmetrics: bool) -> (&'static str, String) {
+        let mut out = String::with_capacity(16 << 10);
+        if openmetrics {
+            // Writing to a String cannot fail.
+            let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+            (
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                out,
+            )
+        } else {
+            let _ = prometheus_client::encoding::prometheus_text::encode(&mut out, &self.registry);
+            (
+                prometheus_client::encoding::prometheus_text::CONTENT_TYPE,
+                out,
+            )
+        }
+    }
+}
+
+/// The process's metrics.
+pub(crate) fn global() -> &'static Arc<Metrics> {
+    static METRICS: OnceLock<Arc<Metrics>> = OnceLock::new();
+    METRICS.get_or_init(|| Arc::new(Metrics::new()))
+}
