@@ -15,7 +15,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
-use std::sync::{Arc, OnceLock};
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock, RwLock};
 
 /// apiserver_request_duration_seconds buckets (requestLatencies).
 const DURATION_BUCKETS: [f64; 23] = [
@@ -58,6 +59,57 @@ struct KindLabel {
 
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
 
+/// The metrics of one label set, looked up once and kept: a request then costs one hash of
+/// its labels (no allocation) and a few atomic updates.
+pub(crate) struct Recorder {
+    labels: RequestLabels,
+    duration: Histogram,
+    size: Histogram,
+    /// apiserver_request_total per response code (few per label set).
+    codes: RwLock<Vec<(u16, Counter)>>,
+    family: Family<CodeLabels, Counter>,
+}
+
+impl Recorder {
+    /// Records the answer: its code, how long it took and its size (when known).
+    pub(crate) fn observe(&self, code: u16, seconds: f64, size: Option<u64>) {
+        let known = self
+            .codes
+            .read()
+            .ok()
+            .and_then(|c| c.iter().find(|(k, _)| *k == code).map(|(_, c)| c.clone()));
+        let counter = known.unwrap_or_else(|| {
+            let l = &self.labels;
+            let counter = self
+                .family
+                .get_or_create(&CodeLabels {
+                    verb: l.verb,
+                    dry_run: l.dry_run,
+                    group: l.group.clone(),
+                    version: l.version.clone(),
+                    resource: l.resource.clone(),
+                    subresource: l.subresource.clone(),
+                    scope: l.scope,
+                    component: l.component,
+                    code,
+                })
+                .clone();
+            if let Ok(mut codes) = self.codes.write() {
+                codes.push((code, counter.clone()));
+            }
+            counter
+        });
+        counter.inc();
+        self.duration.observe(seconds);
+        if let (Some(size), false) = (size, self.labels.verb == "WATCH") {
+            self.size.observe(size as f64);
+        }
+    }
+}
+
+/// Label sets seen, by the hash of their borrowed parts.
+type Recorders = RwLock<HashMap<u64, Vec<Arc<Recorder>>>>;
+
 /// The server's metrics.
 pub(crate) struct Metrics {
     registry: Registry,
@@ -65,6 +117,7 @@ pub(crate) struct Metrics {
     durations: Histograms<RequestLabels>,
     sizes: Histograms<RequestLabels>,
     in_flight: Family<KindLabel, Gauge>,
+    recorders: Recorders,
 }
 
 fn duration_histogram() -> Histogram {
@@ -114,12 +167,18 @@ impl Metrics {
             durations,
             sizes,
             in_flight,
+            recorders: RwLock::default(),
         }
     }
 
-    /// The labels of a resource request, None for anything else (health, discovery roots,
+    /// The recorder of a resource request, None for anything else (health, discovery roots,
     /// /metrics itself), which kube-apiserver does not count either.
-    pub(crate) fn labels(info: &RequestInfo, apply: bool, dry_run: bool) -> Option<RequestLabels> {
+    pub(crate) fn recorder(
+        &self,
+        info: &RequestInfo,
+        apply: bool,
+        dry_run: bool,
+    ) -> Option<Arc<Recorder>> {
         if !info.is_resource_request || info.resource.is_empty() {
             return None;
         }
@@ -135,6 +194,7 @@ impl Metrics {
             "deletecollection" => "DELETECOLLECTION",
             _ => "other",
         };
+        // CleanScope.
         let scope = if !info.name.is_empty() || info.verb == "create" {
             "resource"
         } else if !info.namespace.is_empty() {
@@ -142,42 +202,63 @@ impl Metrics {
         } else {
             "cluster"
         };
-        Some(RequestLabels {
+        let dry_run = if dry_run { "All" } else { "" };
+        let parts = [
             verb,
-            dry_run: if dry_run { "All" } else { "" },
+            dry_run,
+            info.api_group.as_str(),
+            info.api_version.as_str(),
+            info.resource.as_str(),
+            info.subresource.as_str(),
+            scope,
+        ];
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            parts.hash(&mut h);
+            h.finish()
+        };
+        let same = |r: &Arc<Recorder>| {
+            let l = &r.labels;
+            [
+                l.verb,
+                l.dry_run,
+                &l.group,
+                &l.version,
+                &l.resource,
+                &l.subresource,
+                l.scope,
+            ] == parts
+        };
+        if let Ok(seen) = self.recorders.read() {
+            if let Some(r) = seen.get(&key).and_then(|v| v.iter().find(|r| same(r))) {
+                return Some(r.clone());
+            }
+        }
+        let labels = RequestLabels {
+            verb,
+            dry_run,
             group: info.api_group.clone(),
             version: info.api_version.clone(),
             resource: info.resource.clone(),
             subresource: info.subresource.clone(),
             scope,
             component: "apiserver",
-        })
-    }
-
-    /// Records one answered request: its code, how long it took and its size (when known).
-    pub(crate) fn observe(
-        &self,
-        labels: &RequestLabels,
-        code: u16,
-        seconds: f64,
-        size: Option<u64>,
-    ) {
-        let with_code = CodeLabels {
-            verb: labels.verb,
-            dry_run: labels.dry_run,
-            group: labels.group.clone(),
-            version: labels.version.clone(),
-            resource: labels.resource.clone(),
-            subresource: labels.subresource.clone(),
-            scope: labels.scope,
-            component: labels.component,
-            code,
         };
-        self.requests.get_or_create(&with_code).inc();
-        self.durations.get_or_create(labels).observe(seconds);
-        if let (Some(size), false) = (size, labels.verb == "WATCH") {
-            self.sizes.get_or_create(labels).observe(size as f64);
+        let recorder = Arc::new(Recorder {
+            duration: self.durations.get_or_create(&labels).clone(),
+            size: self.sizes.get_or_create(&labels).clone(),
+            codes: RwLock::default(),
+            family: self.requests.clone(),
+            labels,
+        });
+        let mut seen = self.recorders.write().ok()?;
+        let list = seen.entry(key).or_default();
+        if let Some(r) = list.iter().find(|r| same(r)) {
+            return Some(r.clone());
         }
+        list.push(recorder.clone());
+        Some(recorder)
     }
 
     /// Sets apiserver_current_inflight_requests.

@@ -10,7 +10,7 @@ use crate::api::{full_body, Body, RequestContext, RequestInfo, Status};
 use crate::endpoints::ApiServer;
 use crate::filters::authn::{Authenticator, PeerCertificates};
 use crate::filters::{body_limit, impersonation, in_flight::MaxInFlight, panic, timeout};
-use crate::metrics::{self, Metrics};
+use crate::metrics;
 use bytes::Bytes;
 use std::sync::Arc;
 use std::time::Duration;
@@ -78,7 +78,11 @@ where
         };
 
         let limit = (!info.is_long_running()).then_some(chain.request_timeout);
-        let labels = Metrics::labels(&info, is_apply(req.headers()), is_dry_run(req.uri().query()));
+        let recorder = metrics::global().recorder(
+            &info,
+            is_apply(req.headers()),
+            is_dry_run(req.uri().query()),
+        );
         let span = tracing::debug_span!(
             "request",
             verb = %info.verb,
@@ -108,14 +112,9 @@ where
                 },
             ))
             .await;
-            if let Some(labels) = &labels {
+            if let Some(recorder) = &recorder {
                 let size = hyper::body::Body::size_hint(resp.body()).exact();
-                metrics::global().observe(
-                    labels,
-                    resp.status().as_u16(),
-                    started.elapsed().as_secs_f64(),
-                    size,
-                );
+                recorder.observe(resp.status().as_u16(), started.elapsed().as_secs_f64(), size);
             }
             resp
         };
