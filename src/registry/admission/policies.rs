@@ -245,6 +245,15 @@ fn cel_request(req: &Request, attrs: &Attributes<'_>) -> Value {
     })
 }
 
+/// Runs `program`; an expression the interpreter cannot run (it panics on some, such as
+/// object construction) is an evaluation error, decided by the failurePolicy like any other.
+pub(super) fn execute(program: &Program, ctx: &CelContext<'_>) -> Result<CelValue, String> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| program.execute(ctx))) {
+        Ok(result) => result.map_err(|e| e.to_string()),
+        Err(_) => Err("the expression uses CEL that kapi cannot evaluate yet".into()),
+    }
+}
+
 /// Evaluates one policy for one params object (None: the policy takes none).
 fn decide(
     policy: &Policy,
@@ -255,9 +264,7 @@ fn decide(
     ctx.add_variable_from_value("params", params.map_or(CelValue::Null, json));
     let run = |ctx: &CelContext<'_>, p: &Compiled, what: &str| -> Result<CelValue, String> {
         let program = p.as_ref().map_err(|e| format!("{what}: {e}"))?;
-        program
-            .execute(ctx)
-            .map_err(|e| format!("{what} resulted in error: {e}"))
+        execute(program, ctx).map_err(|e| format!("{what} resulted in error: {e}"))
     };
     let mut variables: HashMap<String, CelValue> = HashMap::new();
     for (name, p) in &policy.variables {
@@ -411,4 +418,19 @@ pub(super) async fn validate(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expressions_the_interpreter_cannot_run_are_errors_not_panics() {
+        let ctx = CelContext::default().with_all();
+        let ok = Program::compile("1 + 1 == 2").unwrap();
+        assert!(matches!(execute(&ok, &ctx), Ok(CelValue::Bool(true))));
+        // Object construction parses, but the interpreter does not support it.
+        let object = Program::compile("Object{spec: 1} == null").unwrap();
+        assert!(execute(&object, &ctx).is_err());
+    }
 }

@@ -500,7 +500,16 @@ impl Hook {
         let compiled: Vec<_> = self.conditions.iter().map(|(_, c)| c).collect();
         let mut failure = None;
         for ((name, _), c) in self.conditions.iter().zip(compiled) {
-            let result = evaluator.evaluate_compiled(std::slice::from_ref(c)).pop();
+            // The interpreter panics on some expressions (object construction): an error.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                evaluator.evaluate_compiled(std::slice::from_ref(c)).pop()
+            }))
+            .unwrap_or_else(|_| {
+                failure.get_or_insert_with(|| {
+                    format!("matchCondition {name:?} uses CEL that kapi cannot evaluate yet")
+                });
+                None
+            });
             match result {
                 Some(r) if r.passed => {}
                 Some(r)

@@ -198,8 +198,21 @@ impl Rules {
             // Only transition rules read the old value: without one, kube-cel need not
             // convert it.
             let old_value = old_value.filter(|_| part.transition);
-            let outcome = VALIDATOR
-                .with(|v| v.validate_compiled_with_context(&part.compiled, value, old_value, root));
+            // The interpreter panics on some expressions (object construction): refuse the
+            // object rather than fail the request.
+            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                VALIDATOR.with(|v| {
+                    v.validate_compiled_with_context(&part.compiled, value, old_value, root)
+                })
+            }));
+            let Ok(outcome) = outcome else {
+                errs.push(FieldError::invalid(
+                    part.field.clone().unwrap_or_default(),
+                    "object",
+                    "a validation rule uses CEL that kapi cannot evaluate yet",
+                ));
+                continue;
+            };
             let Err(failures) = outcome else { continue };
             for mut e in failures.into_vec() {
                 if let Some(f) = &part.field {
