@@ -73,19 +73,7 @@ fn answer(review: &[u8], mode: u8) -> Vec<u8> {
 
 impl Webhook {
     async fn start() -> Webhook {
-        let key = rcgen::KeyPair::generate().unwrap();
-        let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
-        let cert = params.self_signed(&key).unwrap();
-        let certs = vec![cert.der().clone()];
-        let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
-        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let (acceptor, ca) = crate::support::self_signed_tls();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let mode = Arc::new(AtomicU8::new(CONVERT));
@@ -126,7 +114,7 @@ impl Webhook {
         });
         Webhook {
             port,
-            ca: cert.pem(),
+            ca,
             mode,
             calls,
             server,

@@ -383,3 +383,24 @@ pub(crate) async fn get_text(client: &reqwest::Client, url: &str) -> (u16, Strin
             .unwrap(),
     )
 }
+
+/// A TLS acceptor for 127.0.0.1 with a fresh self-signed certificate, and that certificate
+/// (PEM) for the client to trust: what the webhook servers inside the tests serve with.
+pub(crate) fn self_signed_tls() -> (tokio_rustls::TlsAcceptor, String) {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let cert = params.self_signed(&key).unwrap();
+    let certs = vec![cert.der().clone()];
+    let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap();
+    (
+        tokio_rustls::TlsAcceptor::from(Arc::new(config)),
+        cert.pem(),
+    )
+}
