@@ -23,7 +23,8 @@
 //! Pre-shutdown: `stop-kube-apiserver-identity-lease-controller` (stops renewing and deletes
 //! the identity lease) and `peer-endpoint-reconciler-controller`.
 //!
-//! May use: api, server::hooks (types only), options (their settings).
+//! May use: api, server::hooks (types only), options (their settings), serviceaccount (the
+//! tokens controller signs legacy tokens).
 
 mod apiextensions;
 mod auth_trust;
@@ -50,7 +51,6 @@ pub use identity::apiserver_id;
 pub(crate) use identity::{IDENTITY_LABEL, KUBE_APISERVER};
 pub(crate) use peer::{PeerEndpointStore, PeerStoreError};
 pub(crate) use service_account_tokens::Signer as TokenSigner;
-pub(crate) use util::Brief;
 
 use crate::options::ControllerOptions;
 use crate::server::hooks::{HookContext, HookError, PostStartHookFn, PreShutdownHookFn};

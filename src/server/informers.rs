@@ -137,10 +137,18 @@ async fn label_used_tokens(
             {
                 tracing::warn!(
                     secret = %format!("{}/{}", m.namespace, m.name),
-                    error = %crate::controllers::Brief(&e),
+                    error = %brief(&e),
                     "failed to label legacy service account token with last-used date"
                 );
             }
         }
+    }
+}
+
+/// A kube error in one line: the API's message and code rather than the client's dump.
+fn brief(e: &kube::Error) -> String {
+    match e {
+        kube::Error::Api(status) => format!("{} ({})", status.message, status.code),
+        other => other.to_string(),
     }
 }

@@ -16,6 +16,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("cli", &["options", "logging", "output"]),
     // Service-account keys and JWTs, used by the authenticator, TokenRequest and the server.
     ("serviceaccount", &["api"]),
+    // Prometheus metrics, recorded by the handler chain.
+    ("metrics", &["api"]),
     ("filters", &["api", "serviceaccount"]),
     ("registry", &["storage", "api", "serviceaccount"]),
     ("endpoints", &["registry", "api"]),
@@ -29,6 +31,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "storage",
             "api",
             "serviceaccount",
+            "metrics",
         ],
     ),
     // The CRD controllers decide conditions with the CRD validation's pure functions and
@@ -41,6 +44,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "options",
             "registry::apiextensions::validation",
             "registry::resources",
+            // The tokens controller signs legacy tokens, as kube-controller-manager's does
+            // with pkg/serviceaccount.
+            "serviceaccount",
         ],
     ),
     ("inspect", &["output", "api", "exit"]),
