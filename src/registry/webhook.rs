@@ -17,8 +17,8 @@ use std::time::Duration;
 const MAX_RESPONSE_BYTES: usize = 64 << 20;
 
 /// Connections kept open per webhook between calls (the objects of a list are converted one
-/// call each).
-const IDLE_CONNECTIONS: usize = 4;
+/// call each; admission calls one webhook from every concurrent write).
+const IDLE_CONNECTIONS: usize = 64;
 
 /// The sending half of a connection to a webhook.
 type Sender = hyper::client::conn::http1::SendRequest<Full<Bytes>>;

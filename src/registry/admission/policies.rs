@@ -124,6 +124,8 @@ pub(super) struct Policy {
     variables: Vec<(String, Compiled)>,
     validations: Vec<Validation>,
     fail: bool,
+    /// The variables its expressions read.
+    uses: Uses,
 }
 
 impl Policy {
@@ -143,7 +145,7 @@ impl Policy {
                 str_at(p, "/kind").to_string(),
             )
         });
-        Policy {
+        let mut policy = Policy {
             name: str_at(v, "/metadata/name").to_string(),
             param_kind,
             constraints: Matcher::new(spec.get("matchConstraints")),
@@ -167,7 +169,10 @@ impl Policy {
                 })
                 .collect(),
             fail: str_at(spec, "/failurePolicy") != "Ignore",
-        }
+            uses: Uses::default(),
+        };
+        policy.uses = Uses::of(&policy);
+        policy
     }
 }
 
@@ -320,6 +325,95 @@ fn code_of(reason: &str) -> u16 {
     }
 }
 
+thread_local! {
+    /// A CEL context with the Kubernetes library registered, made once per thread: a write
+    /// binds its variables in a scope over it.
+    static BASE: CelContext<'static> = CelContext::default().with_all();
+}
+
+/// Which variables a policy's expressions read, so a write converts only those.
+#[derive(Default, Clone, Copy)]
+struct Uses {
+    object: bool,
+    old_object: bool,
+    request: bool,
+    namespace: bool,
+}
+
+impl Uses {
+    fn of(policy: &Policy) -> Uses {
+        let programs = policy
+            .conditions
+            .iter()
+            .chain(&policy.variables)
+            .map(|(_, p)| p)
+            .chain(policy.validations.iter().map(|v| &v.program))
+            .chain(
+                policy
+                    .validations
+                    .iter()
+                    .filter_map(|v| v.message_program.as_ref()),
+            );
+        let mut uses = Uses::default();
+        for p in programs.filter_map(|p| p.as_ref().ok()) {
+            let r = p.references();
+            uses.object |= r.has_variable("object");
+            uses.old_object |= r.has_variable("oldObject");
+            uses.request |= r.has_variable("request");
+            uses.namespace |= r.has_variable("namespaceObject");
+        }
+        uses
+    }
+
+    fn union(self, o: Uses) -> Uses {
+        Uses {
+            object: self.object || o.object,
+            old_object: self.old_object || o.old_object,
+            request: self.request || o.request,
+            namespace: self.namespace || o.namespace,
+        }
+    }
+}
+
+/// The params objects a binding is evaluated with (None: the policy takes none), or why it
+/// cannot be.
+type ParamsOf = Result<Vec<Option<Value>>, String>;
+
+/// The params of `binding` for this write.
+async fn params_of(
+    policy: &Policy,
+    binding: &Binding,
+    params: &dyn Params,
+    attrs: &Attributes<'_>,
+) -> ParamsOf {
+    match (&policy.param_kind, &binding.param_ref) {
+        (None, _) => Ok(vec![None]),
+        (Some(_), None) => Err(format!(
+            "failed to configure binding: {} has paramKind but binding {} has no paramRef",
+            policy.name, binding.name
+        )),
+        (Some((api_version, kind)), Some(r)) => {
+            let ns = match str_at(r, "/namespace") {
+                "" => attrs.namespace,
+                n => n,
+            };
+            let name = Some(str_at(r, "/name")).filter(|n| !n.is_empty());
+            let sel = selector(r.get("selector"));
+            match params.find(api_version, kind, ns, name, sel.as_ref()).await {
+                Ok(found) if found.is_empty() => {
+                    if str_at(r, "/parameterNotFoundAction") == "Allow" {
+                        Ok(Vec::new())
+                    } else {
+                        Err("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".to_string())
+                    }
+                }
+                Ok(found) => Ok(found.into_iter().map(Some).collect()),
+                Err(e) => Err(format!("failed to configure binding: {e}")),
+            }
+        }
+    }
+}
+
 /// Validates a write against the bound policies.
 pub(super) async fn validate(
     bound: &[(Arc<Policy>, Arc<Binding>)],
@@ -329,7 +423,9 @@ pub(super) async fn validate(
     object: Option<&Value>,
     namespace: Option<&Value>,
 ) -> Result<(), Error> {
-    let mut base: Option<CelContext<'static>> = None;
+    // What to evaluate: the matching bindings with their params (read first, as that awaits).
+    let mut work: Vec<(&Policy, &Binding, ParamsOf)> = Vec::new();
+    let mut uses = Uses::default();
     for (policy, binding) in bound {
         if !policy
             .constraints
@@ -340,81 +436,82 @@ pub(super) async fn validate(
         {
             continue;
         }
-        let ctx = base.get_or_insert_with(|| {
-            let mut c = CelContext::default().with_all();
-            c.add_variable_from_value("object", object.map_or(CelValue::Null, json));
-            c.add_variable_from_value("oldObject", attrs.old_object.map_or(CelValue::Null, json));
-            c.add_variable_from_value("request", json(&cel_request(req, attrs)));
-            c.add_variable_from_value("namespaceObject", namespace.map_or(CelValue::Null, json));
-            c
-        });
-        let decisions = match (&policy.param_kind, &binding.param_ref) {
-            (None, _) => vec![decide(policy, ctx, None)],
-            (Some(_), None) => vec![Err(format!(
-                "failed to configure binding: {} has paramKind but binding {} has no paramRef",
-                policy.name, binding.name
-            ))],
-            (Some((api_version, kind)), Some(r)) => {
-                let ns = match str_at(r, "/namespace") {
-                    "" => attrs.namespace,
-                    n => n,
-                };
-                let name = Some(str_at(r, "/name")).filter(|n| !n.is_empty());
-                let sel = selector(r.get("selector"));
-                match params.find(api_version, kind, ns, name, sel.as_ref()).await {
-                    Ok(found) if found.is_empty() => {
-                        if str_at(r, "/parameterNotFoundAction") == "Allow" {
-                            Vec::new()
-                        } else {
-                            vec![Err("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".to_string())]
-                        }
-                    }
-                    Ok(found) => found.iter().map(|p| decide(policy, ctx, Some(p))).collect(),
-                    Err(e) => vec![Err(format!("failed to configure binding: {e}"))],
-                }
+        uses = uses.union(policy.uses);
+        work.push((
+            policy,
+            binding,
+            params_of(policy, binding, params, attrs).await,
+        ));
+    }
+    if work.is_empty() {
+        return Ok(());
+    }
+    let decisions: Vec<(&Policy, &Binding, Result<Decision, String>)> = BASE.with(|base| {
+        let mut ctx = base.new_inner_scope();
+        let bind = |ctx: &mut CelContext<'_>, name: &str, used: bool, v: Option<&Value>| {
+            if used {
+                ctx.add_variable_from_value(name.to_string(), v.map_or(CelValue::Null, json));
             }
         };
-        for decision in decisions {
-            let (reason, message) = match decision {
-                Ok(Decision::Admit) => continue,
-                Ok(Decision::Deny { reason, message }) => (reason, message),
-                Err(e) if policy.fail => (String::new(), e),
-                Err(e) => {
-                    tracing::warn!(policy = %policy.name, error = %e, "policy evaluation failed, failing open");
-                    continue;
+        bind(&mut ctx, "object", uses.object, object);
+        bind(&mut ctx, "oldObject", uses.old_object, attrs.old_object);
+        bind(&mut ctx, "namespaceObject", uses.namespace, namespace);
+        if uses.request {
+            ctx.add_variable_from_value("request", json(&cel_request(req, attrs)));
+        }
+        let mut out = Vec::new();
+        for (policy, binding, params) in &work {
+            match params {
+                Ok(list) => {
+                    for p in list {
+                        out.push((*policy, *binding, decide(policy, &ctx, p.as_ref())));
+                    }
                 }
+                Err(e) => out.push((*policy, *binding, Err(e.clone()))),
+            }
+        }
+        out
+    });
+    for (policy, binding, decision) in decisions {
+        let (reason, message) = match decision {
+            Ok(Decision::Admit) => continue,
+            Ok(Decision::Deny { reason, message }) => (reason, message),
+            Err(e) if policy.fail => (String::new(), e),
+            Err(e) => {
+                tracing::warn!(policy = %policy.name, error = %e, "policy evaluation failed, failing open");
+                continue;
+            }
+        };
+        if binding.warn {
+            req.warn(vec![format!(
+                "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {message}",
+                policy.name, binding.name
+            )]);
+        }
+        if binding.deny {
+            let reason = if reason.is_empty() {
+                "Invalid".to_string()
+            } else {
+                reason
             };
-            if binding.warn {
-                req.warn(vec![format!(
-                    "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {message}",
+            return Err(Error::Policy {
+                code: code_of(&reason),
+                reason,
+                message: format!(
+                    "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {message}",
                     policy.name, binding.name
-                )]);
-            }
-            if binding.deny {
-                let reason = if reason.is_empty() {
-                    "Invalid".to_string()
-                } else {
-                    reason
-                };
-                return Err(Error::Policy {
-                    code: code_of(&reason),
-                    reason,
-                    message: format!(
-                        "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {message}",
-                        policy.name, binding.name
-                    ),
-                    group: attrs.group.to_string(),
-                    resource: attrs.resource.to_string(),
-                    name: match attrs.name {
-                        "" => object
-                            .and_then(|o| o.pointer("/metadata/name"))
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_string(),
-                        n => n.to_string(),
-                    },
-                });
-            }
+                ),
+                group: attrs.group.to_string(),
+                resource: attrs.resource.to_string(),
+                name: match attrs.name {
+                    "" => object
+                        .and_then(|o| o.pointer("/metadata/name"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string(),
+                    n => n.to_string(),
+                },
+            });
         }
     }
     Ok(())

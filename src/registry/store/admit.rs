@@ -75,7 +75,12 @@ impl GenericStore {
         obj: Value,
         old: Option<&Value>,
     ) -> Result<Value> {
-        if ctx.admission.is_none() {
+        // Blocking a runtime thread on a webhook is costly: only when one may be called.
+        if !ctx
+            .admission
+            .as_ref()
+            .is_some_and(|a| a.chain.has_mutating())
+        {
             return Ok(obj);
         }
         let mutated = crate::registry::webhook::wait(async {
@@ -94,7 +99,11 @@ impl GenericStore {
         obj: &Value,
         old: Option<&Value>,
     ) -> Result<()> {
-        if ctx.admission.is_none() {
+        if !ctx
+            .admission
+            .as_ref()
+            .is_some_and(|a| a.chain.has_validating())
+        {
             return Ok(());
         }
         crate::registry::webhook::wait(async {
