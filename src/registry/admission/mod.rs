@@ -2,10 +2,11 @@
 //! authorized and before it is stored. The chain runs mutating admission (the mutating
 //! webhooks, in configuration-name order, reinvoked once when `reinvocationPolicy:
 //! IfNeeded` asks), then the resource's own defaulting and validation, then validating
-//! admission (the validating webhooks, in parallel), as kube-apiserver orders its plugins.
-//! NamespaceLifecycle stays the store's own check.
+//! admission (the ValidatingAdmissionPolicies, [`policies`], then the validating webhooks, in
+//! parallel), as kube-apiserver orders its plugins. NamespaceLifecycle stays the store's own
+//! check.
 //!
-//! The webhook configurations are followed from storage ([`Chain::follow`]), so a new one
+//! The webhook configurations, policies and bindings are followed from storage ([`Chain::follow`]), so a new one
 //! applies to the next request on every replica. A write's [`Request`] travels in its
 //! [`super::Context`]; the store calls [`Request::mutate`] and [`Request::validate`] at
 //! upstream's points (before and after `BeforeCreate`/`BeforeUpdate`).
