@@ -283,11 +283,7 @@ fn decide(
         match run(&ctx, p, &format!("matchCondition '{name}'"))? {
             CelValue::Bool(true) => {}
             CelValue::Bool(false) => return Ok(Decision::Admit),
-            other => {
-                return Err(format!(
-                    "matchCondition '{name}' returned {other:?}, not a bool"
-                ))
-            }
+            _ => return Err(format!("matchCondition '{name}' must evaluate to bool")),
         }
     }
     for v in &policy.validations {
@@ -295,7 +291,7 @@ fn decide(
         match run(&ctx, &v.program, &what)? {
             CelValue::Bool(true) => continue,
             CelValue::Bool(false) => {}
-            other => return Err(format!("{what} returned {other:?}, not a bool")),
+            _ => return Err(format!("{what} must evaluate to bool")),
         }
         let from_expression =
             v.message_program
