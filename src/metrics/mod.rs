@@ -40,14 +40,8 @@ pub(crate) struct RequestLabels {
 /// [`RequestLabels`] with the response code.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CodeLabels {
-    verb: &'static str,
-    dry_run: &'static str,
-    group: String,
-    version: String,
-    resource: String,
-    subresource: String,
-    scope: &'static str,
-    component: &'static str,
+    #[prometheus(flatten)]
+    labels: RequestLabels,
     code: u16,
 }
 
@@ -73,33 +67,26 @@ pub(crate) struct Recorder {
 impl Recorder {
     /// Records the answer: its code, how long it took and its size (when known).
     pub(crate) fn observe(&self, code: u16, seconds: f64, size: Option<u64>) {
-        let known = self
-            .codes
-            .read()
-            .ok()
-            .and_then(|c| c.iter().find(|(k, _)| *k == code).map(|(_, c)| c.clone()));
-        let counter = known.unwrap_or_else(|| {
-            let l = &self.labels;
+        let counted = self.codes.read().is_ok_and(|codes| {
+            codes
+                .iter()
+                .find(|(k, _)| *k == code)
+                .map(|(_, c)| c.inc())
+                .is_some()
+        });
+        if !counted {
             let counter = self
                 .family
                 .get_or_create(&CodeLabels {
-                    verb: l.verb,
-                    dry_run: l.dry_run,
-                    group: l.group.clone(),
-                    version: l.version.clone(),
-                    resource: l.resource.clone(),
-                    subresource: l.subresource.clone(),
-                    scope: l.scope,
-                    component: l.component,
+                    labels: self.labels.clone(),
                     code,
                 })
                 .clone();
+            counter.inc();
             if let Ok(mut codes) = self.codes.write() {
-                codes.push((code, counter.clone()));
+                codes.push((code, counter));
             }
-            counter
-        });
-        counter.inc();
+        }
         self.duration.observe(seconds);
         if let (Some(size), false) = (size, self.labels.verb == "WATCH") {
             self.size.observe(size as f64);
