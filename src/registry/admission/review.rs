@@ -4,7 +4,8 @@
 
 use super::{Attributes, Request};
 use base64::Engine as _;
-use serde_json::{json, Map, Value};
+use serde::Serialize;
+use serde_json::Value;
 
 /// A webhook's answer, checked.
 #[derive(Debug, Default)]
@@ -19,64 +20,111 @@ pub(super) struct Answer {
     pub warnings: Vec<String>,
 }
 
-/// The AdmissionReview sent for `attrs` with `object`, under review `uid`.
+/// `group`, `version` and `kind` or `resource`.
+#[derive(Serialize)]
+struct Gvk<'a> {
+    group: &'a str,
+    version: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    kind: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    resource: &'a str,
+}
+
+/// The request's user (authentication.k8s.io UserInfo).
+#[derive(Serialize)]
+struct User<'a> {
+    username: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    uid: &'a str,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    groups: &'a [String],
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    extra: &'a std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// An AdmissionRequest, borrowing the objects so a call copies none of them.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AdmissionRequest<'a> {
+    uid: &'a str,
+    kind: &'a Gvk<'a>,
+    resource: &'a Gvk<'a>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    sub_resource: &'a str,
+    request_kind: &'a Gvk<'a>,
+    request_resource: &'a Gvk<'a>,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    request_sub_resource: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    name: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    namespace: &'a str,
+    operation: &'a str,
+    user_info: User<'a>,
+    object: Option<&'a Value>,
+    old_object: Option<&'a Value>,
+    dry_run: bool,
+    options: Value,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Review<'a> {
+    kind: &'a str,
+    api_version: String,
+    request: AdmissionRequest<'a>,
+}
+
+/// The AdmissionReview (JSON) sent for `attrs` with `object`, under review `uid`.
 pub(super) fn request(
     version: &str,
     uid: &str,
     req: &Request,
     attrs: &Attributes<'_>,
     object: Option<&Value>,
-) -> Value {
+) -> Vec<u8> {
+    let kind = Gvk {
+        group: attrs.group,
+        version: attrs.version,
+        kind: attrs.kind,
+        resource: "",
+    };
+    let resource = Gvk {
+        group: attrs.group,
+        version: attrs.version,
+        kind: "",
+        resource: attrs.resource,
+    };
     let user = &req.user;
-    let mut user_info = Map::new();
-    user_info.insert("username".into(), user.name.clone().into());
-    if !user.uid.is_empty() {
-        user_info.insert("uid".into(), user.uid.clone().into());
-    }
-    if !user.groups.is_empty() {
-        user_info.insert("groups".into(), json!(user.groups));
-    }
-    if !user.extra.is_empty() {
-        user_info.insert("extra".into(), json!(user.extra));
-    }
-    let kind = json!({"group": attrs.group, "version": attrs.version, "kind": attrs.kind});
-    let resource =
-        json!({"group": attrs.group, "version": attrs.version, "resource": attrs.resource});
-    let mut r = Map::new();
-    r.insert("uid".into(), uid.into());
-    r.insert("kind".into(), kind.clone());
-    r.insert("resource".into(), resource.clone());
-    if !req.subresource.is_empty() {
-        r.insert("subResource".into(), req.subresource.clone().into());
-    }
-    r.insert("requestKind".into(), kind);
-    r.insert("requestResource".into(), resource);
-    if !req.subresource.is_empty() {
-        r.insert("requestSubResource".into(), req.subresource.clone().into());
-    }
-    if !attrs.name.is_empty() {
-        r.insert("name".into(), attrs.name.into());
-    }
-    if !attrs.namespace.is_empty() {
-        r.insert("namespace".into(), attrs.namespace.into());
-    }
-    r.insert("operation".into(), attrs.operation.as_str().into());
-    r.insert("userInfo".into(), Value::Object(user_info));
-    r.insert("object".into(), object.cloned().unwrap_or(Value::Null));
-    r.insert(
-        "oldObject".into(),
-        attrs.old_object.cloned().unwrap_or(Value::Null),
-    );
-    r.insert("dryRun".into(), attrs.dry_run.into());
-    r.insert(
-        "options".into(),
-        req.options(attrs.operation, attrs.dry_run),
-    );
-    json!({
-        "kind": "AdmissionReview",
-        "apiVersion": format!("admission.k8s.io/{version}"),
-        "request": r,
-    })
+    let review = Review {
+        kind: "AdmissionReview",
+        api_version: format!("admission.k8s.io/{version}"),
+        request: AdmissionRequest {
+            uid,
+            kind: &kind,
+            resource: &resource,
+            sub_resource: &req.subresource,
+            request_kind: &kind,
+            request_resource: &resource,
+            request_sub_resource: &req.subresource,
+            name: attrs.name,
+            namespace: attrs.namespace,
+            operation: attrs.operation.as_str(),
+            user_info: User {
+                username: &user.name,
+                uid: &user.uid,
+                groups: &user.groups,
+                extra: &user.extra,
+            },
+            object,
+            old_object: attrs.old_object,
+            dry_run: attrs.dry_run,
+            options: req.options(attrs.operation, attrs.dry_run),
+        },
+    };
+    // Values and plain strings always serialize.
+    serde_json::to_vec(&review).unwrap_or_default()
 }
 
 /// Checks a webhook's answer (VerifyAdmissionResponse); errors read as upstream's.

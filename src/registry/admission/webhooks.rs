@@ -562,7 +562,7 @@ impl Hook {
         let uid = uuid::Uuid::new_v4().to_string();
         let body = review::request(self.version, &uid, req, attrs, object);
         let answer = endpoint
-            .post_json(body.to_string().into_bytes(), self.timeout)
+            .post_json(body, self.timeout)
             .await
             .map_err(|e| format!("failed to call webhook: {e}"))?;
         review::answer(self.version, &uid, mutating, &answer)
