@@ -323,11 +323,6 @@ impl Chain {
         Ok(endpoint)
     }
 
-    /// The labels of namespace `name` (none when it cannot be read).
-    async fn namespace_labels(&self, name: &str) -> BTreeMap<String, String> {
-        labels(self.namespace(name).await.as_ref().map(|n| &n.obj))
-    }
-
     /// Namespace `name`, when it can be read.
     async fn namespace(&self, name: &str) -> Option<Arc<crate::registry::Decoded>> {
         let store = self.namespaces.get()?;
@@ -435,12 +430,15 @@ enum Conditions {
     Failed(String),
 }
 
+/// The write's namespace, read at most once per admission pass (None when unreadable).
+type NamespaceCell = tokio::sync::OnceCell<Option<Arc<crate::registry::Decoded>>>;
+
 impl Hook {
     /// Whether the write is one this webhook asks for (rules, selectors), before its
     /// matchConditions.
     async fn matches(
         &self,
-        chain: &Chain,
+        (chain, ns): (&Chain, &NamespaceCell),
         req: &Request,
         attrs: &Attributes<'_>,
         object: Option<&Value>,
@@ -464,10 +462,11 @@ impl Hook {
                 if !sel.matches(&labels(object.or(attrs.old_object))) {
                     return false;
                 }
-            } else if !attrs.namespace.is_empty()
-                && !sel.matches(&chain.namespace_labels(attrs.namespace).await)
-            {
-                return false;
+            } else if !attrs.namespace.is_empty() {
+                let namespace = ns.get_or_init(|| chain.namespace(attrs.namespace)).await;
+                if !sel.matches(&labels(namespace.as_ref().map(|n| &n.obj))) {
+                    return false;
+                }
             }
         }
         true
@@ -573,12 +572,12 @@ impl Hook {
     /// matchConditions hold. A call failure under failurePolicy Fail is an error.
     async fn decides(
         &self,
-        chain: &Chain,
+        namespace: (&Chain, &NamespaceCell),
         req: &Request,
         attrs: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<bool, Error> {
-        if !self.matches(chain, req, attrs, object).await {
+        if !self.matches(namespace, req, attrs, object).await {
             return Ok(false);
         }
         if attrs.dry_run && !self.dry_run_ok {
@@ -620,12 +619,13 @@ impl Request {
             return Ok(());
         }
         let hooks = self.chain.hooks(Kind::Mutating);
+        let ns = NamespaceCell::new();
         let mut changes = 0usize;
         // IfNeeded webhooks called, with the number of changes made before they were.
         let mut called: Vec<(usize, usize)> = Vec::new();
         for (i, hook) in hooks.iter().enumerate() {
             if !hook
-                .decides(&self.chain, self, attrs, object.as_ref())
+                .decides((&self.chain, &ns), self, attrs, object.as_ref())
                 .await?
             {
                 continue;
@@ -706,19 +706,22 @@ impl Request {
             .read()
             .map(|b| b.clone())
             .unwrap_or_default();
+        let ns = NamespaceCell::new();
         if !bound.is_empty() {
-            let namespace = if attrs.namespace.is_empty() {
-                None
-            } else {
-                self.chain.namespace(attrs.namespace).await
+            let namespace = match attrs.namespace {
+                "" => &None,
+                name => ns.get_or_init(|| self.chain.namespace(name)).await,
             };
-            let ns = namespace.as_ref().map(|n| &n.obj);
-            policies::validate(&bound, self.chain.as_ref(), self, attrs, object, ns).await?;
+            let namespace = namespace.as_ref().map(|n| &n.obj);
+            policies::validate(&bound, self.chain.as_ref(), self, attrs, object, namespace).await?;
         }
         let hooks = self.chain.hooks(Kind::Validating);
         let mut deciding = Vec::new();
         for hook in hooks.iter() {
-            if hook.decides(&self.chain, self, attrs, object).await? {
+            if hook
+                .decides((&self.chain, &ns), self, attrs, object)
+                .await?
+            {
                 deciding.push(hook.clone());
             }
         }
