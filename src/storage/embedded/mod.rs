@@ -85,6 +85,7 @@ impl EmbeddedStore {
             wal: opened.wal,
             checkpointed: std::time::Instant::now(),
             alive: alive.clone(),
+            reopen_failure: None,
         };
         let writer = std::thread::Builder::new()
             .name("kapi-store-writer".into())

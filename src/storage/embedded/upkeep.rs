@@ -76,7 +76,7 @@ impl Writer {
             Err(e) => {
                 self.revision = start;
                 tracing::warn!(error = %e, "embedded store: cannot delete expired keys");
-                if !matches!(e, TxnError::Wal(_)) {
+                if !e.left_redb_untouched() {
                     self.recover();
                 }
             }

@@ -84,6 +84,11 @@ impl Log {
         self.buf.extend_from_slice(change);
     }
 
+    /// Bytes of the entries so far.
+    pub(super) fn len(&self) -> u64 {
+        self.buf.len() as u64
+    }
+
     pub(super) fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
@@ -209,6 +214,12 @@ impl Wal {
     pub(super) fn inherit(mut self, old: &Wal) -> Wal {
         self.failing |= old.failing;
         self
+    }
+
+    /// Records that the disk refused a write elsewhere (the redb file): as after a failed
+    /// append, [`Wal::probe`] must succeed before the next one.
+    pub(super) fn mark_failing(&mut self) {
+        self.failing = true;
     }
 
     /// Whether the last append failed: the disk takes no writes now.

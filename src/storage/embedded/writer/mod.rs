@@ -27,6 +27,9 @@ mod keys;
 pub(super) const MAX_BATCH: usize = 4096;
 /// How often expired keys are looked for.
 const REAP_EVERY: Duration = Duration::from_millis(250);
+/// Free space the store leaves on its filesystem: a transaction that could leave less is
+/// refused as on a full disk, before redb writes anything (see [`Writer::check_disk`]).
+pub(crate) const FREE_SPACE_FLOOR: u64 = 2 << 20;
 /// How often watchers that saw no event learn the current revision.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
@@ -94,6 +97,8 @@ pub(crate) struct Writer {
     pub checkpointed: Instant,
     /// Cleared when the thread ends.
     pub alive: Arc<std::sync::atomic::AtomicBool>,
+    /// Why the last reopen failed, while the database is closed.
+    pub reopen_failure: Option<Source>,
 }
 
 enum Reply {
@@ -122,12 +127,21 @@ pub(super) enum TxnError {
     /// The transaction found damage in the store ([`Error::Corrupt`]).
     #[error(transparent)]
     Damaged(Error),
-    /// An earlier failure closed the database and it could not be reopened yet.
+    /// An earlier failure closed the database and it could not be reopened yet; the last
+    /// reopen's error inside.
     #[error("the store could not be reopened after an I/O error")]
-    Closed,
+    Closed(#[source] Option<Source>),
     /// The batch could not be written to the write-ahead log; redb was not touched.
     #[error(transparent)]
     Wal(#[from] AppendError),
+    /// The disk would not take the transaction (see [`Writer::check_disk`]); redb was not
+    /// touched.
+    #[error("cannot write to {path}")]
+    Refused {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
 /// redb's step errors, each one a [`redb::Error`], so that `?` works on every redb call.
@@ -154,9 +168,15 @@ impl TxnError {
             TxnError::Redb(e) => Arc::new(e),
             TxnError::Durability(e) => Arc::new(e),
             TxnError::Damaged(e) => Arc::new(e),
-            closed @ TxnError::Closed => Arc::new(closed),
+            closed @ TxnError::Closed(_) => Arc::new(closed),
             TxnError::Wal(e) => Arc::new(e),
+            refused @ TxnError::Refused { .. } => Arc::new(refused),
         }
+    }
+
+    /// Whether redb was left untouched, so the database needs no reopening.
+    pub(super) fn left_redb_untouched(&self) -> bool {
+        matches!(self, TxnError::Wal(_) | TxnError::Refused { .. })
     }
 }
 
@@ -241,7 +261,7 @@ impl Writer {
                 tracing::error!(error = %e, "embedded store: write transaction failed; its writes were not acknowledged");
                 // redb refuses every call after an I/O error of its own; a failed append to the
                 // log left redb untouched.
-                let reopen = !matches!(e, TxnError::Wal(_));
+                let reopen = !e.left_redb_untouched();
                 let cause = e.into_source();
                 for r in replies {
                     r.fail(
@@ -271,13 +291,15 @@ impl Writer {
                 self.wal = o.wal.inherit(&self.wal);
                 self.checkpointed = Instant::now();
                 self.db.set(o.db);
+                self.reopen_failure = None;
                 tracing::info!(
                     revision = self.revision,
                     "embedded store: reopened after a write failure"
                 );
             }
             Err(e) => {
-                tracing::error!(error = %e, "embedded store: cannot reopen after a write failure; will retry")
+                tracing::error!(error = %e, "embedded store: cannot reopen after a write failure; will retry");
+                self.reopen_failure = Some(Arc::new(e));
             }
         }
     }
@@ -288,7 +310,9 @@ impl Writer {
             return Ok(db);
         }
         self.recover();
-        self.db.get().ok_or(TxnError::Closed)
+        self.db
+            .get()
+            .ok_or_else(|| TxnError::Closed(self.reopen_failure.clone()))
     }
 
     /// Whether redb should be made durable now: the log is old or large. Not while appends
@@ -308,8 +332,43 @@ impl Writer {
         }
         if let Err(e) = self.transact(true, |_, _, _, _| Ok(())) {
             tracing::error!(error = %e, "embedded store: checkpoint failed");
-            self.recover();
+            if !e.left_redb_untouched() {
+                self.recover();
+            }
         }
+    }
+
+    /// Checks, before anything of a transaction is written, that the disk will take it. redb
+    /// must never meet a write it cannot make: a failed write of its own closes the database,
+    /// reads included, and reopening it needs a writable file with room to repair. So a
+    /// transaction is refused (redb and the log untouched) when the redb file cannot be opened
+    /// for writing (made immutable, remounted read-only: EPERM, EROFS), or when it could leave
+    /// less than [`FREE_SPACE_FLOOR`] free on the data directory's filesystem (ENOSPC). As
+    /// after a failed append, no checkpoint is due until an append succeeds again.
+    fn check_disk(&mut self, checkpoint: bool, batch: u64) -> Result<(), TxnError> {
+        let path = &self.opener.path;
+        let mut needed = FREE_SPACE_FLOOR + 4 * batch;
+        if checkpoint {
+            needed += 2 * self.wal.len();
+        }
+        let checked = std::fs::OpenOptions::new()
+            .write(true)
+            .open(path)
+            .and_then(|_| {
+                let dir = path.parent().unwrap_or(path);
+                let fs = rustix::fs::statvfs(dir)?;
+                if fs.f_bavail.saturating_mul(fs.f_frsize) < needed {
+                    return Err(rustix::io::Errno::NOSPC.into());
+                }
+                Ok(())
+            });
+        checked.map_err(|source| {
+            self.wal.mark_failing();
+            TxnError::Refused {
+                path: path.display().to_string(),
+                source,
+            }
+        })
     }
 
     /// Runs `f` in one write transaction and makes its changes durable: through the log, or
@@ -343,6 +402,10 @@ impl Writer {
             // Nothing changed (every write lost its race or was refused): nothing to commit.
             txn.abort()?;
             return Ok(events);
+        }
+        if let Err(e) = self.check_disk(checkpoint, log.len()) {
+            txn.abort()?;
+            return Err(e);
         }
         {
             let mut meta = txn.open_table(META)?;
