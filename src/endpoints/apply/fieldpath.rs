@@ -21,13 +21,23 @@ pub(crate) fn field(name: &str) -> Element {
     format!("f:{name}")
 }
 
-/// `k:{...}` for a keyed list item: the key fields, sorted by name, as compact JSON.
-pub(crate) fn key(item: &Value, keys: &[&str]) -> Option<Element> {
+/// `k:{...}` for a keyed list item: the key fields, sorted by name, as compact JSON. A key the
+/// item omits takes its default (`default`), as structured-merge-diff does; None when it has
+/// none.
+pub(crate) fn key(
+    item: &Value,
+    keys: &[&str],
+    default: impl Fn(&str) -> Option<&'static str>,
+) -> Option<Element> {
     let mut sorted: Vec<&str> = keys.to_vec();
     sorted.sort_unstable();
     let mut m = Map::new();
     for k in sorted {
-        m.insert(k.to_string(), item.get(k)?.clone());
+        let v = match item.get(k) {
+            Some(v) => v.clone(),
+            None => Value::from(default(k)?),
+        };
+        m.insert(k.to_string(), v);
     }
     Some(format!("k:{}", Value::Object(m)))
 }

@@ -323,6 +323,42 @@ fn keyed_lists_and_sets_merge() {
 }
 
 #[test]
+fn a_key_the_item_omits_takes_its_default() {
+    // A Service port keyed by (port, protocol) without a protocol: TCP, as the OpenAPI default
+    // gives structured-merge-diff; the live item with TCP is the same item.
+    let gvk = GroupVersionKind::new("", "v1", "Service");
+    let svc = |ports: Value| {
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "db", "namespace": "ns"},
+               "spec": {"clusterIP": "None", "selector": {"a": "b"}, "ports": ports}})
+    };
+    let out = server_side_apply(None, &svc(json!([{"port": 80}])), "m", false, &gvk).unwrap();
+    assert_eq!(
+        entries(&out)[0].2,
+        json!({"f:spec": {"f:clusterIP": {}, "f:ports": {"k:{\"port\":80,\"protocol\":\"TCP\"}": {
+            ".": {}, "f:port": {}}}, "f:selector": {"f:a": {}}}})
+    );
+    let mut live = out;
+    live["spec"]["ports"] = json!([{"port": 80, "protocol": "TCP", "targetPort": 80}]);
+    let again = server_side_apply(
+        Some(&live),
+        &svc(json!([{"port": 80, "name": "http"}])),
+        "m",
+        false,
+        &gvk,
+    )
+    .unwrap();
+    assert_eq!(
+        again["spec"]["ports"],
+        json!([{"port": 80, "protocol": "TCP", "targetPort": 80, "name": "http"}])
+    );
+    // Without a default, the key is still required.
+    let sa = GroupVersionKind::new("", "v1", "ServiceAccount");
+    let no_key = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"},
+        "secrets": [{"namespace": "x"}]});
+    assert!(server_side_apply(None, &no_key, "m", false, &sa).is_err());
+}
+
+#[test]
 fn malformed_configurations() {
     let gvk = GroupVersionKind::new("", "v1", "ServiceAccount");
     let no_key = json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "sa"}, "secrets": [{"namespace": "x"}]});

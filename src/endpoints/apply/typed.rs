@@ -10,7 +10,7 @@ use super::fieldpath::{self, Element, Path, Set};
 use super::ApplyError;
 use crate::api::json::{field, pair_up, same};
 use crate::api::GroupVersionKind;
-use crate::endpoints::patch::meta::{field_meta, ListType};
+use crate::endpoints::patch::meta::{field_meta, key_default, ListType};
 use serde_json::{Map, Value};
 
 mod custom;
@@ -42,6 +42,8 @@ const MAPS: &[&[&str]] = &[
     &["data"],
     &["binaryData"],
     &["stringData"],
+    // A Service's selector (a workload's is a LabelSelector struct: none is served yet).
+    &["spec", "selector"],
 ];
 
 /// Struct fields embedded by value (`Spec LeaseSpec`, not `*LeaseSpec`).
@@ -51,6 +53,8 @@ const EMBEDDED: &[&[&str]] = &[
     &["status"],
     &["source"],
     &["deprecatedSource"],
+    // A Service's LoadBalancerStatus.
+    &["status", "loadBalancer"],
 ];
 
 /// Structs marked `+structType=atomic` (ObjectReference and friends).
@@ -75,6 +79,15 @@ impl<'a> Types<'a> {
     pub(crate) fn with_schema(mut self, schema: Option<&'a Value>) -> Self {
         self.schema = schema;
         self
+    }
+
+    /// The defaults of the key fields of the keyed list at `fields`.
+    fn key_default<'f>(&self, fields: &'f [&str]) -> impl Fn(&str) -> Option<&'static str> + 'f
+    where
+        'a: 'f,
+    {
+        let gvk = self.gvk;
+        move |key| key_default(gvk, fields, key)
     }
 
     fn kind(&self, fields: &[&str], value: &Value) -> Kind {
@@ -249,7 +262,7 @@ impl<'a> Types<'a> {
                     set.insert(path.clone());
                 }
                 for item in value.as_array().into_iter().flatten() {
-                    let pe = fieldpath::key(item, keys).ok_or_else(|| {
+                    let pe = fieldpath::key(item, keys, self.key_default(fields)).ok_or_else(|| {
                         ApplyError::Invalid(format!(
                             "{}: associative list with keys has an element that omits key field {:?}",
                             fieldpath::to_string(path),
@@ -363,10 +376,10 @@ impl<'a> Types<'a> {
             (Kind::ListMap { keys, atomic_items }, Value::Array(l), Value::Array(c)) => {
                 let mut out = l.clone();
                 for item in c {
-                    let id = fieldpath::key(item, keys);
-                    let pos = out
-                        .iter()
-                        .position(|o| id.is_some() && fieldpath::key(o, keys) == id);
+                    let id = fieldpath::key(item, keys, self.key_default(fields));
+                    let pos = out.iter().position(|o| {
+                        id.is_some() && fieldpath::key(o, keys, self.key_default(fields)) == id
+                    });
                     match pos {
                         Some(i) if !atomic_items => {
                             let merged = self.merge_item(&out[i], item, fields);

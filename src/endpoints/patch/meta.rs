@@ -78,7 +78,57 @@ const ENTRIES: &[Entry] = &[
         path: &["status", "conditions"],
         list: ListType::Map(&["type"]),
     },
+    // core/v1 Service
+    Entry {
+        kinds: &[("", "Service")],
+        path: &["spec", "ports"],
+        list: ListType::Map(&["port", "protocol"]),
+    },
+    // core/v1 Service; apiregistration.k8s.io/v1 APIService
+    Entry {
+        kinds: &[("", "Service"), ("apiregistration.k8s.io", "APIService")],
+        path: &["status", "conditions"],
+        list: ListType::Map(&["type"]),
+    },
 ];
+
+/// The default of a list-map key field, from the OpenAPI `default` of the key: what
+/// structured-merge-diff takes for a key an item omits.
+struct KeyDefault {
+    kinds: &'static [(&'static str, &'static str)],
+    /// The keyed list.
+    path: &'static [&'static str],
+    key: &'static str,
+    default: &'static str,
+}
+
+const KEY_DEFAULTS: &[KeyDefault] = &[
+    // core/v1 ServicePort.protocol
+    KeyDefault {
+        kinds: &[("", "Service")],
+        path: &["spec", "ports"],
+        key: "protocol",
+        default: "TCP",
+    },
+];
+
+/// The default of key field `key` of the keyed list at `path` in objects of `gvk`, if it has one.
+pub(crate) fn key_default(
+    gvk: &GroupVersionKind,
+    path: &[&str],
+    key: &str,
+) -> Option<&'static str> {
+    KEY_DEFAULTS
+        .iter()
+        .find(|d| {
+            d.path == path
+                && d.key == key
+                && d.kinds
+                    .iter()
+                    .any(|(g, k)| *g == gvk.group && *k == gvk.kind)
+        })
+        .map(|d| d.default)
+}
 
 /// The metadata of the field at `path` (field names from the object root) in objects of `gvk`.
 pub(crate) fn field_meta(gvk: &GroupVersionKind, path: &[&str]) -> FieldMeta {
@@ -119,6 +169,8 @@ mod tests {
         let sa = GroupVersionKind::new("", "v1", "ServiceAccount");
         let cm = GroupVersionKind::new("", "v1", "ConfigMap");
         let ns = GroupVersionKind::new("", "v1", "Namespace");
+        let svc = GroupVersionKind::new("", "v1", "Service");
+        let apisvc = GroupVersionKind::new("apiregistration.k8s.io", "v1", "APIService");
         let cases: &[(&GroupVersionKind, &[&str], ListType)] = &[
             (&cm, &["metadata", "finalizers"], ListType::Set),
             (
@@ -132,11 +184,24 @@ mod tests {
             (&sa, &["imagePullSecrets"], ListType::Atomic),
             (&ns, &["spec", "finalizers"], ListType::Atomic),
             (&ns, &["status", "conditions"], ListType::Map(&["type"])),
+            (
+                &svc,
+                &["spec", "ports"],
+                ListType::Map(&["port", "protocol"]),
+            ),
+            (&svc, &["spec", "clusterIPs"], ListType::Atomic),
+            (&svc, &["status", "conditions"], ListType::Map(&["type"])),
+            (&apisvc, &["status", "conditions"], ListType::Map(&["type"])),
         ];
         for (gvk, path, want) in cases {
             assert_eq!(field_meta(gvk, path).list, *want, "{gvk} {path:?}");
         }
         assert_eq!(field_meta(&sa, &["secrets"]).merge_key(), Some("name"));
+        assert_eq!(
+            key_default(&svc, &["spec", "ports"], "protocol"),
+            Some("TCP")
+        );
+        assert_eq!(key_default(&svc, &["spec", "ports"], "port"), None);
         assert!(!field_meta(&cm, &["data"]).merges());
     }
 }
