@@ -17,6 +17,8 @@ pub(crate) enum NameRule {
     Subdomain,
     /// DNS-1123 label (namespaces).
     Label,
+    /// DNS-1035 label (services: ValidateServiceName).
+    Dns1035Label,
 }
 
 /// Total size limit of annotations (TotalAnnotationSizeLimitB).
@@ -48,6 +50,27 @@ pub(crate) fn name_errors(name: &str, rule: NameRule) -> Vec<String> {
                 errs.push(DNS1123_LABEL_MSG.to_string());
             }
         }
+        NameRule::Dns1035Label => errs = dns1035_label_errors(name),
+    }
+    errs
+}
+
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+/// IsDNS1035Label.
+pub(crate) fn dns1035_label_errors(v: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if v.len() > 63 {
+        errs.push("must be no more than 63 characters".to_string());
+    }
+    let b = v.as_bytes();
+    let ok = !b.is_empty()
+        && b[0].is_ascii_lowercase()
+        && b[b.len() - 1].is_ascii_alphanumeric()
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
+    if !ok {
+        errs.push(DNS1035_LABEL_MSG.to_string());
     }
     errs
 }

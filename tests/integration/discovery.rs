@@ -25,6 +25,8 @@ async fn legacy_and_aggregated_discovery() {
         "namespaces/finalize",
         "secrets",
         "serviceaccounts",
+        "services",
+        "services/status",
         "events",
     ] {
         assert!(names.contains(&n), "{n} in {names:?}");
@@ -37,7 +39,26 @@ async fn legacy_and_aggregated_discovery() {
         .unwrap();
     assert_eq!(cm["shortNames"], serde_json::json!(["cm"]));
     assert_eq!(cm["singularName"], "configmap");
+    let svc = v1["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "services")
+        .unwrap();
+    assert_eq!(
+        (&svc["shortNames"], &svc["categories"]),
+        (&serde_json::json!(["svc"]), &serde_json::json!(["all"]))
+    );
     let (_, groups, _) = call(&c, reqwest::Method::GET, &server.url("/apis"), None).await;
+    // apiregistration.k8s.io has the highest group priority: the aggregator lists it first.
+    let names: Vec<&str> = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names.first(), Some(&"apiregistration.k8s.io"), "{names:?}");
+    assert!(names.contains(&"discovery.k8s.io"), "{names:?}");
     let coord = groups["groups"]
         .as_array()
         .unwrap()

@@ -62,7 +62,8 @@ impl Served {
         gv_path(&self.group, &self.version)
     }
 
-    /// Name of the kind's schema: `io.k8s.api.core.v1.ConfigMap` for a built-in kind, the
+    /// Name of the kind's schema: `io.k8s.api.core.v1.ConfigMap` for a built-in kind (the
+    /// package of the Go type: kube-aggregator's and apiextensions-apiserver's have their own), the
     /// reversed group for a custom one (`com.example.stable.v1.CronTab`, as
     /// apiextensions-apiserver's builder names it).
     pub(super) fn schema_name(&self) -> String {
@@ -73,6 +74,12 @@ impl Served {
         if self.group == "apiextensions.k8s.io" {
             return format!(
                 "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.{}.{}",
+                self.version, self.kind
+            );
+        }
+        if self.group == "apiregistration.k8s.io" {
+            return format!(
+                "io.k8s.kube-aggregator.pkg.apis.apiregistration.{}.{}",
                 self.version, self.kind
             );
         }

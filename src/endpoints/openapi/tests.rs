@@ -79,11 +79,41 @@ fn routes() {
 }
 
 #[test]
+fn apiservices_are_named_after_kube_aggregators_package() {
+    let doc = json_of(get("/openapi/v3/apis/apiregistration.k8s.io/v1", &[]));
+    let schemas = &doc["components"]["schemas"];
+    let name = "io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService";
+    assert_eq!(
+        schemas[name]["x-kubernetes-group-version-kind"],
+        json!([{"group": "apiregistration.k8s.io", "kind": "APIService", "version": "v1"}])
+    );
+    let spec = &schemas["io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceSpec"];
+    assert!(spec["properties"]["groupPriorityMinimum"]["description"].is_string());
+    let conditions = &schemas
+        ["io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIServiceStatus"]["properties"]
+        ["conditions"];
+    assert_eq!(conditions["x-kubernetes-patch-merge-key"], "type");
+    assert!(supports_query_param(
+        &doc,
+        "apiregistration.k8s.io",
+        "v1",
+        "APIService",
+        "fieldValidation"
+    ));
+    let v2 = json_of(get("/openapi/v2", &[]));
+    assert!(v2["definitions"].get(name).is_some());
+    assert!(v2["definitions"]
+        .get("io.k8s.api.discovery.v1.EndpointSlice")
+        .is_some());
+}
+
+#[test]
 fn v3_index_and_hashes() {
     let index = json_of(get("/openapi/v3", &[]));
     let paths = index["paths"].as_object().unwrap();
     let want = [
         "api/v1",
+        "apis/apiregistration.k8s.io/v1",
         "apis/events.k8s.io/v1",
         "apis/coordination.k8s.io/v1",
         "apis/coordination.k8s.io/v1beta1",
@@ -93,6 +123,7 @@ fn v3_index_and_hashes() {
         "apis/admissionregistration.k8s.io/v1",
         "apis/admissionregistration.k8s.io/v1beta1",
         "apis/apiextensions.k8s.io/v1",
+        "apis/discovery.k8s.io/v1",
     ];
     assert_eq!(
         paths.keys().collect::<Vec<_>>(),
@@ -136,6 +167,7 @@ fn v3_documents_serve_kubectl() {
         "ConfigMap",
         "Secret",
         "ServiceAccount",
+        "Service",
         "Event",
     ] {
         assert!(
@@ -166,6 +198,13 @@ fn v3_documents_serve_kubectl() {
     );
     let sa = &schemas["io.k8s.api.core.v1.ServiceAccount"]["properties"]["secrets"];
     assert_eq!(sa["x-kubernetes-patch-merge-key"], "name");
+    // kubectl apply merges a Service's ports by port, as the Go tags say.
+    let ports = &schemas["io.k8s.api.core.v1.ServiceSpec"]["properties"]["ports"];
+    assert_eq!(ports["x-kubernetes-patch-merge-key"], "port");
+    assert_eq!(
+        ports["x-kubernetes-list-map-keys"],
+        json!(["port", "protocol"])
+    );
     let cm = &schemas["io.k8s.api.core.v1.ConfigMap"];
     assert!(
         cm.get("required").is_none(),

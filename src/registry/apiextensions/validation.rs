@@ -73,25 +73,8 @@ mod path {
     }
 }
 
-const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
-
-/// IsDNS1035Label.
-pub(crate) fn dns1035_label_errors(v: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if v.len() > 63 {
-        errs.push("must be no more than 63 characters".to_string());
-    }
-    let b = v.as_bytes();
-    let ok = !b.is_empty()
-        && b[0].is_ascii_lowercase()
-        && b[b.len() - 1].is_ascii_alphanumeric()
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-');
-    if !ok {
-        errs.push(DNS1035_LABEL_MSG.to_string());
-    }
-    errs
-}
+/// IsDNS1035Label (kept with the other name rules, in registry::validation).
+pub(crate) use crate::registry::validation::dns1035_label_errors;
 
 /// IsDNS1123Subdomain (labels are not limited to 63 characters by this check).
 fn dns1123_subdomain_errors(v: &str) -> Vec<String> {

@@ -2,16 +2,20 @@
 //! May use: registry (strategy, error, validation, store helpers), api.
 
 pub(crate) mod admissionregistration;
+pub(crate) mod apiregistration;
 pub(crate) mod configmaps;
 pub(crate) mod customresourcedefinitions;
+pub(crate) mod discovery;
 pub(crate) mod events;
 pub(crate) mod leasecandidates;
 pub(crate) mod leases;
 pub(crate) mod namespaces;
+mod network;
 pub(crate) mod rbac;
 pub(crate) mod reviews;
 pub(crate) mod secrets;
 pub(crate) mod serviceaccounts;
+pub(crate) mod services;
 
 use super::strategy::Strategy;
 use reviews::Review;
@@ -35,8 +39,10 @@ impl BuiltIn {
     }
 }
 
-/// Every built-in resource, in discovery order (kube-apiserver's: core first, then the groups
-/// in the order of GenericStorageProviders).
+/// Every built-in resource, in discovery order (kube-apiserver's: core first, then
+/// apiregistration.k8s.io, which the aggregator lists first (it has the highest group priority,
+/// 18000), then the groups in the order of GenericStorageProviders, then discovery.k8s.io, whose
+/// priority (16200) is below apiextensions.k8s.io's (16400)).
 pub(crate) fn built_in() -> Vec<BuiltIn> {
     let stored = |s: Arc<dyn Strategy>, root| BuiltIn::Stored(s, root);
     vec![
@@ -47,7 +53,12 @@ pub(crate) fn built_in() -> Vec<BuiltIn> {
             Arc::new(serviceaccounts::ServiceAccounts),
             "serviceaccounts",
         ),
+        stored(Arc::new(services::Services), "services/specs"),
         stored(Arc::new(events::CoreEvents), "events"),
+        stored(
+            Arc::new(apiregistration::apiservices::ApiServices),
+            "apiregistration.k8s.io/apiservices",
+        ),
         stored(Arc::new(events::Events), "events"),
         stored(Arc::new(leases::Leases), "leases"),
         stored(
@@ -99,6 +110,10 @@ pub(crate) fn built_in() -> Vec<BuiltIn> {
         stored(
             Arc::new(customresourcedefinitions::CustomResourceDefinitions),
             "apiextensions.k8s.io/customresourcedefinitions",
+        ),
+        stored(
+            Arc::new(discovery::endpointslices::EndpointSlices),
+            "endpointslices",
         ),
     ]
 }
