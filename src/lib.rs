@@ -16,6 +16,7 @@ macro_rules! note {
     }};
 }
 
+pub(crate) mod aggregator;
 pub(crate) mod api;
 pub mod cli;
 pub mod cmd;

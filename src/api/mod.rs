@@ -24,6 +24,18 @@ use tokio_util::sync::CancellationToken;
 /// The body of every response kapi serves: a boxed stream of bytes (watch streams are long).
 pub(crate) type Body = http_body_util::combinators::UnsyncBoxBody<Bytes, std::io::Error>;
 
+/// A std error and its sources, joined with `: `.
+pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
+}
+
 /// Builds a complete (non-streaming) body.
 pub(crate) fn full_body(bytes: impl Into<Bytes>) -> Body {
     use http_body_util::BodyExt;

@@ -125,6 +125,15 @@ fn register_controllers(
             .add_post_start_hook(&name, hook)
             .with_context(|| format!("while registering post-start hook {name}"))?;
     }
+    let mut aggregation = server.aggregator_hooks();
+    if config.options.gate("UnknownVersionInteroperabilityProxy") {
+        aggregation.extend(server.peer_proxy(config.apiserver_id.clone(), None));
+    }
+    for (name, hook) in aggregation {
+        server
+            .add_post_start_hook(name, hook)
+            .with_context(|| format!("while registering post-start hook {name}"))?;
+    }
     for (name, hook) in hooks.pre_shutdown {
         server
             .add_pre_shutdown_hook(&name, hook)

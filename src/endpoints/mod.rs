@@ -11,6 +11,8 @@ pub(crate) mod protobuf;
 pub(crate) mod query;
 mod status;
 
+pub(crate) use negotiate::wants_aggregated_discovery;
+
 use crate::api::{Body, RequestContext, Status};
 use crate::registry::{Registry, Resources};
 use bytes::Bytes;

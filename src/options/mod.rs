@@ -186,7 +186,7 @@ pub(crate) const FEATURE_GATES: &[(&str, bool)] = &[
     ("APIServerIdentity", true),
     ("CoordinatedLeaderElection", true),
     ("MutatingAdmissionPolicy", false),
-    ("UnknownVersionInteroperabilityProxy", false),
+    ("UnknownVersionInteroperabilityProxy", true),
     ("WatchCacheInitializationPostStartHook", true),
     ("WatchList", true),
 ];

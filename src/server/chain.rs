@@ -5,6 +5,8 @@
 //! May use: filters, endpoints, api, metrics.
 
 use super::health::Health;
+use crate::aggregator::peers::{self, PeerProxy};
+use crate::aggregator::Aggregator;
 use crate::api::authorizer::{Authorizer, Decision};
 use crate::api::{full_body, Body, RequestContext, RequestInfo, Status};
 use crate::endpoints::ApiServer;
@@ -31,6 +33,10 @@ pub(super) struct Chain {
     pub health: Arc<Health>,
     /// The API (everything that is not health or /version).
     pub api: Arc<ApiServer>,
+    /// kube-aggregator: remote APIServices are proxied, their groups added to discovery.
+    pub aggregator: Arc<Aggregator>,
+    /// The mixed-version peer proxy, when on.
+    pub peers: Option<Arc<PeerProxy>>,
     /// Cancelled when the server stops serving: watches end their streams.
     pub shutdown: CancellationToken,
 }
@@ -146,6 +152,62 @@ async fn route(
     if let Some(resp) = issuer_discovery(chain, path) {
         return resp;
     }
+    let resources = chain.api.registry().resources();
+    let local_group = |group: &str| resources.iter().any(|r| r.info().group == group);
+    let local = |group: &str, version: &str| {
+        resources
+            .iter()
+            .any(|r| r.info().group == group && r.info().version == version)
+    };
+    let excluded = |group: &str, version: &str| chain.aggregator.excludes(group, version);
+    if let Some(resp) = chain.aggregator.serve(&req, &ctx, local_group).await {
+        return resp;
+    }
+    if let Some(peers) = &chain.peers {
+        let i = &ctx.info;
+        if i.is_resource_request
+            && resources
+                .lookup(&i.api_group, &i.api_version, &i.resource)
+                .is_none()
+            && !excluded(&i.api_group, &i.api_version)
+        {
+            if let Some(resp) = peers.serve(&req, &ctx).await {
+                return resp;
+            }
+        }
+    }
+    if chain.aggregator.has_remote() && path.starts_with("/openapi/v3") {
+        if let Some(resp) = chain.aggregator.serve_openapi(&req).await {
+            return resp;
+        }
+        if path.trim_end_matches('/') == "/openapi/v3" {
+            let mut req = req;
+            // The merged index has its own content: no 304 for the local one's ETag.
+            req.headers_mut().remove(http::header::IF_NONE_MATCH);
+            let resp = chain.api.handle(req, ctx).await;
+            return chain.aggregator.merge_openapi_index(resp).await;
+        }
+    }
+    let root = path.trim_end_matches('/');
+    if root == "/apis" || root == "/api" {
+        let core = root == "/api";
+        let aggregated = crate::endpoints::wants_aggregated_discovery(req.headers());
+        let extra = chain
+            .peers
+            .as_ref()
+            .filter(|_| aggregated && !peers::no_peer(req.headers()))
+            .map(|p| p.extra_groups(core, &local, &excluded));
+        drop(resources);
+        let mut resp = chain.api.handle(req, ctx).await;
+        if !core {
+            resp = chain.aggregator.merge_discovery(resp, aggregated).await;
+        }
+        if let Some(extra) = extra {
+            resp = peers::merge(resp, extra).await;
+        }
+        return resp;
+    }
+    drop(resources);
     chain.api.handle(req, ctx).await
 }
 

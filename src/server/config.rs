@@ -62,6 +62,8 @@ pub(crate) struct Config {
     pub(super) local_addr: SocketAddr,
     pub(super) storage: Arc<dyn Storage>,
     pub(super) api: Arc<ApiServer>,
+    /// kube-aggregator: APIServices, the proxy to extension API servers.
+    pub(super) aggregator: Arc<crate::aggregator::Aggregator>,
     pub(super) tokens: TokenAuthenticator,
     /// What service-account tokens are issued and verified with.
     pub(super) issuer: Arc<crate::serviceaccount::Issuer>,
@@ -133,6 +135,7 @@ impl Config {
             }
         }
         let api = Arc::new(ApiServer::new(Arc::new(registry)));
+        let aggregator = Arc::new(crate::aggregator::Aggregator::new(None));
         Ok(Config {
             options,
             pki,
@@ -140,6 +143,7 @@ impl Config {
             local_addr,
             storage,
             api,
+            aggregator,
             tokens,
             issuer,
             kubeconfig_path,

@@ -7,6 +7,7 @@
 //! [`PreparedServer::run`] until the cancellation token fires.
 //! May use: options, filters, endpoints, registry, storage, api, serviceaccount.
 
+mod aggregator;
 mod apiextensions;
 mod chain;
 mod coalesce;
@@ -24,6 +25,7 @@ mod service_accounts;
 pub(crate) use config::{CompletedConfig, Config};
 pub(crate) use lifecycle::PreparedServer;
 
+use crate::aggregator::peers::PeerProxy;
 use crate::api::authorizer::Authorizer;
 use crate::filters::authn::Authenticator;
 use crate::filters::authz::{AlwaysAllow, AlwaysDeny, Union};
@@ -39,6 +41,10 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct GenericServer {
     completed: CompletedConfig,
     hooks: Hooks,
+    /// Checks of /healthz, /livez (after the grace period) and /readyz besides the hooks'.
+    boot_checks: Vec<HealthCheck>,
+    /// The mixed-version peer proxy, when on.
+    peers: Option<Arc<PeerProxy>>,
 }
 
 impl GenericServer {
@@ -46,6 +52,8 @@ impl GenericServer {
         GenericServer {
             completed,
             hooks: Hooks::default(),
+            boot_checks: Vec::new(),
+            peers: None,
         }
     }
 
@@ -70,6 +78,29 @@ impl GenericServer {
         informers::hook(self.completed.config.api.registry().clone())
     }
 
+    /// kube-aggregator's hooks, in upstream's order; registers its `autoregister-completion`
+    /// check (AddBootSequenceHealthChecks: healthz, livez after the grace period, readyz).
+    pub(crate) fn aggregator_hooks(&mut self) -> Vec<(&'static str, PostStartHookFn)> {
+        let cfg = &self.completed.config;
+        let (hooks, check) = aggregator::hooks(cfg.api.registry().clone(), cfg.aggregator.clone());
+        self.boot_checks.push(check);
+        hooks
+    }
+
+    /// Turns the mixed-version peer proxy on for the replica `self_id` (its identity lease
+    /// name), trusting peers signed by `peer_ca_pem`; returns its hooks, in upstream's order.
+    pub(crate) fn peer_proxy(
+        &mut self,
+        self_id: String,
+        peer_ca_pem: Option<Vec<u8>>,
+    ) -> Vec<(&'static str, PostStartHookFn)> {
+        let cfg = &self.completed.config;
+        let ca = peer_ca_pem.unwrap_or_else(|| cfg.pki.serving_ca_pem.as_bytes().to_vec());
+        let peers = Arc::new(PeerProxy::new(self_id, ca, cfg.aggregator.identity()));
+        self.peers = Some(peers.clone());
+        aggregator::peer_hooks(peers)
+    }
+
     /// Registers a pre-shutdown hook; it runs once when shutdown begins.
     pub(crate) fn add_pre_shutdown_hook(
         &mut self,
@@ -82,7 +113,12 @@ impl GenericServer {
     /// Installs the health endpoints (checks frozen from here on, `shutdown` last in readyz)
     /// and builds the handler chain.
     pub(crate) fn prepare_run(self) -> PreparedServer {
-        let GenericServer { completed, hooks } = self;
+        let GenericServer {
+            completed,
+            hooks,
+            boot_checks,
+            peers,
+        } = self;
         let cfg = &completed.config;
         let opts = &cfg.options;
         let storage_check = |name: &str| {
@@ -106,7 +142,8 @@ impl GenericServer {
             HealthCheck::new("log", log),
             storage_check("etcd"),
         ];
-        let hook_checks = hooks.health_checks();
+        let mut hook_checks = hooks.health_checks();
+        hook_checks.extend(boot_checks);
         let grace_deadline = tokio::time::Instant::now() + opts.serving.livez_grace_period;
 
         let shutdown_initiated = CancellationToken::new();
@@ -177,6 +214,8 @@ impl GenericServer {
             request_timeout: opts.serving.request_timeout,
             health,
             api: cfg.api.clone(),
+            aggregator: cfg.aggregator.clone(),
+            peers,
             shutdown: watch_shutdown.clone(),
         });
         // Set once, here; a second prepare_run cannot happen (it consumes the server).
@@ -185,14 +224,4 @@ impl GenericServer {
     }
 }
 
-/// A std error and its sources, joined with `: `.
-pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
-    let mut out = err.to_string();
-    let mut source = err.source();
-    while let Some(s) = source {
-        out.push_str(": ");
-        out.push_str(&s.to_string());
-        source = s.source();
-    }
-    out
-}
+pub(crate) use crate::api::error_chain;

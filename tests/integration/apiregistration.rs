@@ -60,10 +60,23 @@ spec:
         ["NAME", "SERVICE", "AVAILABLE", "AGE"],
         "{out}"
     );
-    assert_eq!(
-        row(&out, "v1alpha1.example.com")[..3],
-        ["v1alpha1.example.com", "default/example-api", "Unknown"],
-        "{out}"
+    // The remote availability check finds no Service behind it.
+    let out = crate::admission::eventually("the APIService to be checked", || async {
+        let out = server.kubectl_ok(&["get", "apiservices"]).await;
+        (row(&out, "v1alpha1.example.com")[..4]
+            == [
+                "v1alpha1.example.com",
+                "default/example-api",
+                "False",
+                "(ServiceNotFound)",
+            ])
+        .then_some(out)
+    })
+    .await;
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("v1.coordination.k8s.io") && l.contains("Local")),
+        "every served group/version has a Local APIService: {out}"
     );
     let port = server
         .kubectl_ok(&[

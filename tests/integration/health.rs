@@ -66,7 +66,8 @@ async fn verbose_exclude_and_subpath_formats() {
     let anon = server.anonymous_http();
     let (code, body) = get_text(&anon, &server.url("/livez?verbose")).await;
     assert_eq!(code, 200);
-    // ping, log, etcd, then one line per post-start hook; no readiness-only checks.
+    // ping, log, etcd, then one line per post-start hook and boot-sequence check; no
+    // readiness-only checks.
     assert!(
         body.starts_with("[+]ping ok\n[+]log ok\n[+]etcd ok\n"),
         "{body}"
@@ -75,7 +76,8 @@ async fn verbose_exclude_and_subpath_formats() {
     let lines: Vec<&str> = body.lines().collect();
     for line in &lines[3..lines.len() - 1] {
         assert!(
-            line.starts_with("[+]poststarthook/") && line.ends_with(" ok"),
+            (line.starts_with("[+]poststarthook/") || *line == "[+]autoregister-completion ok")
+                && line.ends_with(" ok"),
             "{line}"
         );
     }

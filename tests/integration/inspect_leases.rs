@@ -91,7 +91,10 @@ async fn leases_outputs_match_the_identity_lease() {
     let (code, out, _) = kapi(&server, &["leases", "-o", "wide", "--no-headers"]).await;
     assert_eq!(code, 0);
     let r: Vec<&str> = out.lines().next().unwrap().split_whitespace().collect();
-    assert_eq!(r[7..], ["Live", "<none>", "60m", "0"]);
+    // The peer address: UnknownVersionInteroperabilityProxy is on by default.
+    let address = server.url("");
+    let address = address.trim_start_matches("https://").trim_end_matches('/');
+    assert_eq!(r[7..], ["Live", address, "60m", "0"]);
 
     let (code, out, _) = kapi(&server, &["leases", "-o", "json"]).await;
     assert_eq!(code, 0);
@@ -103,7 +106,7 @@ async fn leases_outputs_match_the_identity_lease() {
     assert_eq!(l["component"], "kube-apiserver");
     assert_eq!(l["holder"], holder.as_str());
     assert_eq!(l["hostname"], "node-1");
-    assert_eq!(l["peerAddress"], Value::Null);
+    assert_eq!(l["peerAddress"], address);
     assert_eq!(l["leaseDurationSeconds"], 3600);
     assert_eq!(l["state"], "Live");
     let renewed: DateTime<Utc> = l["renewTime"].as_str().unwrap().parse().unwrap();

@@ -21,6 +21,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("filters", &["api", "serviceaccount"]),
     ("registry", &["storage", "api", "serviceaccount"]),
     ("endpoints", &["registry", "api"]),
+    // kube-aggregator: follows APIServices in the registry, proxies with the caller's identity.
+    ("aggregator", &["registry", "api"]),
     (
         "server",
         &[
@@ -32,6 +34,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "api",
             "serviceaccount",
             "metrics",
+            "aggregator",
         ],
     ),
     // The CRD controllers decide conditions with the CRD validation's pure functions and

@@ -5,6 +5,7 @@ mod support;
 mod admission;
 mod admission_policies;
 mod admissionregistration;
+mod aggregation;
 mod apiregistration;
 mod apply_list;
 mod auth;

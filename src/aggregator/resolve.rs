@@ -1,0 +1,270 @@
+//! Where a Service sends the aggregator (k8s.io/apiserver pkg/util/proxy ResolveCluster and
+//! ResolveEndpoint, as kube-aggregator's resolvers use them). A generic control plane has no
+//! cluster IPs: an ExternalName Service resolves to `externalName:port` (the APIService's
+//! port), a headless one to a ready address of its EndpointSlices, on the slice port named as
+//! the Service port whose number is the APIService's port.
+
+use super::ServiceRef;
+use crate::registry::follow::{ns_name, Change};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::RwLock;
+
+/// The label by which an EndpointSlice names its Service.
+const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// Why a Service does not resolve; messages as upstream's.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub(crate) enum ResolveError {
+    #[error("service \"{0}\" not found")]
+    NotFound(String),
+    #[error("unsupported service type {0:?}")]
+    UnsupportedType(String),
+    #[error("no service port {port} found for service \"{service}\"")]
+    NoPort { port: u16, service: String },
+    #[error("no endpoints available for service \"{0}\"")]
+    NoEndpoints(String),
+}
+
+/// The followed Services and EndpointSlices.
+#[derive(Default)]
+pub(super) struct Services {
+    /// By namespace/name.
+    services: RwLock<BTreeMap<(String, String), Value>>,
+    /// By namespace/service name, then slice name.
+    slices: RwLock<BTreeMap<(String, String), BTreeMap<String, Value>>>,
+    /// Spreads requests over a Service's endpoints.
+    next: AtomicUsize,
+}
+
+fn owner(slice: &Value) -> (String, String) {
+    let (ns, _) = ns_name(slice);
+    let svc = slice
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(SERVICE_NAME_LABEL))
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    (ns.to_string(), svc.to_string())
+}
+
+fn key(o: &Value) -> (String, String) {
+    let (ns, name) = ns_name(o);
+    (ns.to_string(), name.to_string())
+}
+
+impl Services {
+    pub(super) fn apply_service(&self, change: Change<'_>) {
+        let mut map = self.services.write().unwrap_or_else(|e| e.into_inner());
+        match change {
+            Change::Listed(items) => {
+                *map = items.into_iter().map(|o| (key(o), o.clone())).collect();
+            }
+            Change::Put(o) => {
+                map.insert(key(o), o.clone());
+            }
+            Change::Deleted(o) => {
+                map.remove(&key(o));
+            }
+        }
+    }
+
+    pub(super) fn apply_slice(&self, change: Change<'_>) {
+        let mut map = self.slices.write().unwrap_or_else(|e| e.into_inner());
+        let name = |o: &Value| ns_name(o).1.to_string();
+        match change {
+            Change::Listed(items) => {
+                map.clear();
+                for o in items {
+                    map.entry(owner(o)).or_default().insert(name(o), o.clone());
+                }
+            }
+            Change::Put(o) => {
+                // A slice may have been relabelled to another Service.
+                for slices in map.values_mut() {
+                    slices.remove(&name(o));
+                }
+                map.entry(owner(o)).or_default().insert(name(o), o.clone());
+            }
+            Change::Deleted(o) => {
+                if let Some(slices) = map.get_mut(&owner(o)) {
+                    slices.remove(&name(o));
+                }
+            }
+        }
+    }
+
+    /// The Service `svc` points to, if it exists.
+    pub(super) fn service(&self, svc: &ServiceRef) -> Option<Value> {
+        let map = self.services.read().unwrap_or_else(|e| e.into_inner());
+        map.get(&(svc.namespace.clone(), svc.name.clone())).cloned()
+    }
+
+    /// The EndpointSlices of `svc`.
+    pub(super) fn slices(&self, svc: &ServiceRef) -> Vec<Value> {
+        let map = self.slices.read().unwrap_or_else(|e| e.into_inner());
+        map.get(&(svc.namespace.clone(), svc.name.clone()))
+            .map(|s| s.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// `host:port` to dial for `svc`.
+    pub(super) fn resolve(&self, svc: &ServiceRef) -> Result<String, ResolveError> {
+        let service = self
+            .service(svc)
+            .ok_or_else(|| ResolveError::NotFound(svc.name.clone()))?;
+        let spec = service.get("spec").unwrap_or(&Value::Null);
+        let kind = spec
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("ClusterIP");
+        match kind {
+            "ExternalName" => {
+                let host = spec
+                    .get("externalName")
+                    .and_then(Value::as_str)
+                    .unwrap_or("");
+                Ok(join_host_port(host, svc.port))
+            }
+            "ClusterIP" => {
+                let port_name = service_port_name(spec, svc)?;
+                let start = self.next.fetch_add(1, Ordering::Relaxed);
+                endpoint(&self.slices(svc), &port_name, start)
+                    .ok_or_else(|| ResolveError::NoEndpoints(svc.name.clone()))
+            }
+            other => Err(ResolveError::UnsupportedType(other.to_string())),
+        }
+    }
+}
+
+/// The name of the Service port whose number is the APIService's port.
+pub(super) fn service_port_name(spec: &Value, svc: &ServiceRef) -> Result<String, ResolveError> {
+    spec.get("ports")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|p| p.get("port").and_then(Value::as_u64) == Some(u64::from(svc.port)))
+        .map(|p| {
+            p.get("name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        })
+        .ok_or_else(|| ResolveError::NoPort {
+            port: svc.port,
+            service: svc.name.clone(),
+        })
+}
+
+/// A ready address of `slices` on the port named `port_name`, starting the search at the
+/// `start`th endpoint (upstream's RandomEndpoint, round-robin instead of random).
+pub(super) fn endpoint(slices: &[Value], port_name: &str, start: usize) -> Option<String> {
+    for slice in slices {
+        let ports = slice.get("ports").and_then(Value::as_array);
+        let Some(port) = ports.into_iter().flatten().find_map(|p| {
+            (p.get("name").and_then(Value::as_str) == Some(port_name))
+                .then(|| p.get("port").and_then(Value::as_u64))
+                .flatten()
+        }) else {
+            continue;
+        };
+        let endpoints: Vec<&Value> = slice
+            .get("endpoints")
+            .and_then(Value::as_array)
+            .map(|e| e.iter().collect())
+            .unwrap_or_default();
+        for i in 0..endpoints.len() {
+            let ep = endpoints[(start + i) % endpoints.len()];
+            if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
+                continue;
+            }
+            if let Some(ip) = ep.pointer("/addresses/0").and_then(Value::as_str) {
+                let port = u16::try_from(port).unwrap_or(0);
+                return Some(join_host_port(ip, port));
+            }
+        }
+    }
+    None
+}
+
+/// Go's net.JoinHostPort: an IPv6 address in brackets.
+fn join_host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn svc_ref(port: u16) -> ServiceRef {
+        ServiceRef {
+            namespace: "ns".into(),
+            name: "api".into(),
+            port,
+        }
+    }
+
+    fn services(objs: &[Value]) -> Services {
+        let s = Services::default();
+        s.apply_service(Change::Listed(
+            objs.iter().filter(|o| o["kind"] == "Service").collect(),
+        ));
+        s.apply_slice(Change::Listed(
+            objs.iter()
+                .filter(|o| o["kind"] == "EndpointSlice")
+                .collect(),
+        ));
+        s
+    }
+
+    #[test]
+    fn external_name_resolves_to_its_host_and_the_apiservice_port() {
+        let s = services(&[
+            json!({"kind": "Service", "metadata": {"namespace": "ns", "name": "api"},
+            "spec": {"type": "ExternalName", "externalName": "ext.example.com"}}),
+        ]);
+        assert_eq!(s.resolve(&svc_ref(8443)).unwrap(), "ext.example.com:8443");
+    }
+
+    #[test]
+    fn headless_resolves_to_a_ready_address_on_the_named_port() {
+        let s = services(&[
+            json!({"kind": "Service", "metadata": {"namespace": "ns", "name": "api"},
+                "spec": {"clusterIP": "None", "ports": [{"name": "https", "port": 443}]}}),
+            json!({"kind": "EndpointSlice", "metadata": {"namespace": "ns", "name": "api-1",
+                "labels": {SERVICE_NAME_LABEL: "api"}}, "addressType": "IPv6",
+                "ports": [{"name": "https", "port": 6443}],
+                "endpoints": [{"addresses": ["fd00::1"], "conditions": {"ready": false}},
+                              {"addresses": ["fd00::2"]}]}),
+        ]);
+        for _ in 0..3 {
+            assert_eq!(s.resolve(&svc_ref(443)).unwrap(), "[fd00::2]:6443");
+        }
+        assert_eq!(
+            s.resolve(&svc_ref(444)).unwrap_err().to_string(),
+            "no service port 444 found for service \"api\""
+        );
+    }
+
+    #[test]
+    fn missing_service_and_endpoints_are_named() {
+        let s = services(&[
+            json!({"kind": "Service", "metadata": {"namespace": "ns", "name": "api"},
+            "spec": {"clusterIP": "None", "ports": [{"port": 443}]}}),
+        ]);
+        assert_eq!(
+            s.resolve(&svc_ref(443)).unwrap_err().to_string(),
+            "no endpoints available for service \"api\""
+        );
+        let none = services(&[]);
+        assert_eq!(
+            none.resolve(&svc_ref(443)).unwrap_err(),
+            ResolveError::NotFound("api".into())
+        );
+    }
+}

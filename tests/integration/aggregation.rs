@@ -1,0 +1,322 @@
+//! The aggregation layer against a small extension API server: an HTTPS server that serves
+//! the group example.com/v1 (widgets) and records the identity headers it gets. kubectl
+//! finds the group through kapi's discovery, reads widgets through the proxy, and the
+//! APIService turns unavailable when the backend stops.
+
+use crate::admission::eventually;
+use crate::support::{output_text, TestServer};
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use serde_json::{json, Value};
+use std::sync::{Arc, Mutex};
+
+/// The name the proxy verifies the backend under (`<service>.<namespace>.svc`).
+const SERVICE_DNS: &str = "ext.default.svc";
+
+/// What the backend saw: path and the X-Remote-* and Authorization headers.
+type Seen = Arc<Mutex<Vec<(String, Vec<(String, String)>)>>>;
+
+/// A running extension API server.
+struct Extension {
+    port: u16,
+    ca_pem: String,
+    seen: Seen,
+    server: tokio::task::JoinHandle<()>,
+}
+
+fn answer(path: &str, headers: &http::HeaderMap) -> (u16, Value) {
+    let user = headers
+        .get("x-remote-user")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    match path {
+        "/apis/example.com/v1" => (
+            200,
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "example.com/v1",
+                "resources": [{"name": "widgets", "singularName": "widget", "namespaced": true,
+                    "kind": "Widget", "verbs": ["get", "list"], "shortNames": ["wd"]}]}),
+        ),
+        "/apis/example.com/v1/namespaces/default/widgets" => (
+            200,
+            json!({"kind": "WidgetList", "apiVersion": "example.com/v1", "metadata": {},
+                "items": [{"kind": "Widget", "apiVersion": "example.com/v1",
+                    "metadata": {"name": format!("seen-by-{}", user.replace(':', "-")),
+                        "namespace": "default", "creationTimestamp": "2026-01-01T00:00:00Z"}}]}),
+        ),
+        _ => (
+            404,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404,
+                "reason": "NotFound", "message": "the server could not find the requested resource"}),
+        ),
+    }
+}
+
+impl Extension {
+    async fn start() -> Extension {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec![SERVICE_DNS.to_string()]).unwrap();
+        params.is_ca = rcgen::IsCa::NoCa;
+        let cert = params.self_signed(&key).unwrap();
+        let der = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![cert.der().clone()], der)
+            .unwrap();
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen: Seen = Arc::default();
+        let record = seen.clone();
+        let server = tokio::spawn(async move {
+            // Dropped with this task: stopping the server closes its connections too.
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((tcp, _)) = listener.accept().await {
+                let (acceptor, record) = (acceptor.clone(), record.clone());
+                connections.spawn(async move {
+                    let Ok(tls) = acceptor.accept(tcp).await else {
+                        return;
+                    };
+                    let service = hyper::service::service_fn(
+                        move |req: http::Request<hyper::body::Incoming>| {
+                            let record = record.clone();
+                            async move {
+                                let headers: Vec<(String, String)> = req
+                                    .headers()
+                                    .iter()
+                                    .filter(|(n, _)| {
+                                        n.as_str().starts_with("x-remote-")
+                                            || n.as_str() == "authorization"
+                                    })
+                                    .map(|(n, v)| {
+                                        (n.to_string(), v.to_str().unwrap_or("").to_string())
+                                    })
+                                    .collect();
+                                let path = req.uri().path().to_string();
+                                record.lock().unwrap().push((path.clone(), headers));
+                                let (code, body) = answer(&path, req.headers());
+                                Ok::<_, hyper::Error>(
+                                    http::Response::builder()
+                                        .status(code)
+                                        .header("content-type", "application/json")
+                                        .body(Full::new(Bytes::from(body.to_string())))
+                                        .unwrap(),
+                                )
+                            }
+                        },
+                    );
+                    let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(tls), service)
+                        .await;
+                });
+            }
+        });
+        Extension {
+            port,
+            ca_pem: cert.pem(),
+            seen,
+            server,
+        }
+    }
+
+    /// The identity headers of the requests to `path`.
+    fn headers_of(&self, path: &str) -> Vec<Vec<(String, String)>> {
+        self.seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, _)| p == path)
+            .map(|(_, h)| h.clone())
+            .collect()
+    }
+}
+
+async fn apply(server: &TestServer, manifest: Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("m.json");
+    std::fs::write(&file, manifest.to_string()).unwrap();
+    let out = server
+        .kubectl(&["apply", "-f", file.to_str().unwrap()])
+        .await;
+    assert!(out.status.success(), "{}", output_text(&out));
+}
+
+/// The Service and the APIService for `ext`, verified with its CA.
+async fn register(server: &TestServer, ext: &Extension) {
+    use base64::Engine;
+    apply(
+        server,
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "ext", "namespace": "default"},
+            "spec": {"type": "ExternalName", "externalName": "127.0.0.1"}}),
+    )
+    .await;
+    apply(
+        server,
+        json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1.example.com"},
+            "spec": {"group": "example.com", "version": "v1", "groupPriorityMinimum": 1000,
+                "versionPriority": 15,
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(&ext.ca_pem),
+                "service": {"namespace": "default", "name": "ext", "port": ext.port}}}),
+    )
+    .await;
+}
+
+async fn available(server: &TestServer) -> (String, String) {
+    let out = server
+        .kubectl_ok(&["get", "apiservice", "v1.example.com", "-o", "json"])
+        .await;
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let c = v["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Available").cloned())
+        .unwrap_or(Value::Null);
+    (
+        c["status"].as_str().unwrap_or("").to_string(),
+        c["message"].as_str().unwrap_or("").to_string(),
+    )
+}
+
+#[tokio::test]
+async fn kubectl_reads_an_extension_server_through_kapi() {
+    let server = TestServer::start().await;
+    let ext = Extension::start().await;
+    register(&server, &ext).await;
+    eventually("the APIService to turn available", || async {
+        (available(&server).await.0 == "True").then_some(())
+    })
+    .await;
+
+    // Discovery lists the group; kubectl finds widgets through it and reads them as admin.
+    let apis: Value = server
+        .admin_http()
+        .get(server.url("/apis"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let groups: Vec<&str> = apis["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["name"].as_str())
+        .collect();
+    assert!(groups.contains(&"example.com"), "{groups:?}");
+    let out = eventually("kubectl to find widgets", || async {
+        let out = server.kubectl(&["get", "widgets", "-n", "default"]).await;
+        out.status.success().then(|| output_text(&out))
+    })
+    .await;
+    assert!(out.contains("seen-by-"), "{out}");
+    let table = server.kubectl_ok(&["get", "apiservices"]).await;
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("v1.example.com"))
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        row.contains("default/ext") && row.contains("True"),
+        "{table}"
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("v1.coordination.k8s.io") && l.contains("Local")),
+        "built-in group/versions are registered as Local: {table}"
+    );
+
+    // The backend got the caller's identity, never its credentials.
+    let sent = ext.headers_of("/apis/example.com/v1/namespaces/default/widgets");
+    let first = sent.first().expect("the list reached the backend");
+    assert!(first.iter().all(|(n, _)| n != "authorization"), "{first:?}");
+    assert!(
+        first
+            .iter()
+            .any(|(n, v)| n == "x-remote-group" && v == "system:masters"),
+        "{first:?}"
+    );
+
+    // A forged identity header is replaced by the caller's own identity.
+    let resp = server
+        .admin_http()
+        .get(server.url("/apis/example.com/v1/namespaces/default/widgets"))
+        .header("X-Remote-User", "mallory")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let list: Value = resp.json().await.unwrap();
+    let name = list["items"][0]["metadata"]["name"].as_str().unwrap_or("");
+    assert!(!name.contains("mallory"), "{list}");
+
+    // The backend stops: requests answer 503 naming the APIService, and the condition turns
+    // False on the next check.
+    ext.server.abort();
+    let code = eventually("the proxy to fail", || async {
+        let resp = server
+            .admin_http()
+            .get(server.url("/apis/example.com/v1/namespaces/default/widgets"))
+            .send()
+            .await
+            .ok()?;
+        let code = resp.status().as_u16();
+        (code != 200).then_some(code)
+    })
+    .await;
+    assert_eq!(code, 503);
+    let text = server
+        .admin_http()
+        .get(server.url("/apis/example.com/v1/namespaces/default/widgets"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        text.contains("v1.example.com") || text.contains("service unavailable"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_backend_with_the_wrong_certificate_is_unavailable() {
+    let server = TestServer::start().await;
+    let ext = Extension::start().await;
+    let other = Extension::start().await;
+    // The APIService trusts `other`'s CA, but `ext` answers.
+    let wrong = Extension {
+        port: ext.port,
+        ca_pem: other.ca_pem.clone(),
+        seen: Arc::default(),
+        server: tokio::spawn(async {}),
+    };
+    register(&server, &wrong).await;
+    let (_, message) = eventually("the APIService to be checked", || async {
+        let (status, message) = available(&server).await;
+        (status == "False").then_some((status, message))
+    })
+    .await;
+    assert!(
+        message.contains("failing or missing response from"),
+        "{message}"
+    );
+    let resp = server
+        .admin_http()
+        .get(server.url("/apis/example.com/v1/namespaces/default/widgets"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 503);
+    assert_eq!(resp.text().await.unwrap(), "service unavailable\n");
+    assert!(ext
+        .headers_of("/apis/example.com/v1/namespaces/default/widgets")
+        .is_empty());
+}
