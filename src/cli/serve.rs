@@ -2,8 +2,9 @@
 //! converted once into [`crate::options::ServerOptions`].
 
 use crate::options::{
-    AuthorizationMode, Backend, ControllerOptions, ServerOptions, ServiceAccountOptions,
-    ServingOptions, ShutdownOptions, StorageOptions,
+    AuthorizationMode, Backend, ControllerOptions, RequestHeaderOptions, ServerOptions,
+    ServiceAccountOptions, ServingOptions, ShutdownOptions, StorageOptions, REMOTE_EXTRA_PREFIX,
+    REMOTE_GROUP_HEADER, REMOTE_UID_HEADER, REMOTE_USER_HEADER,
 };
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -106,6 +107,47 @@ pub struct ServeArgs {
     /// The jwks_uri of the issuer's discovery document. Default: https://<advertise address>:<port>/openid/v1/jwks.
     #[arg(long, help_heading = "Authentication")]
     pub service_account_jwks_uri: Option<String>,
+    /// CA bundle of front proxies: a request whose client certificate it signed (and whose CN
+    /// --requestheader-allowed-names allows) is the user named by the --requestheader-*
+    /// headers. Default: a front-proxy CA generated as <cert-dir>/front-proxy-ca.crt, with
+    /// the client certificate <cert-dir>/front-proxy-client.crt it signs.
+    #[allow(rustdoc::invalid_html_tags)] // `<...>` are placeholders in --help, not HTML
+    #[arg(long, help_heading = "Front-proxy authentication")]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+    /// Client-certificate common names that may send identity headers (comma-separated;
+    /// empty = any certificate the request-header CA signed). Default: front-proxy-client with
+    /// the generated CA, any name with --requestheader-client-ca-file.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        help_heading = "Front-proxy authentication"
+    )]
+    pub requestheader_allowed_names: Option<Vec<String>>,
+    /// Request headers checked in order for the user name (comma-separated; the first one
+    /// with a value wins).
+    #[arg(long, value_delimiter = ',', default_value = REMOTE_USER_HEADER, help_heading = "Front-proxy authentication")]
+    pub requestheader_username_headers: Vec<String>,
+    /// Request headers checked in order for the user's UID (comma-separated; kube-apiserver
+    /// reads none unless told, kapi reads the one kube-aggregator sends).
+    #[arg(long, value_delimiter = ',', default_value = REMOTE_UID_HEADER, help_heading = "Front-proxy authentication")]
+    pub requestheader_uid_headers: Vec<String>,
+    /// Request headers whose every value is a group of the user (comma-separated).
+    #[arg(long, value_delimiter = ',', default_value = REMOTE_GROUP_HEADER, help_heading = "Front-proxy authentication")]
+    pub requestheader_group_headers: Vec<String>,
+    /// Header-name prefixes of the user's extra attributes (comma-separated): each header
+    /// <prefix><key> adds its values to extra <key>, lower-cased then percent-decoded.
+    #[allow(rustdoc::invalid_html_tags)] // `<...>` are placeholders in --help, not HTML
+    #[arg(long, value_delimiter = ',', default_value = REMOTE_EXTRA_PREFIX, help_heading = "Front-proxy authentication")]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+    /// Client certificate (PEM) kapi presents when it proxies a request to an extension API
+    /// server with the caller's identity in X-Remote-* headers; signed by a CA in
+    /// --requestheader-client-ca-file. Default: the generated <cert-dir>/front-proxy-client.crt.
+    #[allow(rustdoc::invalid_html_tags)] // `<...>` are placeholders in --help, not HTML
+    #[arg(long, help_heading = "Front-proxy authentication")]
+    pub proxy_client_cert_file: Option<PathBuf>,
+    /// Private key of --proxy-client-cert-file (PEM).
+    #[arg(long, help_heading = "Front-proxy authentication")]
+    pub proxy_client_key_file: Option<PathBuf>,
     /// Authorizers asked in order, comma-separated: RBAC, AlwaysAllow, AlwaysDeny. Members of
     /// system:masters are always allowed first.
     #[arg(long, value_delimiter = ',', default_value = "RBAC", value_parser = authorization_mode, help_heading = "Authorization")]
@@ -181,6 +223,15 @@ pub struct ServeArgs {
     pub shutdown_delay_duration: Duration,
 }
 
+/// A comma-list flag as pflag's StringSlice reads it: `--flag=` is the empty list.
+fn flag_list(values: Vec<String>) -> Vec<String> {
+    if values.len() == 1 && values[0].is_empty() {
+        Vec::new()
+    } else {
+        values
+    }
+}
+
 fn parse_gate(s: &str) -> Result<(String, bool), String> {
     let (name, value) = s
         .split_once('=')
@@ -239,6 +290,16 @@ impl ServeArgs {
                     api_audiences: self.api_audiences,
                     max_token_expiration: self.service_account_max_token_expiration,
                     jwks_uri: self.service_account_jwks_uri,
+                },
+                request_header: RequestHeaderOptions {
+                    client_ca_file: self.requestheader_client_ca_file,
+                    allowed_names: self.requestheader_allowed_names.map(flag_list),
+                    username_headers: flag_list(self.requestheader_username_headers),
+                    uid_headers: flag_list(self.requestheader_uid_headers),
+                    group_headers: flag_list(self.requestheader_group_headers),
+                    extra_headers_prefix: flag_list(self.requestheader_extra_headers_prefix),
+                    proxy_client_cert_file: self.proxy_client_cert_file,
+                    proxy_client_key_file: self.proxy_client_key_file,
                 },
                 max_requests_inflight: self.max_requests_inflight,
                 max_mutating_requests_inflight: self.max_mutating_requests_inflight,

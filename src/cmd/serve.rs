@@ -79,10 +79,18 @@ fn controllers_config(
         .unwrap_or_else(|| local.ip());
     let mut cc = controllers::Config::new(&options.controllers, advertise, local.port())
         .context("while configuring the controllers")?;
+    let rh = config.request_header();
     cc.auth = controllers::AuthInfo {
         client_ca_pem: Some(controllers::pem_bundle(&config.client_ca_ders())),
         client_ca_file: None,
-        request_header: None,
+        request_header: Some(controllers::RequestHeaderInfo {
+            ca_pem: rh.ca_pem.clone(),
+            username_headers: rh.username_headers.clone(),
+            uid_headers: rh.uid_headers.clone(),
+            group_headers: rh.group_headers.clone(),
+            extra_headers_prefix: rh.extra_headers_prefix.clone(),
+            allowed_names: rh.allowed_names.clone(),
+        }),
     };
     cc.rbac = options
         .serving

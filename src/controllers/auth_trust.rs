@@ -26,7 +26,7 @@ const RESYNC: Duration = Duration::from_secs(60);
 /// Certificates expired for longer than this are dropped from merged bundles.
 const EXPIRY_GRACE_SECS: i64 = 5 * 60;
 
-/// `--requestheader-*` settings (kapi has no request-header authenticator yet: None).
+/// `--requestheader-*` settings (the generated front-proxy CA's, or the operator's).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RequestHeaderInfo {
     /// PEM bundle of `--requestheader-client-ca-file`.

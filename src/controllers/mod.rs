@@ -46,7 +46,7 @@ mod system_namespaces;
 mod token_tracking;
 mod util;
 
-pub(crate) use auth_trust::{pem_bundle, AuthInfo};
+pub(crate) use auth_trust::{pem_bundle, AuthInfo, RequestHeaderInfo};
 pub use identity::apiserver_id;
 pub(crate) use identity::{IDENTITY_LABEL, KUBE_APISERVER};
 pub(crate) use peer::{PeerEndpointStore, PeerStoreError};

@@ -1,8 +1,10 @@
-//! Authentication (WithAuthentication in k8s): x509 client certificates verified against the
-//! client CAs, static bearer tokens (`--token-auth-file`) and the loopback token; no
+//! Authentication (WithAuthentication in k8s), in upstream's order: front proxies
+//! (`request_header`), x509 client certificates verified against the client CAs, static bearer
+//! tokens (`--token-auth-file`), the loopback token and service-account tokens; no
 //! credentials = `system:anonymous`; bad credentials = 401, never a fallback to anonymous.
 //! May use: api.
 
+use super::request_header::{self, RequestHeaderAuthenticator};
 use crate::api::UserInfo;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
@@ -36,8 +38,8 @@ impl PeerCertificates {
     }
 
     /// SHA-256 over the chain (each certificate's length, then its DER): the key of the
-    /// verified-chain cache.
-    fn digest(&self) -> [u8; 32] {
+    /// verified-chain caches.
+    pub(super) fn digest(&self) -> [u8; 32] {
         *self.0.digest.get_or_init(|| {
             use sha2::Digest;
             let mut hasher = sha2::Sha256::new();
@@ -69,6 +71,9 @@ pub(crate) enum Error {
     /// A certificate that verifies but names no user.
     #[error("client certificate has no common name")]
     NoCommonName,
+    /// A front proxy's certificate that may not assert identities.
+    #[error(transparent)]
+    RequestHeader(#[from] request_header::Error),
     /// No credentials and anonymous requests are disabled.
     #[error("anonymous requests are disabled")]
     AnonymousDisabled,
@@ -162,6 +167,8 @@ impl TokenAuthenticator {
 
 /// The union of every authenticator, as kube-apiserver's union authenticator.
 pub(crate) struct Authenticator {
+    /// Front proxies (`--requestheader-*`), asked first.
+    request_header: Option<RequestHeaderAuthenticator>,
     tokens: TokenAuthenticator,
     /// Bound service-account tokens, when the server issues them.
     service_accounts: Option<super::sa_tokens::ServiceAccountTokens>,
@@ -183,12 +190,19 @@ impl Authenticator {
         anonymous: bool,
     ) -> Self {
         Authenticator {
+            request_header: None,
             tokens,
             service_accounts: None,
             x509,
             anonymous,
             verified: std::sync::Mutex::default(),
         }
+    }
+
+    /// Also accepts front proxies' identity headers, before any other credential.
+    pub(crate) fn with_request_header(mut self, authenticator: RequestHeaderAuthenticator) -> Self {
+        self.request_header = Some(authenticator);
+        self
     }
 
     /// Also accepts bound service-account tokens.
@@ -227,23 +241,33 @@ impl Authenticator {
     }
 
     /// Authenticates a request: any credential that verifies wins; presented credentials that
-    /// all fail are an error; none at all is the anonymous user (when allowed).
+    /// all fail are an error (the first failure is reported); none at all is the anonymous
+    /// user (when allowed). A front proxy's identity headers are removed from `headers` once
+    /// they have named the user.
     pub(crate) fn authenticate(
         &self,
-        headers: &http::HeaderMap,
+        headers: &mut http::HeaderMap,
         certs: Option<&PeerCertificates>,
     ) -> Result<UserInfo, Error> {
         let mut failure = None;
-        if let Some(peer) = certs.filter(|c| !c.chain().is_empty()) {
+        let peer = certs.filter(|c| !c.chain().is_empty());
+        if let (Some(front_proxies), Some(peer)) = (&self.request_header, peer) {
+            match front_proxies.authenticate(headers, peer) {
+                Ok(Some(user)) => return Ok(authenticated(user)),
+                Ok(None) => {}
+                Err(e) => failure = Some(e.into()),
+            }
+        }
+        if let Some(peer) = peer {
             match self.verify_cert(peer) {
                 Ok(user) => return Ok(authenticated(user)),
-                Err(e) => failure = Some(e),
+                Err(e) => failure = failure.or(Some(e)),
             }
         }
         if let Some(token) = bearer_token(headers) {
             match self.authenticate_token(token, None) {
                 Ok((user, _)) => return Ok(user),
-                Err(e) => failure = Some(e),
+                Err(e) => failure = failure.or(Some(e)),
             }
         }
         match failure {
@@ -308,8 +332,15 @@ impl crate::api::authorizer::TokenReviewer for Authenticator {
     }
 }
 
+/// Adds `system:authenticated`, except to the anonymous user and to a user already in it or
+/// in `system:unauthenticated` (AuthenticatedGroupAdder in k8s: a front proxy forwards an
+/// anonymous caller as `system:anonymous` in `system:unauthenticated`).
 fn authenticated(mut user: UserInfo) -> UserInfo {
-    if !user.groups.iter().any(|g| g == "system:authenticated") {
+    let marked = user
+        .groups
+        .iter()
+        .any(|g| g == "system:authenticated" || g == "system:unauthenticated");
+    if user.name != "system:anonymous" && !marked {
         user.groups.push("system:authenticated".into());
     }
     user
@@ -323,7 +354,7 @@ fn bearer_token(headers: &http::HeaderMap) -> Option<&str> {
 }
 
 /// (subject text, CN, O values) of a certificate.
-fn subject_of(cert: &CertificateDer<'_>) -> (String, Option<String>, Vec<String>) {
+pub(super) fn subject_of(cert: &CertificateDer<'_>) -> (String, Option<String>, Vec<String>) {
     match x509_parser::parse_x509_certificate(cert) {
         Ok((_, parsed)) => {
             let subject = parsed.subject();
@@ -353,17 +384,39 @@ mod tests {
         let tokens = TokenAuthenticator::from_csv(csv).unwrap();
         let authn = Authenticator::new(tokens, None, true);
         let mut headers = http::HeaderMap::new();
-        let anon = authn.authenticate(&headers, None).unwrap();
+        let anon = authn.authenticate(&mut headers, None).unwrap();
         assert_eq!(anon, UserInfo::anonymous());
         headers.insert(http::header::AUTHORIZATION, "Bearer tok1".parse().unwrap());
-        let alice = authn.authenticate(&headers, None).unwrap();
+        let alice = authn.authenticate(&mut headers, None).unwrap();
         assert_eq!(alice.name, "alice");
         assert_eq!(alice.groups, vec!["dev", "ops", "system:authenticated"]);
         headers.insert(http::header::AUTHORIZATION, "Bearer nope".parse().unwrap());
         assert!(matches!(
-            authn.authenticate(&headers, None),
+            authn.authenticate(&mut headers, None),
             Err(Error::InvalidToken)
         ));
+    }
+
+    #[test]
+    fn authenticated_group_is_added_as_upstream() {
+        let user = |name: &str, groups: &[&str]| UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        };
+        let groups = |u: UserInfo| authenticated(u).groups;
+        assert_eq!(
+            groups(user("alice", &["devs"])),
+            ["devs", "system:authenticated"]
+        );
+        assert_eq!(
+            groups(user("alice", &["system:authenticated"])),
+            ["system:authenticated"]
+        );
+        // A front proxy forwarding an anonymous caller.
+        let anonymous = user("system:anonymous", &["system:unauthenticated"]);
+        assert_eq!(groups(anonymous), ["system:unauthenticated"]);
+        assert_eq!(groups(user("system:anonymous", &[])), Vec::<String>::new());
     }
 
     #[test]

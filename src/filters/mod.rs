@@ -8,5 +8,6 @@ pub(crate) mod body_limit;
 pub(crate) mod impersonation;
 pub(crate) mod in_flight;
 pub(crate) mod panic;
+pub(crate) mod request_header;
 pub(crate) mod sa_tokens;
 pub(crate) mod timeout;

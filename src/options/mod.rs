@@ -65,6 +65,77 @@ pub struct ServiceAccountOptions {
     pub jwks_uri: Option<String>,
 }
 
+/// The user-name header kube-aggregator sends (client-go `SetAuthProxyHeaders`), also the
+/// default of `--requestheader-username-headers`.
+pub(crate) const REMOTE_USER_HEADER: &str = "X-Remote-User";
+/// The UID header kube-aggregator sends (gate RemoteRequestHeaderUID, on since 1.33).
+pub(crate) const REMOTE_UID_HEADER: &str = "X-Remote-Uid";
+/// The group header kube-aggregator sends, once per group.
+pub(crate) const REMOTE_GROUP_HEADER: &str = "X-Remote-Group";
+/// The prefix of the extra-attribute headers kube-aggregator sends.
+pub(crate) const REMOTE_EXTRA_PREFIX: &str = "X-Remote-Extra-";
+/// Common name of the generated front-proxy client certificate (kubeadm's name), the one
+/// allowed name when the front-proxy CA is generated.
+pub(crate) const FRONT_PROXY_CLIENT_NAME: &str = "front-proxy-client";
+
+/// Front-proxy authentication (RequestHeaderAuthenticationOptions and `--proxy-client-*` in
+/// k8s). Without `client_ca_file` kapi generates a front-proxy CA and client certificate in
+/// the cert dir, as kubeadm does for kube-apiserver.
+#[derive(Debug, Clone, Default)]
+pub struct RequestHeaderOptions {
+    /// `--requestheader-client-ca-file`.
+    pub client_ca_file: Option<PathBuf>,
+    /// `--requestheader-allowed-names` (None: `front-proxy-client` with the generated CA, any
+    /// name with an operator's CA; empty: any name).
+    pub allowed_names: Option<Vec<String>>,
+    /// `--requestheader-username-headers`.
+    pub username_headers: Vec<String>,
+    /// `--requestheader-uid-headers`.
+    pub uid_headers: Vec<String>,
+    /// `--requestheader-group-headers`.
+    pub group_headers: Vec<String>,
+    /// `--requestheader-extra-headers-prefix`.
+    pub extra_headers_prefix: Vec<String>,
+    /// `--proxy-client-cert-file`.
+    pub proxy_client_cert_file: Option<PathBuf>,
+    /// `--proxy-client-key-file`.
+    pub proxy_client_key_file: Option<PathBuf>,
+}
+
+impl RequestHeaderOptions {
+    fn validate(&self, errs: &mut Vec<String>) {
+        if self.proxy_client_cert_file.is_some() != self.proxy_client_key_file.is_some() {
+            errs.push(
+                "--proxy-client-cert-file and --proxy-client-key-file must be given together"
+                    .into(),
+            );
+        } else if self.proxy_client_cert_file.is_some() && self.client_ca_file.is_none() {
+            errs.push("--proxy-client-cert-file needs --requestheader-client-ca-file, the CA that signed it (extension servers are told to trust that CA)".into());
+        }
+        let lists = [
+            ("--requestheader-username-headers", &self.username_headers),
+            ("--requestheader-uid-headers", &self.uid_headers),
+            ("--requestheader-group-headers", &self.group_headers),
+            (
+                "--requestheader-extra-headers-prefix",
+                &self.extra_headers_prefix,
+            ),
+        ];
+        let allowed = self.allowed_names.as_ref();
+        let lists = lists
+            .into_iter()
+            .chain(allowed.map(|names| ("--requestheader-allowed-names", names)));
+        for (flag, values) in lists {
+            // checkForWhiteSpaceOnly in k8s.
+            if values.iter().any(|v| v.trim().is_empty()) {
+                errs.push(format!(
+                    "{flag}: empty value in the list (remove the extra comma)"
+                ));
+            }
+        }
+    }
+}
+
 /// Serving options (SecureServingOptions + authentication in k8s).
 #[derive(Debug, Clone)]
 pub struct ServingOptions {
@@ -92,6 +163,8 @@ pub struct ServingOptions {
     pub authorization_modes: Vec<AuthorizationMode>,
     /// Service-account token flags.
     pub service_accounts: ServiceAccountOptions,
+    /// Front-proxy (request-header) authentication flags.
+    pub request_header: RequestHeaderOptions,
     /// `--max-requests-inflight`.
     pub max_requests_inflight: usize,
     /// `--max-mutating-requests-inflight`.
@@ -212,6 +285,7 @@ impl ServerOptions {
         if s.tls_cert_file.is_some() != s.tls_private_key_file.is_some() {
             errs.push("--tls-cert-file and --tls-private-key-file must be given together".into());
         }
+        s.request_header.validate(&mut errs);
         if s.max_requests_inflight == 0 {
             errs.push("--max-requests-inflight must be greater than 0".into());
         }
@@ -291,5 +365,54 @@ impl ServerOptions {
             errs.push("--peer-advertise-port requires --peer-advertise-ip".into());
         }
         errs
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn errors(opts: RequestHeaderOptions) -> Vec<String> {
+        let mut errs = Vec::new();
+        opts.validate(&mut errs);
+        errs
+    }
+
+    #[test]
+    fn request_header_misuse_is_one_line_each() {
+        let path = |p: &str| Some(PathBuf::from(p));
+        let cert_only = RequestHeaderOptions {
+            proxy_client_cert_file: path("proxy.crt"),
+            ..RequestHeaderOptions::default()
+        };
+        assert_eq!(
+            errors(cert_only.clone()),
+            ["--proxy-client-cert-file and --proxy-client-key-file must be given together"]
+        );
+        let pair = RequestHeaderOptions {
+            proxy_client_key_file: path("proxy.key"),
+            ..cert_only
+        };
+        assert_eq!(errors(pair.clone()).len(), 1);
+        assert!(errors(pair.clone())[0].contains("needs --requestheader-client-ca-file"));
+        let complete = RequestHeaderOptions {
+            client_ca_file: path("proxy-ca.crt"),
+            username_headers: vec!["X-Remote-User".into()],
+            allowed_names: Some(vec![]),
+            ..pair
+        };
+        assert_eq!(errors(complete.clone()), Vec::<String>::new());
+        let empty_entry = RequestHeaderOptions {
+            group_headers: vec!["X-A".into(), " ".into()],
+            allowed_names: Some(vec!["".into()]),
+            ..complete
+        };
+        assert_eq!(
+            errors(empty_entry),
+            [
+                "--requestheader-group-headers: empty value in the list (remove the extra comma)",
+                "--requestheader-allowed-names: empty value in the list (remove the extra comma)",
+            ]
+        );
     }
 }

@@ -42,7 +42,7 @@ pub(super) struct Chain {
 }
 
 /// Serves one request through every filter, in order.
-pub(super) async fn handle<B>(chain: Arc<Chain>, req: http::Request<B>) -> http::Response<Body>
+pub(super) async fn handle<B>(chain: Arc<Chain>, mut req: http::Request<B>) -> http::Response<Body>
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: std::error::Error + Send + Sync + 'static,
@@ -52,8 +52,8 @@ where
     let resp = panic::recover(&method, &path, async move {
         let info = RequestInfo::parse(req.method(), req.uri().path(), req.uri().query());
 
-        let certs = req.extensions().get::<PeerCertificates>();
-        let user = match chain.authn.authenticate(req.headers(), certs) {
+        let certs = req.extensions().get::<PeerCertificates>().cloned();
+        let user = match chain.authn.authenticate(req.headers_mut(), certs.as_ref()) {
             Ok(user) => user,
             Err(err) => {
                 tracing::debug!(path = %info.path, error = %err, "authentication failed");

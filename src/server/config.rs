@@ -4,6 +4,7 @@
 //! May use: options, filters, endpoints, registry, storage, api.
 
 use super::control_runtime::ControlRuntime;
+use super::front_proxy::{self, FrontProxy, ProxyClient, RequestHeader};
 use super::pki::{self, Pki, ADMIN_USER, MASTERS_GROUP};
 use super::{listener, loopback, GenericServer};
 use crate::api::UserInfo;
@@ -25,6 +26,9 @@ pub(crate) enum Error {
     /// Certificates could not be loaded or generated.
     #[error("cannot set up certificates")]
     Pki(#[from] pki::Error),
+    /// The front-proxy CA or client certificate could not be loaded or generated.
+    #[error("cannot set up front-proxy (request-header) certificates")]
+    FrontProxy(#[source] pki::Error),
     /// The listener could not bind.
     #[error("cannot listen on {0}")]
     Bind(SocketAddr, #[source] std::io::Error),
@@ -58,6 +62,8 @@ pub(crate) enum Error {
 pub(crate) struct Config {
     pub(super) options: ServerOptions,
     pub(super) pki: Pki,
+    /// Request-header authentication and kapi's own front-proxy client certificate.
+    pub(super) front_proxy: FrontProxy,
     pub(super) listener: tokio::net::TcpListener,
     pub(super) local_addr: SocketAddr,
     pub(super) storage: Arc<dyn Storage>,
@@ -86,6 +92,8 @@ impl Config {
             });
         pki::create_private_dir(&s.data_dir)?;
         let pki = pki::load(s, &hostname)?;
+        let front_proxy =
+            front_proxy::load(&s.request_header, &s.cert_dir).map_err(Error::FrontProxy)?;
         let tokens = match &s.token_auth_file {
             Some(path) => {
                 let data =
@@ -139,6 +147,7 @@ impl Config {
         Ok(Config {
             options,
             pki,
+            front_proxy,
             listener,
             local_addr,
             storage,
@@ -179,6 +188,22 @@ impl Config {
             .collect()
     }
 
+    /// The request-header (front-proxy) authentication settings, as the
+    /// `extension-apiserver-authentication` ConfigMap publishes them.
+    pub(crate) fn request_header(&self) -> &RequestHeader {
+        &self.front_proxy.request_header
+    }
+
+    /// The client certificate kapi presents as a front proxy to extension API servers (None
+    /// with an operator's `--requestheader-client-ca-file` but no `--proxy-client-cert-file`).
+    #[allow(
+        dead_code,
+        reason = "the aggregator will proxy with it; nothing reads it yet"
+    )]
+    pub(crate) fn proxy_client(&self) -> Option<&ProxyClient> {
+        self.front_proxy.proxy_client.as_ref()
+    }
+
     /// The opened storage (for the few writers that bypass the API, like peer endpoints).
     pub(crate) fn storage(&self) -> Arc<dyn Storage> {
         self.storage.clone()
@@ -204,10 +229,13 @@ impl Config {
                 ..UserInfo::default()
             },
         );
-        let verifier = listener::client_verifier(&config.pki)?;
+        let verifier = listener::client_verifier(&config.pki.client_cas)?;
+        let request_header_verifier =
+            listener::client_verifier(&config.front_proxy.request_header.cas)?;
         let tls = listener::server_config(
             &config.pki,
             verifier.clone(),
+            Some(request_header_verifier.as_ref()),
             config.options.serving.disable_http2,
         )?;
         Ok(CompletedConfig {
@@ -216,6 +244,7 @@ impl Config {
             loopback,
             chain,
             verifier,
+            request_header_verifier,
             tls,
         })
     }
@@ -230,6 +259,8 @@ pub(crate) struct CompletedConfig {
     /// Where [`super::GenericServer::prepare_run`] publishes the chain the loopback client uses.
     pub(super) chain: loopback::ChainSlot,
     pub(super) verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>,
+    /// Verifies chains against the request-header CAs only (front proxies).
+    pub(super) request_header_verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>,
     pub(super) tls: Arc<rustls::ServerConfig>,
 }
 

@@ -45,10 +45,14 @@ pub(crate) struct HttpSettings {
     pub http2_max_streams: u32,
 }
 
-/// A verifier that checks client chains against the client CAs (used by authentication).
-pub(crate) fn client_verifier(pki: &Pki) -> Result<Arc<dyn ClientCertVerifier>, Error> {
+/// A verifier that checks client chains against `cas` alone: the client CAs for the x509
+/// authenticator, the request-header CAs for the front-proxy one (never both in one verifier,
+/// so a front proxy's certificate is no user and a user's certificate is no front proxy).
+pub(crate) fn client_verifier(
+    cas: &[CertificateDer<'static>],
+) -> Result<Arc<dyn ClientCertVerifier>, Error> {
     let mut roots = RootCertStore::empty();
-    for ca in &pki.client_cas {
+    for ca in cas {
         roots.add(ca.clone()).map_err(Error::ClientCa)?;
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -59,10 +63,14 @@ pub(crate) fn client_verifier(pki: &Pki) -> Result<Arc<dyn ClientCertVerifier>, 
 }
 
 /// Builds the rustls server config: serving cert (+ loopback cert by SNI), ALPN, TLS 1.2+,
-/// client certs requested (not required), chain checked later by the authn filter.
+/// client certs requested (not required) naming the subjects of every verifier's CAs (Go
+/// clients send no certificate their server did not name), chains checked later by the authn
+/// filter: `verifier` checks against the client CAs, `request_header` (if any) against the
+/// request-header CAs.
 pub(crate) fn server_config(
     pki: &Pki,
     verifier: Arc<dyn ClientCertVerifier>,
+    request_header: Option<&dyn ClientCertVerifier>,
     disable_http2: bool,
 ) -> Result<Arc<rustls::ServerConfig>, Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
@@ -80,7 +88,7 @@ pub(crate) fn server_config(
     let mut config = rustls::ServerConfig::builder_with_provider(provider.clone())
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])
         .map_err(Error::Key)?
-        .with_client_cert_verifier(Arc::new(RequestClientCert { inner: verifier }))
+        .with_client_cert_verifier(Arc::new(RequestClientCert::new(verifier, request_header)))
         .with_cert_resolver(Arc::new(resolver));
     config.alpn_protocols = if disable_http2 {
         vec![b"http/1.1".to_vec()]
@@ -107,12 +115,27 @@ impl ResolvesServerCert for SniResolver {
     }
 }
 
-/// Go's `RequestClientCert`: offers the client-CA subjects and accepts any chain at handshake
-/// time (the authn filter answers 401 for a bad one), while still checking the handshake
-/// signature that proves the client holds the certificate's key.
+/// Go's `RequestClientCert`: offers the client-CA and request-header-CA subjects and accepts
+/// any chain at handshake time (the authn filter answers 401 for a bad one), while still
+/// checking the handshake signature that proves the client holds the certificate's key.
 #[derive(Debug)]
 struct RequestClientCert {
+    /// Checks handshake signatures (which need no roots).
     inner: Arc<dyn ClientCertVerifier>,
+    /// Every verifier's root subjects, without repeats.
+    hints: Vec<DistinguishedName>,
+}
+
+impl RequestClientCert {
+    fn new(inner: Arc<dyn ClientCertVerifier>, more: Option<&dyn ClientCertVerifier>) -> Self {
+        let mut hints = inner.root_hint_subjects().to_vec();
+        for subject in more.map(|v| v.root_hint_subjects()).unwrap_or_default() {
+            if !hints.iter().any(|h| h.as_ref() == subject.as_ref()) {
+                hints.push(subject.clone());
+            }
+        }
+        RequestClientCert { inner, hints }
+    }
 }
 
 impl ClientCertVerifier for RequestClientCert {
@@ -125,7 +148,7 @@ impl ClientCertVerifier for RequestClientCert {
     }
 
     fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        self.inner.root_hint_subjects()
+        &self.hints
     }
 
     fn verify_client_cert(

@@ -13,6 +13,7 @@ mod chain;
 mod coalesce;
 pub(crate) mod config;
 mod control_runtime;
+pub(crate) mod front_proxy;
 pub(crate) mod health;
 pub(crate) mod hooks;
 mod informers;
@@ -30,6 +31,7 @@ use crate::api::authorizer::Authorizer;
 use crate::filters::authn::Authenticator;
 use crate::filters::authz::{AlwaysAllow, AlwaysDeny, Union};
 use crate::filters::in_flight::MaxInFlight;
+use crate::filters::request_header::{HeaderNames, RequestHeaderAuthenticator};
 use crate::filters::sa_tokens::ServiceAccountTokens;
 use crate::options::AuthorizationMode;
 use health::{CheckFn, Health, HealthCheck};
@@ -199,7 +201,8 @@ impl GenericServer {
             .with_service_accounts(ServiceAccountTokens::new(
                 cfg.issuer.clone(),
                 registry.subjects().clone(),
-            )),
+            ))
+            .with_request_header(request_header_authenticator(&completed)),
         );
         registry.set_token_reviewer(authn.clone());
 
@@ -225,3 +228,18 @@ impl GenericServer {
 }
 
 pub(crate) use crate::api::error_chain;
+
+/// The front-proxy authenticator of the configured request-header CAs, names and headers.
+fn request_header_authenticator(completed: &CompletedConfig) -> RequestHeaderAuthenticator {
+    let rh = completed.config.request_header();
+    RequestHeaderAuthenticator::new(
+        completed.request_header_verifier.clone(),
+        rh.allowed_names.clone(),
+        HeaderNames {
+            username: rh.username_headers.clone(),
+            uid: rh.uid_headers.clone(),
+            group: rh.group_headers.clone(),
+            extra_prefix: rh.extra_headers_prefix.clone(),
+        },
+    )
+}

@@ -1,6 +1,7 @@
 //! Certificates of `kapi serve`: the generated serving CA + serving certificate, the client CA +
 //! admin client certificate (reused on later starts), the in-memory loopback certificate, and
-//! loading of operator-given PEM files (k8s: options/serving.go MaybeDefaultWithSelfSignedCerts).
+//! loading of operator-given PEM files (k8s: options/serving.go MaybeDefaultWithSelfSignedCerts);
+//! `front_proxy` generates the front-proxy pair with the same helpers.
 //! Private keys are written 0600 and never logged.
 //! May use: options.
 
@@ -170,7 +171,8 @@ fn base_params(days: i64) -> CertificateParams {
     params
 }
 
-fn load_or_create_ca(dir: &Path, name: &'static str, cn: &str) -> Result<CertKey> {
+/// Loads `<name>.crt/.key`, or generates a self-signed CA there (valid ten years) when absent.
+pub(super) fn load_or_create_ca(dir: &Path, name: &'static str, cn: &str) -> Result<CertKey> {
     let (cert_path, key_path) = (
         dir.join(format!("{name}.crt")),
         dir.join(format!("{name}.key")),
@@ -195,7 +197,7 @@ fn load_or_create_ca(dir: &Path, name: &'static str, cn: &str) -> Result<CertKey
 }
 
 /// Reuses `<name>.crt/.key` when present and valid for 30 more days, else issues a new leaf.
-fn load_or_create_leaf(
+pub(super) fn load_or_create_leaf(
     dir: &Path,
     name: &'static str,
     ca: &CertKey,
@@ -265,7 +267,8 @@ fn generate_loopback() -> Result<CertKey> {
     })
 }
 
-fn parse_certs(path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> {
+/// The PEM certificates of `pem` (read from `path`), at least one.
+pub(super) fn parse_certs(path: &Path, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>> {
     let certs: Vec<_> = rustls_pemfile::certs(&mut &pem[..])
         .collect::<std::result::Result<_, _>>()
         .map_err(|_| Error::Pem(path.to_path_buf(), "invalid PEM certificate"))?;
@@ -345,6 +348,7 @@ mod tests {
             anonymous_auth: true,
             authorization_modes: vec![crate::options::AuthorizationMode::Rbac],
             service_accounts: crate::options::ServiceAccountOptions::default(),
+            request_header: crate::options::RequestHeaderOptions::default(),
             max_requests_inflight: 1,
             max_mutating_requests_inflight: 1,
             request_timeout: std::time::Duration::from_secs(1),

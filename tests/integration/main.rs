@@ -38,6 +38,7 @@ mod metrics;
 mod openapi;
 mod patch;
 mod rbac;
+mod request_header;
 mod service_accounts;
 mod shutdown;
 mod spinner;
