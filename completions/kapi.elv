@@ -85,6 +85,8 @@ set edit:completion:arg-completer[kapi] = {|@words|
             cand --coordinated-leadership-retry-period 'Retry period of that election (also the re-election period)'
             cand --peer-advertise-ip 'IP peers use to reach this server; publishes a peer endpoint (UnknownVersionInteroperabilityProxy)'
             cand --peer-advertise-port 'Port for --peer-advertise-ip [default: the secure port]'
+            cand --peer-ca-file 'CA bundle (PEM) that signs the peers'' serving certificates, for the mixed-version peer proxy [default: this server''s serving CA, which replicas share through --cert-dir]'
+            cand --runtime-config 'API group/versions (or resources) to turn on or off: api/all, api/ga, api/beta, api/alpha, <group>/<version> (v1 or api/v1 for core) or <group>/<version>/<resource>, each =true or =false, e.g. coordination.k8s.io/v1beta1=false. Replicas may serve different sets; with UnknownVersionInteroperabilityProxy a replica forwards requests for what it does not serve to a peer that does'
             cand --system-namespaces-period 'How often the system namespaces are checked and recreated'
             cand --debug-failing-hook 'Testing aid: make post-start hook NAME fail COUNT times before running (NAME=COUNT)'
             cand --shutdown-delay-duration 'After SIGTERM keep serving this long while /readyz fails, so load balancers drain'

@@ -8,8 +8,8 @@
 //! runs on every change of the APIServices and every [`RESYNC`].
 
 use super::discovery::{self, AGGREGATED};
-use super::resolve::{self, ResolveError};
 use super::{Aggregator, ApiService, Remote, GROUP};
+use crate::registry::services::{self as resolve, ResolveError};
 use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
 use kube::Api;
 use serde_json::{json, Value};

@@ -14,7 +14,6 @@ mod discovery;
 pub(crate) mod peers;
 mod proxy;
 pub(crate) mod register;
-mod resolve;
 
 use crate::api::{Body, RequestContext};
 use crate::registry::follow::{follow, Change, Synced};
@@ -36,13 +35,8 @@ pub(crate) struct ProxyIdentity {
     pub key_pem: String,
 }
 
-/// Where a remote APIService points.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ServiceRef {
-    pub namespace: String,
-    pub name: String,
-    pub port: u16,
-}
+pub(crate) use crate::registry::services::ServiceRef;
+use crate::registry::services::Services;
 
 /// One APIService, as the aggregator uses it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,7 +138,7 @@ struct Table {
 /// The aggregator: follows APIServices, Services and EndpointSlices, routes requests.
 pub(crate) struct Aggregator {
     table: RwLock<Arc<Table>>,
-    services: resolve::Services,
+    services: Arc<Services>,
     identity: Option<ProxyIdentity>,
     discovery: discovery::Cache,
     /// Notified when the APIServices change.
@@ -175,10 +169,11 @@ impl Kind {
 impl Aggregator {
     /// An aggregator presenting `identity` to backends (None: backends see no client
     /// certificate, and cannot trust the identity headers).
-    pub(crate) fn new(identity: Option<ProxyIdentity>) -> Aggregator {
+    /// Services resolve through `services` (the registry's).
+    pub(crate) fn new(identity: Option<ProxyIdentity>, services: Arc<Services>) -> Aggregator {
         Aggregator {
             table: RwLock::default(),
-            services: resolve::Services::default(),
+            services,
             identity,
             discovery: discovery::Cache::default(),
             changed: Notify::new(),

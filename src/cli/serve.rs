@@ -2,9 +2,9 @@
 //! converted once into [`crate::options::ServerOptions`].
 
 use crate::options::{
-    AuthorizationMode, Backend, ControllerOptions, RequestHeaderOptions, ServerOptions,
-    ServiceAccountOptions, ServingOptions, ShutdownOptions, StorageOptions, REMOTE_EXTRA_PREFIX,
-    REMOTE_GROUP_HEADER, REMOTE_UID_HEADER, REMOTE_USER_HEADER,
+    AuthorizationMode, Backend, ControllerOptions, RequestHeaderOptions, RuntimeConfig,
+    ServerOptions, ServiceAccountOptions, ServingOptions, ShutdownOptions, StorageOptions,
+    REMOTE_EXTRA_PREFIX, REMOTE_GROUP_HEADER, REMOTE_UID_HEADER, REMOTE_USER_HEADER,
 };
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -211,6 +211,17 @@ pub struct ServeArgs {
     /// Port for --peer-advertise-ip [default: the secure port].
     #[arg(long, help_heading = "Control plane")]
     pub peer_advertise_port: Option<u16>,
+    /// CA bundle (PEM) that signs the peers' serving certificates, for the mixed-version peer
+    /// proxy [default: this server's serving CA, which replicas share through --cert-dir].
+    #[arg(long, help_heading = "Control plane")]
+    pub peer_ca_file: Option<PathBuf>,
+    /// API group/versions (or resources) to turn on or off: api/all, api/ga, api/beta,
+    /// api/alpha, <group>/<version> (v1 or api/v1 for core) or <group>/<version>/<resource>,
+    /// each =true or =false, e.g. coordination.k8s.io/v1beta1=false. Replicas may serve
+    /// different sets; with UnknownVersionInteroperabilityProxy a replica forwards requests
+    /// for what it does not serve to a peer that does.
+    #[arg(long, value_delimiter = ',', value_parser = parse_runtime_config, help_heading = "Control plane")]
+    pub runtime_config: Vec<String>,
     /// How often the system namespaces are checked and recreated.
     #[arg(long, default_value = "60s", value_parser = duration, help_heading = "Control plane")]
     pub system_namespaces_period: Duration,
@@ -241,6 +252,12 @@ fn parse_gate(s: &str) -> Result<(String, bool), String> {
         .parse::<bool>()
         .map_err(|_| format!("{s:?}: value must be true or false"))?;
     Ok((name.to_string(), value))
+}
+
+/// One `--runtime-config` entry, checked (the options parse the list again).
+fn parse_runtime_config(s: &str) -> Result<String, String> {
+    RuntimeConfig::parse([s]).map_err(|e| e.to_string())?;
+    Ok(s.to_string())
 }
 
 fn parse_failing_hook(s: &str) -> Result<(String, u32), String> {
@@ -329,6 +346,11 @@ impl ServeArgs {
                 cle_retry_period: self.coordinated_leadership_retry_period,
                 peer_advertise_ip: self.peer_advertise_ip,
                 peer_advertise_port: self.peer_advertise_port,
+                peer_ca_file: self.peer_ca_file,
+                runtime_config: RuntimeConfig::parse(
+                    self.runtime_config.iter().map(String::as_str),
+                )
+                .unwrap_or_default(),
                 system_namespaces_period: self.system_namespaces_period,
                 debug_failing_hooks: self.debug_failing_hook,
             },

@@ -135,7 +135,14 @@ fn register_controllers(
     }
     let mut aggregation = server.aggregator_hooks();
     if config.options.gate("UnknownVersionInteroperabilityProxy") {
-        aggregation.extend(server.peer_proxy(config.apiserver_id.clone(), None));
+        let peer_ca = match &config.options.peer_ca_file {
+            Some(path) => Some(
+                std::fs::read(path)
+                    .with_context(|| format!("cannot read --peer-ca-file {}", path.display()))?,
+            ),
+            None => None,
+        };
+        aggregation.extend(server.peer_proxy(config.apiserver_id.clone(), peer_ca));
     }
     for (name, hook) in aggregation {
         server

@@ -502,6 +502,8 @@ mod tests {
             cle_retry_period: Duration::from_secs(2),
             peer_advertise_ip: None,
             peer_advertise_port: None,
+            peer_ca_file: None,
+            runtime_config: Default::default(),
             system_namespaces_period: Duration::from_secs(60),
             debug_failing_hooks: Vec::new(),
         }

@@ -6,6 +6,9 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod runtime_config;
+pub(crate) use runtime_config::{RuntimeConfig, RuntimeConfigError};
+
 /// All options of `kapi serve`.
 #[derive(Debug, Clone)]
 pub struct ServerOptions {
@@ -241,6 +244,10 @@ pub struct ControllerOptions {
     pub peer_advertise_ip: Option<IpAddr>,
     /// `--peer-advertise-port`.
     pub peer_advertise_port: Option<u16>,
+    /// `--peer-ca-file`: signs the peers' serving certificates (default: the serving CA).
+    pub peer_ca_file: Option<PathBuf>,
+    /// `--runtime-config`: group/versions and resources turned on or off.
+    pub runtime_config: RuntimeConfig,
     /// `--system-namespaces-period` (how often deleted system namespaces are recreated).
     pub system_namespaces_period: Duration,
     /// Hooks that must fail N times before succeeding, for tests: `--debug-failing-hook name=N`.

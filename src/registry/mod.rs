@@ -8,6 +8,7 @@ pub(crate) mod error;
 pub(crate) mod follow;
 pub(crate) mod rbac;
 pub(crate) mod resources;
+pub(crate) mod services;
 pub(crate) mod store;
 pub(crate) mod strategy;
 pub(crate) mod subjects;
@@ -156,6 +157,9 @@ pub(crate) struct Registry {
     rbac: Arc<rbac::Rbac>,
     /// The live service accounts and secrets, as the token authenticator checks them.
     subjects: Arc<subjects::Index>,
+    /// The Services and EndpointSlices, as followed (webhooks and the aggregator resolve
+    /// Services through them).
+    services: Arc<services::Services>,
     /// What service-account tokens are issued with (set once by the server).
     issuer: std::sync::OnceLock<Arc<crate::serviceaccount::Issuer>>,
     /// The server's token authenticator, for TokenReview (set once by the server).
@@ -200,6 +204,7 @@ impl Registry {
             built_in,
             rbac: rbac::Rbac::new(),
             subjects: Arc::default(),
+            services: Arc::default(),
             issuer: std::sync::OnceLock::new(),
             token_reviewer: std::sync::OnceLock::new(),
             authorizer: std::sync::OnceLock::new(),
@@ -235,6 +240,11 @@ impl Registry {
     /// The RBAC objects this registry serves, as the RBAC authorizer reads them.
     pub(crate) fn rbac(&self) -> &Arc<rbac::Rbac> {
         &self.rbac
+    }
+
+    /// The Services and EndpointSlices, as followed.
+    pub(crate) fn services(&self) -> &Arc<services::Services> {
+        &self.services
     }
 
     /// The live service accounts and secrets.

@@ -1,9 +1,11 @@
 //! The API server's client of webhooks (CRD conversion; admission will use it too), as
 //! k8s.io/apiserver's webhook ClientManager builds them: one JSON POST to the webhook's URL
-//! (or `https://<service>.<namespace>.svc:<port><path>`), trusting the caBundle or else the
-//! system's roots, over HTTP/1.1 only, within a deadline. Its errors read as client-go's,
-//! since they reach users inside Status messages. May use: nothing else of kapi.
+//! (or `https://<service>.<namespace>.svc:<port><path>`, resolved through the followed
+//! Services when asked), trusting the caBundle or else the system's roots, over HTTP/1.1
+//! only, within a deadline. Its errors read as client-go's, since they reach users inside
+//! Status messages. May use: the registry's Services.
 
+use super::services::{ServiceRef, Services};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
@@ -58,6 +60,10 @@ pub(crate) struct Endpoint {
     authority: String,
     server_name: ServerName<'static>,
     tls: Arc<rustls::ClientConfig>,
+    /// The clientConfig's service, and the Services it resolves through (see
+    /// [`Endpoint::resolving`]); without them the service's DNS name is dialled.
+    service: Option<ServiceRef>,
+    resolver: Option<Arc<Services>>,
     /// Connections kept open for the next call.
     idle: std::sync::Mutex<Vec<Sender>>,
 }
@@ -71,12 +77,18 @@ impl Endpoint {
     /// Neither url nor service is set, the URL does not parse, or the caBundle holds no
     /// certificate.
     pub(crate) fn new(config: &WebhookClientConfig) -> Result<Endpoint, WebhookError> {
+        let mut service = None;
         let (url, server_name) = match (&config.url, &config.service) {
             (Some(url), _) => (url.clone(), None),
             (None, Some(svc)) => {
                 let host = format!("{}.{}.svc", svc.name, svc.namespace);
                 let port = svc.port.unwrap_or(443);
                 let path = svc.path.as_deref().unwrap_or("");
+                service = Some(ServiceRef {
+                    namespace: svc.namespace.clone(),
+                    name: svc.name.clone(),
+                    port: u16::try_from(port).unwrap_or(443),
+                });
                 (format!("https://{host}:{port}{path}"), Some(host))
             }
             (None, None) => {
@@ -109,8 +121,21 @@ impl Endpoint {
             url,
             server_name,
             tls: Arc::new(tls_config(config.ca_bundle.as_ref().map(|b| &b.0[..]))?),
+            service,
+            resolver: None,
             idle: std::sync::Mutex::new(Vec::new()),
         })
+    }
+
+    /// Resolves a clientConfig service through `services` at each new connection (an
+    /// ExternalName's name, a headless Service's ready endpoint), as kube-apiserver resolves
+    /// webhook services through the aggregator's resolver; the certificate is still checked
+    /// for `<service>.<namespace>.svc`.
+    pub(crate) fn resolving(mut self, services: &Arc<Services>) -> Endpoint {
+        if self.service.is_some() {
+            self.resolver = Some(Arc::clone(services));
+        }
+        self
     }
 
     /// POSTs `body` (JSON) and returns the answer's body, within `timeout`.
@@ -161,12 +186,27 @@ impl Endpoint {
     }
 
     async fn connect(&self) -> Result<Sender, WebhookError> {
-        let addr = if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
+        let (host, port) = match (&self.service, &self.resolver) {
+            (Some(svc), Some(services)) => {
+                let target = services
+                    .resolve(svc)
+                    .map_err(|e| self.transport(e.to_string()))?;
+                let (host, port) = target.rsplit_once(':').unwrap_or((&target, "443"));
+                (
+                    host.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_string(),
+                    port.parse().unwrap_or(443),
+                )
+            }
+            _ => (self.host.clone(), self.port),
         };
-        let tcp = tokio::net::TcpStream::connect((self.host.as_str(), self.port))
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
             .await
             .map_err(|e| self.transport(format!("dial tcp {addr}: {}", go_dial_error(&e))))?;
         let _ = tcp.set_nodelay(true);

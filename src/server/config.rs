@@ -56,6 +56,9 @@ pub(crate) enum Error {
     /// The loopback client could not be built.
     #[error("cannot build the loopback client")]
     Loopback(#[source] Box<dyn std::error::Error + Send + Sync>),
+    /// `--runtime-config` names what this server does not have.
+    #[error("invalid --runtime-config")]
+    RuntimeConfig(#[source] crate::options::RuntimeConfigError),
 }
 
 /// The loaded configuration: certificates, bound listener, opened storage.
@@ -142,8 +145,39 @@ impl Config {
                 registry.remove(admissionregistration::GROUP, "v1beta1", resource);
             }
         }
+        let rc = &options.controllers.runtime_config;
+        if !rc.is_empty() {
+            let known: Vec<(String, String, String)> = registry
+                .resources()
+                .iter()
+                .map(|r| {
+                    let i = r.info();
+                    (
+                        i.group.to_string(),
+                        i.version.to_string(),
+                        i.resource.to_string(),
+                    )
+                })
+                .collect();
+            rc.check_known(&known).map_err(Error::RuntimeConfig)?;
+            for (group, version, resource) in &known {
+                if !rc.enabled(group, version, resource, true) {
+                    registry.remove(group, version, resource);
+                }
+            }
+        }
+        let services = registry.services().clone();
         let api = Arc::new(ApiServer::new(Arc::new(registry)));
-        let aggregator = Arc::new(crate::aggregator::Aggregator::new(None));
+        // The client certificate kapi presents as a front proxy to extension API servers and
+        // peers (None with an operator's --requestheader-client-ca-file but no
+        // --proxy-client-cert-file).
+        let identity = front_proxy.proxy_client.as_ref().map(|p: &ProxyClient| {
+            crate::aggregator::ProxyIdentity {
+                cert_pem: p.cert_pem.clone(),
+                key_pem: p.key_pem.clone(),
+            }
+        });
+        let aggregator = Arc::new(crate::aggregator::Aggregator::new(identity, services));
         Ok(Config {
             options,
             pki,
@@ -192,16 +226,6 @@ impl Config {
     /// `extension-apiserver-authentication` ConfigMap publishes them.
     pub(crate) fn request_header(&self) -> &RequestHeader {
         &self.front_proxy.request_header
-    }
-
-    /// The client certificate kapi presents as a front proxy to extension API servers (None
-    /// with an operator's `--requestheader-client-ca-file` but no `--proxy-client-cert-file`).
-    #[allow(
-        dead_code,
-        reason = "the aggregator will proxy with it; nothing reads it yet"
-    )]
-    pub(crate) fn proxy_client(&self) -> Option<&ProxyClient> {
-        self.front_proxy.proxy_client.as_ref()
     }
 
     /// The opened storage (for the few writers that bypass the API, like peer endpoints).

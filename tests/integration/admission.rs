@@ -67,7 +67,12 @@ fn answer(path: &str, review: &Value) -> Vec<u8> {
 
 impl Webhook {
     pub(crate) async fn start() -> Webhook {
-        let (acceptor, ca) = crate::support::self_signed_tls();
+        Webhook::start_for(&["127.0.0.1"]).await
+    }
+
+    /// A webhook whose certificate names `names`.
+    pub(crate) async fn start_for(names: &[&str]) -> Webhook {
+        let (acceptor, ca) = crate::support::self_signed_tls_for(names);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let reviews = Arc::new(Mutex::new(Vec::new()));
@@ -185,6 +190,49 @@ where
         }
     })
     .await
+}
+
+/// A webhook reached through a Service (ExternalName, as kapi serves Services), its
+/// certificate checked for `<service>.<namespace>.svc`.
+#[tokio::test]
+async fn webhooks_are_reached_through_services() {
+    let server = TestServer::start().await;
+    let hook = Webhook::start_for(&["hooks.default.svc"]).await;
+    let svc = json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "hooks", "namespace": "default"},
+        "spec": {"type": "ExternalName", "externalName": "127.0.0.1"}});
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("svc.json");
+    std::fs::write(&path, svc.to_string()).unwrap();
+    server
+        .kubectl_ok(&["apply", "-f", path.to_str().unwrap()])
+        .await;
+    let mut deny = webhook(
+        "deny.example.com",
+        "",
+        &hook.ca_bundle(),
+        "configmaps",
+        json!({}),
+    );
+    deny["clientConfig"] = json!({"caBundle": hook.ca_bundle(),
+        "service": {"namespace": "default", "name": "hooks", "port": hook.port, "path": "/deny"}});
+    apply(
+        &server,
+        "ValidatingWebhookConfiguration",
+        "via-service",
+        vec![deny],
+    )
+    .await;
+    let message = eventually("the webhook to deny", || async {
+        let out = server
+            .kubectl(&["create", "configmap", "c1", "-n", "default"])
+            .await;
+        let text = crate::support::output_text(&out);
+        text.contains("no bad things").then_some(text)
+    })
+    .await;
+    assert!(message.contains("deny.example.com"), "{message}");
+    assert!(!hook.sent_to("/deny").is_empty());
 }
 
 #[tokio::test]

@@ -35,6 +35,7 @@ mod inspect_replicas;
 mod layering;
 mod legacy_tokens;
 mod metrics;
+mod mixed_versions;
 mod openapi;
 mod patch;
 mod rbac;

@@ -318,7 +318,11 @@ impl Chain {
             return Ok(e.clone());
         }
         let parsed = serde_json::from_value(config).map_err(|e| e.to_string())?;
-        let endpoint = Arc::new(Endpoint::new(&parsed).map_err(|e| e.to_string())?);
+        let mut endpoint = Endpoint::new(&parsed).map_err(|e| e.to_string())?;
+        if let Some(registry) = self.registry.get().and_then(std::sync::Weak::upgrade) {
+            endpoint = endpoint.resolving(registry.services());
+        }
+        let endpoint = Arc::new(endpoint);
         endpoints.insert(key, endpoint.clone());
         Ok(endpoint)
     }

@@ -387,8 +387,14 @@ pub(crate) async fn get_text(client: &reqwest::Client, url: &str) -> (u16, Strin
 /// A TLS acceptor for 127.0.0.1 with a fresh self-signed certificate, and that certificate
 /// (PEM) for the client to trust: what the webhook servers inside the tests serve with.
 pub(crate) fn self_signed_tls() -> (tokio_rustls::TlsAcceptor, String) {
+    self_signed_tls_for(&["127.0.0.1"])
+}
+
+/// [`self_signed_tls`] for the given names (IP addresses or DNS names).
+pub(crate) fn self_signed_tls_for(names: &[&str]) -> (tokio_rustls::TlsAcceptor, String) {
     let key = rcgen::KeyPair::generate().unwrap();
-    let params = rcgen::CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let params = rcgen::CertificateParams::new(names).unwrap();
     let cert = params.self_signed(&key).unwrap();
     let certs = vec![cert.der().clone()];
     let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der()).unwrap();

@@ -129,11 +129,6 @@ fn validate_client_config(hook: &Value, path: &str) -> Vec<FieldError> {
                 i32::try_from(port).unwrap_or(0),
                 &mut errs,
             );
-            // Differs from upstream until Services are served: nothing could resolve it.
-            errs.push(FieldError::forbidden(
-                format!("{at}.service"),
-                "kapi does not serve Services yet, so a webhook service cannot be resolved: use clientConfig.url",
-            ));
         }
         _ => errs.push(FieldError::required(
             at,

@@ -1,11 +1,11 @@
-//! Where a Service sends the aggregator (k8s.io/apiserver pkg/util/proxy ResolveCluster and
-//! ResolveEndpoint, as kube-aggregator's resolvers use them). A generic control plane has no
-//! cluster IPs: an ExternalName Service resolves to `externalName:port` (the APIService's
+//! Where a Service sends the aggregator and the admission webhooks (k8s.io/apiserver
+//! pkg/util/proxy ResolveCluster and ResolveEndpoint, as kube-aggregator's resolvers use
+//! them), from the Services and EndpointSlices the server follows. A generic control plane
+//! has no cluster IPs: an ExternalName Service resolves to `externalName:port` (the caller's
 //! port), a headless one to a ready address of its EndpointSlices, on the slice port named as
-//! the Service port whose number is the APIService's port.
+//! the Service port whose number is the caller's port.
 
-use super::ServiceRef;
-use crate::registry::follow::{ns_name, Change};
+use super::follow::{ns_name, Change};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,9 +27,17 @@ pub(crate) enum ResolveError {
     NoEndpoints(String),
 }
 
+/// A Service and a port of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ServiceRef {
+    pub namespace: String,
+    pub name: String,
+    pub port: u16,
+}
+
 /// The followed Services and EndpointSlices.
 #[derive(Default)]
-pub(super) struct Services {
+pub(crate) struct Services {
     /// By namespace/name.
     services: RwLock<BTreeMap<(String, String), Value>>,
     /// By namespace/service name, then slice name.
@@ -54,7 +62,7 @@ fn key(o: &Value) -> (String, String) {
 }
 
 impl Services {
-    pub(super) fn apply_service(&self, change: Change<'_>) {
+    pub(crate) fn apply_service(&self, change: Change<'_>) {
         let mut map = self.services.write().unwrap_or_else(|e| e.into_inner());
         match change {
             Change::Listed(items) => {
@@ -69,7 +77,7 @@ impl Services {
         }
     }
 
-    pub(super) fn apply_slice(&self, change: Change<'_>) {
+    pub(crate) fn apply_slice(&self, change: Change<'_>) {
         let mut map = self.slices.write().unwrap_or_else(|e| e.into_inner());
         let name = |o: &Value| ns_name(o).1.to_string();
         match change {
@@ -95,13 +103,13 @@ impl Services {
     }
 
     /// The Service `svc` points to, if it exists.
-    pub(super) fn service(&self, svc: &ServiceRef) -> Option<Value> {
+    pub(crate) fn service(&self, svc: &ServiceRef) -> Option<Value> {
         let map = self.services.read().unwrap_or_else(|e| e.into_inner());
         map.get(&(svc.namespace.clone(), svc.name.clone())).cloned()
     }
 
     /// The EndpointSlices of `svc`.
-    pub(super) fn slices(&self, svc: &ServiceRef) -> Vec<Value> {
+    pub(crate) fn slices(&self, svc: &ServiceRef) -> Vec<Value> {
         let map = self.slices.read().unwrap_or_else(|e| e.into_inner());
         map.get(&(svc.namespace.clone(), svc.name.clone()))
             .map(|s| s.values().cloned().collect())
@@ -109,7 +117,7 @@ impl Services {
     }
 
     /// `host:port` to dial for `svc`.
-    pub(super) fn resolve(&self, svc: &ServiceRef) -> Result<String, ResolveError> {
+    pub(crate) fn resolve(&self, svc: &ServiceRef) -> Result<String, ResolveError> {
         let service = self
             .service(svc)
             .ok_or_else(|| ResolveError::NotFound(svc.name.clone()))?;
@@ -138,7 +146,7 @@ impl Services {
 }
 
 /// The name of the Service port whose number is the APIService's port.
-pub(super) fn service_port_name(spec: &Value, svc: &ServiceRef) -> Result<String, ResolveError> {
+pub(crate) fn service_port_name(spec: &Value, svc: &ServiceRef) -> Result<String, ResolveError> {
     spec.get("ports")
         .and_then(Value::as_array)
         .into_iter()
@@ -158,7 +166,7 @@ pub(super) fn service_port_name(spec: &Value, svc: &ServiceRef) -> Result<String
 
 /// A ready address of `slices` on the port named `port_name`, starting the search at the
 /// `start`th endpoint (upstream's RandomEndpoint, round-robin instead of random).
-pub(super) fn endpoint(slices: &[Value], port_name: &str, start: usize) -> Option<String> {
+pub(crate) fn endpoint(slices: &[Value], port_name: &str, start: usize) -> Option<String> {
     for slice in slices {
         let ports = slice.get("ports").and_then(Value::as_array);
         let Some(port) = ports.into_iter().flatten().find_map(|p| {
