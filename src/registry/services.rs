@@ -116,10 +116,11 @@ impl Services {
             .unwrap_or_default()
     }
 
-    /// `host:port` to dial for `svc`.
+    /// `host:port` to dial for `svc` (read under the locks, nothing cloned but the answer).
     pub(crate) fn resolve(&self, svc: &ServiceRef) -> Result<String, ResolveError> {
-        let service = self
-            .service(svc)
+        let services = self.services.read().unwrap_or_else(|e| e.into_inner());
+        let service = services
+            .get(&(svc.namespace.clone(), svc.name.clone()))
             .ok_or_else(|| ResolveError::NotFound(svc.name.clone()))?;
         let spec = service.get("spec").unwrap_or(&Value::Null);
         let kind = spec
@@ -136,8 +137,12 @@ impl Services {
             }
             "ClusterIP" => {
                 let port_name = service_port_name(spec, svc)?;
+                drop(services);
                 let start = self.next.fetch_add(1, Ordering::Relaxed);
-                endpoint(&self.slices(svc), &port_name, start)
+                let slices = self.slices.read().unwrap_or_else(|e| e.into_inner());
+                let own = slices.get(&(svc.namespace.clone(), svc.name.clone()));
+                let list: Vec<&Value> = own.map(|s| s.values().collect()).unwrap_or_default();
+                endpoint(&list, &port_name, start)
                     .ok_or_else(|| ResolveError::NoEndpoints(svc.name.clone()))
             }
             other => Err(ResolveError::UnsupportedType(other.to_string())),
@@ -166,8 +171,12 @@ pub(crate) fn service_port_name(spec: &Value, svc: &ServiceRef) -> Result<String
 
 /// A ready address of `slices` on the port named `port_name`, starting the search at the
 /// `start`th endpoint (upstream's RandomEndpoint, round-robin instead of random).
-pub(crate) fn endpoint(slices: &[Value], port_name: &str, start: usize) -> Option<String> {
-    for slice in slices {
+pub(crate) fn endpoint<S: std::borrow::Borrow<Value>>(
+    slices: &[S],
+    port_name: &str,
+    start: usize,
+) -> Option<String> {
+    for slice in slices.iter().map(std::borrow::Borrow::borrow) {
         let ports = slice.get("ports").and_then(Value::as_array);
         let Some(port) = ports.into_iter().flatten().find_map(|p| {
             (p.get("name").and_then(Value::as_str) == Some(port_name))
