@@ -29,6 +29,9 @@
 
 // Shared with the other benches, which use what this one does not.
 #[allow(dead_code)]
+#[path = "common/harness.rs"]
+mod harness;
+#[allow(dead_code)]
 #[path = "api/loader.rs"]
 mod loader;
 #[path = "common/machine.rs"]
@@ -39,6 +42,7 @@ mod server;
 
 use base64::Engine;
 use bytes::Bytes;
+use harness::{median, met, per_run, percentile, post};
 use http_body_util::BodyExt;
 use hyper::Method;
 use serde_json::{json, Value};
@@ -300,20 +304,6 @@ fn configmap(name: &str) -> Value {
     })
 }
 
-/// POSTs `body` to `path`; a 409 counts as present.
-async fn post(client: &reqwest::Client, url: &str, path: &str, body: &Value) -> Res<()> {
-    let resp = client
-        .post(format!("{url}{path}"))
-        .json(body)
-        .send()
-        .await?;
-    let status = resp.status();
-    if !status.is_success() && status != 409 {
-        return Err(format!("POST {path}: {status}: {}", resp.text().await?).into());
-    }
-    Ok(())
-}
-
 /// DELETEs `path`; a 404 counts as gone.
 async fn delete(client: &reqwest::Client, url: &str, path: &str) -> Res<()> {
     let resp = client.delete(format!("{url}{path}")).send().await?;
@@ -448,24 +438,6 @@ struct Sample {
     threads: u64,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.retain(|x| !x.is_nan());
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// UPDATEs at `conns` x `streams` for one cell, each worker on its own ConfigMap.
 async fn cell(b: &Bench, conns: usize, streams: usize, s: &Settings) -> Res<Sample> {
     let server = &b.server;
@@ -582,21 +554,6 @@ async fn populate(b: &Bench) -> Res<()> {
         .len();
     println!("ConfigMap as served: {size} bytes");
     Ok(())
-}
-
-fn per_run(v: &[f64], unit: &str, scale: f64, digits: usize) -> String {
-    v.iter()
-        .map(|x| format!("{:.*}{unit}", digits, x * scale))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
-fn met(ok: bool) -> &'static str {
-    if ok {
-        "met"
-    } else {
-        "NOT met"
-    }
 }
 
 async fn bench(s: Settings, smoke: bool) -> Res<()> {

@@ -31,6 +31,9 @@
 //! runs a short smoke pass that fails on any failed request.
 
 #[allow(dead_code)]
+#[path = "common/harness.rs"]
+mod harness;
+#[allow(dead_code)]
 #[path = "api/loader.rs"]
 mod loader;
 #[path = "common/machine.rs"]
@@ -39,8 +42,9 @@ mod machine;
 #[path = "api/server.rs"]
 mod server;
 
+use harness::{median, met, per_run, percentile, post};
 use hyper::Method;
-use serde_json::{json, Value};
+use serde_json::json;
 use server::{cpu_seconds, Server};
 use std::time::{Duration, Instant};
 
@@ -78,20 +82,6 @@ impl Settings {
             runs: (num("KAPI_BENCH_RUNS", 5.0) as usize).max(1),
         }
     }
-}
-
-/// POSTs `body` to `path`; a 409 counts as present.
-async fn post(client: &reqwest::Client, url: &str, path: &str, body: &Value) -> Res<()> {
-    let resp = client
-        .post(format!("{url}{path}"))
-        .json(body)
-        .send()
-        .await?;
-    let status = resp.status();
-    if !status.is_success() && status != 409 {
-        return Err(format!("POST {path}: {status}: {}", resp.text().await?).into());
-    }
-    Ok(())
 }
 
 /// GETs `path` until it answers 200 (at most 30 s).
@@ -187,24 +177,6 @@ struct Sample {
     errors: u64,
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.retain(|x| !x.is_nan());
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 /// GETs of `path` from `target` at `conns` x `streams`; CPU of `front` and `backend`.
 async fn cell(
     target: &Server,
@@ -265,13 +237,6 @@ async fn cell(
         backend_cpu: (b1 - b0) * 1e6 / n,
         errors,
     })
-}
-
-fn per_run(v: &[f64], unit: &str, scale: f64, digits: usize) -> String {
-    v.iter()
-        .map(|x| format!("{:.*}{unit}", digits, x * scale))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 async fn bench(s: Settings, smoke: bool) -> Res<()> {
@@ -371,7 +336,7 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
         "| proxied ÷ direct, c=64 | {:.1}% ({}) | ≥ 50% | {} |",
         ratio_m * 100.0,
         per_run(&ratio, "%", 100.0, 1),
-        if ratio_m >= 0.5 { "met" } else { "NOT met" }
+        met(ratio_m >= 0.5)
     );
     println!(
         "| proxied p50 − direct p50, c=1 | {:.3} ms ({}) | - | |",
@@ -498,7 +463,7 @@ async fn peer_proxy(s: &Settings, smoke: bool) -> Res<()> {
             "| forwarded p50 − direct p50 | {:.3} ms ({}) | ≤ 1 ms | {} |",
             added_m,
             per_run(&added, " ms", 1.0, 3),
-            if added_m <= 1.0 { "met" } else { "NOT met" }
+            met(added_m <= 1.0)
         );
         old.stop().await?;
         new.stop().await?;

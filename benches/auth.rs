@@ -20,6 +20,9 @@
 
 // Shared with the other benches, which use what this one does not.
 #[allow(dead_code)]
+#[path = "common/harness.rs"]
+mod harness;
+#[allow(dead_code)]
 #[path = "api/loader.rs"]
 mod loader;
 #[path = "common/machine.rs"]
@@ -29,6 +32,7 @@ mod machine;
 mod server;
 
 use futures::StreamExt;
+use harness::{median, post};
 use hyper::header::HeaderValue;
 use hyper::Method;
 use serde_json::{json, Value};
@@ -153,19 +157,6 @@ enum Credential {
     Cert(String),
     /// A bearer token.
     Token(HeaderValue),
-}
-
-async fn post(client: &reqwest::Client, url: &str, path: &str, body: &Value) -> Res<()> {
-    let resp = client
-        .post(format!("{url}{path}"))
-        .json(body)
-        .send()
-        .await?;
-    let status = resp.status();
-    if !status.is_success() && status != 409 {
-        return Err(format!("POST {path}: {status}: {}", resp.text().await?).into());
-    }
-    Ok(())
 }
 
 /// A client certificate for `user`, signed by the server's client CA (in its cert dir).
@@ -384,15 +375,6 @@ fn anonymous_tls(ca_pem: &str) -> Res<std::sync::Arc<rustls::ClientConfig>> {
         .with_no_client_auth();
     config.alpn_protocols = vec![b"h2".to_vec()];
     Ok(std::sync::Arc::new(config))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 /// Runs two cells alternately `runs` times; prints both and the per-run ratios of b to a.

@@ -25,6 +25,9 @@
 //! `KAPI_BENCH_SERVE_ARGS`, `KAPI_BENCH_BIN` (as the api bench). Without `--bench` (under
 //! `cargo test --benches`) it runs a short smoke pass that fails on any failed request.
 
+#[allow(dead_code)]
+#[path = "common/harness.rs"]
+mod harness;
 #[path = "api/loader.rs"]
 mod loader;
 #[path = "common/machine.rs"]
@@ -36,6 +39,7 @@ mod server;
 
 use bytes::Bytes;
 use futures::StreamExt;
+use harness::{median, percentile, post};
 use hyper::Method;
 use many::many_crds;
 use serde_json::{json, Value};
@@ -146,19 +150,6 @@ fn now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-/// POSTs `body` to `path`; a 409 counts as present.
-async fn post(client: &reqwest::Client, url: &str, path: &str, body: &Value) -> Res<()> {
-    let resp = client
-        .post(format!("{url}{path}"))
-        .json(body)
-        .send()
-        .await?;
-    if resp.status().is_success() || resp.status() == 409 {
-        return Ok(());
-    }
-    Err(format!("POST {path}: {} {}", resp.status(), resp.text().await?).into())
-}
-
 /// Whether the CRD named `name` has the condition Established=True.
 async fn established(client: &reqwest::Client, url: &str, name: &str) -> Res<bool> {
     let path = format!("{url}/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{name}");
@@ -188,29 +179,6 @@ async fn wait_established(
         tokio::time::sleep(Duration::from_millis(2)).await;
     }
     Ok(())
-}
-
-/// Median of `v` (NaN when empty).
-fn median(mut v: Vec<f64>) -> f64 {
-    v.retain(|x| !x.is_nan());
-    if v.is_empty() {
-        return f64::NAN;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let m = v.len() / 2;
-    if v.len() % 2 == 1 {
-        v[m]
-    } else {
-        (v[m - 1] + v[m]) / 2.0
-    }
-}
-
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
-    sorted[rank - 1]
 }
 
 /// One cell's (ops/s, p50 µs, p99 µs, server CPU µs per op).
