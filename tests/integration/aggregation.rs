@@ -320,3 +320,107 @@ async fn a_backend_with_the_wrong_certificate_is_unavailable() {
         .headers_of("/apis/example.com/v1/namespaces/default/widgets")
         .is_empty());
 }
+
+/// A second `kapi serve` as the extension API server: it trusts the first's front-proxy CA
+/// (request-header authentication, as any k8s.io/apiserver-based server would through the
+/// auth-trust ConfigMap) and serves a CRD group the first does not. Through the first,
+/// kubectl lists its objects as the caller (RBAC on the backend decides), finds the group
+/// in discovery and explains the kind from the backend's OpenAPI.
+#[tokio::test]
+async fn a_second_kapi_serves_a_group_through_the_first() {
+    use crate::support::Options;
+    let front = TestServer::start().await;
+    let ca = front.dir.path().join("pki").join("front-proxy-ca.crt");
+    let backend = TestServer::start_with(Options::default().args([
+        "--requestheader-client-ca-file",
+        ca.to_str().unwrap(),
+        "--requestheader-allowed-names",
+        "front-proxy-client",
+    ]))
+    .await;
+    apply(
+        &backend,
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "gadgets.example.org"},
+            "spec": {"group": "example.org", "scope": "Namespaced",
+                "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "description": "What the gadget does.",
+                            "properties": {"size": {"type": "integer"}}}}}}}]}}),
+    )
+    .await;
+    eventually("the backend to serve gadgets", || async {
+        let out = backend.kubectl(&["get", "gadgets", "-n", "default"]).await;
+        out.status.success().then_some(())
+    })
+    .await;
+    apply(
+        &backend,
+        json!({"apiVersion": "example.org/v1", "kind": "Gadget",
+            "metadata": {"name": "g1", "namespace": "default"}, "spec": {"size": 3}}),
+    )
+    .await;
+    apply(
+        &front,
+        json!({"apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "gadgets", "namespace": "default"},
+            "spec": {"type": "ExternalName", "externalName": "127.0.0.1"}}),
+    )
+    .await;
+    apply(
+        &front,
+        json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+            "metadata": {"name": "v1.example.org"},
+            "spec": {"group": "example.org", "version": "v1", "groupPriorityMinimum": 1000,
+                "versionPriority": 15, "insecureSkipTLSVerify": true,
+                "service": {"namespace": "default", "name": "gadgets", "port": backend.port}}}),
+    )
+    .await;
+    let out = eventually("kubectl to list gadgets through the front", || async {
+        let out = front.kubectl(&["get", "gadgets", "-n", "default"]).await;
+        out.status.success().then(|| output_text(&out))
+    })
+    .await;
+    assert!(out.contains("g1"), "{out}");
+    let explained = eventually("kubectl explain through the front", || async {
+        let out = front.kubectl(&["explain", "gadgets.spec"]).await;
+        out.status.success().then(|| output_text(&out))
+    })
+    .await;
+    assert!(explained.contains("What the gadget does."), "{explained}");
+
+    // The backend's RBAC sees the caller: a user the front lets through but the backend
+    // grants nothing is refused by the backend, by name.
+    let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "gadget-reader"},
+        "rules": [{"apiGroups": ["example.org"], "resources": ["gadgets"], "verbs": ["list"]}]});
+    let binding = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": "gadget-reader-bob"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gadget-reader"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob"}]});
+    apply(&front, role).await;
+    apply(&front, binding).await;
+    eventually("the front to let bob list gadgets", || async {
+        let out = front
+            .kubectl(&[
+                "auth",
+                "can-i",
+                "list",
+                "gadgets.example.org",
+                "--as",
+                "bob",
+            ])
+            .await;
+        output_text(&out).trim().starts_with("yes").then_some(())
+    })
+    .await;
+    let out = front
+        .kubectl(&["get", "gadgets", "-n", "default", "--as", "bob"])
+        .await;
+    let text = output_text(&out);
+    assert!(
+        !out.status.success() && text.contains("\"bob\"") && text.contains("forbidden"),
+        "{text}"
+    );
+}
