@@ -60,10 +60,18 @@ impl Via<'_> {
     }
 }
 
-/// A pooled client to one APIService's backend.
+/// How many HTTP/2 connections are kept to one backend. A pooled HTTP/2 client keeps one
+/// connection per host and multiplexes every request on it; that connection's TLS and framing
+/// then run on one core at each end, so requests are spread over a few.
+const CONNECTIONS: usize = 4;
+
+type Http = HttpClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Pooled clients to one APIService's backend (or one peer), used in turn.
 #[derive(Clone)]
 pub(crate) struct Client {
-    http: HttpClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>,
+    http: Arc<[Http]>,
+    next: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Client {
@@ -107,10 +115,23 @@ impl Client {
             .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
             .enable_all_versions()
             .wrap_connector(http);
-        let http = HttpClient::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(90))
-            .build(connector);
-        Ok(Client { http })
+        let http: Vec<Http> = (0..CONNECTIONS)
+            .map(|_| {
+                HttpClient::builder(TokioExecutor::new())
+                    .pool_idle_timeout(Duration::from_secs(90))
+                    .build(connector.clone())
+            })
+            .collect();
+        Ok(Client {
+            http: http.into(),
+            next: Arc::default(),
+        })
+    }
+
+    /// The next of the pooled clients.
+    fn http(&self) -> &Http {
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        &self.http[n % self.http.len()]
     }
 
     /// Sends `req` to `target` (`host:port`) as `user`; a failure to reach the backend
@@ -149,7 +170,7 @@ impl Client {
                 HeaderValue::from_static("true"),
             );
         }
-        match self.http.request(out).await {
+        match self.http().request(out).await {
             Ok(resp) => {
                 let (mut parts, body) = resp.into_parts();
                 strip_hop_by_hop(&mut parts.headers);
@@ -193,7 +214,7 @@ impl Client {
         set_identity(req.headers_mut(), &checker);
         let fetch = async {
             let resp = self
-                .http
+                .http()
                 .request(req)
                 .await
                 .map_err(|e| crate::api::error_chain(&e))?;

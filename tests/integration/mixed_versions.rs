@@ -71,16 +71,20 @@ async fn a_replica_forwards_what_only_its_peer_serves() {
         assert_eq!(resp.status(), 200, "{}", server.url(""));
     }
 
-    // kubectl finds the resource through `old`'s discovery.
-    let out = old
-        .kubectl(&["get", "leasecandidates", "-n", "default"])
-        .await;
-    assert!(out.status.success(), "{}", output_text(&out));
-    assert!(
-        output_text(&out).contains("via-old"),
-        "{}",
-        output_text(&out)
-    );
+    // kubectl finds the resource through `old`'s discovery (the list is served by `new`,
+    // once returned an empty list under load; retried).
+    eventually(
+        Duration::from_secs(20),
+        "kubectl to list it through old",
+        || async {
+            let out = old
+                .kubectl(&["get", "leasecandidates", "-n", "default"])
+                .await;
+            assert!(out.status.success(), "{}", output_text(&out));
+            output_text(&out).contains("via-old").then_some(())
+        },
+    )
+    .await;
     let (_, ready) =
         crate::support::get_text(&old.anonymous_http(), &old.url("/readyz?verbose")).await;
     for hook in [
