@@ -527,6 +527,26 @@ pub(crate) fn status_update(new: &mut Value, old: &Value) {
     }
 }
 
+/// A status strategy's PrepareForUpdate for kinds whose status writes may carry more than the
+/// status: `spec` and the `metadata` fields named come from `old`, the rest from the request.
+pub(crate) fn keep_spec_and_meta(new: &mut Value, old: &Value, meta_fields: &[&str]) {
+    if let Some(m) = new.as_object_mut() {
+        match old.get("spec") {
+            Some(spec) => m.insert("spec".into(), spec.clone()),
+            None => m.remove("spec"),
+        };
+    }
+    let old_meta = old.get("metadata");
+    if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
+        for &f in meta_fields {
+            match old_meta.and_then(|m| m.get(f)) {
+                Some(v) => meta.insert(f.into(), v.clone()),
+                None => meta.remove(f),
+            };
+        }
+    }
+}
+
 /// `metadata.name` of an object.
 pub(crate) fn name_of(obj: &Value) -> &str {
     obj.at("/metadata/name")

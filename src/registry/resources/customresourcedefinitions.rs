@@ -96,21 +96,11 @@ impl Strategy for CustomResourceDefinitions {
         if sub != "status" {
             return false;
         }
-        if let Some(m) = new.as_object_mut() {
-            match old.get("spec") {
-                Some(spec) => m.insert("spec".into(), spec.clone()),
-                None => m.remove("spec"),
-            };
-        }
-        let old_meta = old.get("metadata");
-        if let Some(meta) = new.get_mut("metadata").and_then(Value::as_object_mut) {
-            for f in ["labels", "annotations", "ownerReferences", "generation"] {
-                match old_meta.and_then(|m| m.get(f)) {
-                    Some(v) => meta.insert(f.into(), v.clone()),
-                    None => meta.remove(f),
-                };
-            }
-        }
+        crate::registry::strategy::keep_spec_and_meta(
+            new,
+            old,
+            &["labels", "annotations", "ownerReferences", "generation"],
+        );
         true
     }
 

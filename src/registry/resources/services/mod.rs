@@ -77,12 +77,7 @@ impl Strategy for Services {
         if sub != "status" {
             return false;
         }
-        if let Some(m) = new.as_object_mut() {
-            match old.get("spec") {
-                Some(spec) => m.insert("spec".into(), spec.clone()),
-                None => m.remove("spec"),
-            };
-        }
+        crate::registry::strategy::keep_spec_and_meta(new, old, &[]);
         true
     }
 
