@@ -10,7 +10,7 @@
 use super::discovery::{self, AGGREGATED};
 use super::{Aggregator, ApiService, Remote, GROUP};
 use crate::registry::services::{self as resolve, ResolveError};
-use kube::api::{ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::Api;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -28,16 +28,6 @@ pub(crate) struct Condition {
     pub status: &'static str,
     pub reason: &'static str,
     pub message: String,
-}
-
-fn resource() -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: "v1".into(),
-        api_version: format!("{GROUP}/v1"),
-        kind: "APIService".into(),
-        plural: "apiservices".into(),
-    }
 }
 
 /// Runs `check` over the APIServices on every change and every [`RESYNC`], until `cancel`.
@@ -95,7 +85,7 @@ async fn set_condition(client: &kube::Client, name: &str, stored: &Value, want: 
             "message": want.message,
         }]},
     });
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource());
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &super::api_resource());
     if let Err(e) = api
         .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -106,7 +96,7 @@ async fn set_condition(client: &kube::Client, name: &str, stored: &Value, want: 
 
 /// The stored APIService `name`, as JSON.
 async fn stored(client: &kube::Client, name: &str) -> Option<Value> {
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource());
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &super::api_resource());
     let obj = api.get_opt(name).await.ok()??;
     serde_json::to_value(obj).ok()
 }

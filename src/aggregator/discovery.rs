@@ -147,12 +147,12 @@ pub(super) fn group(
     ))
 }
 
-/// `resp` (this server's `/apis`, legacy or aggregated) with the remote groups added.
-pub(super) async fn merge(
+/// `resp` with its JSON document changed by `edit`: status, content type and `Vary` kept, the
+/// `ETag` (when it had one) made for the new content. A body that is not JSON (protobuf was
+/// asked for) is served as this server made it.
+pub(super) async fn edit_json(
     resp: http::Response<Body>,
-    all: &BTreeMap<String, ApiService>,
-    cache: &Cache,
-    aggregated: bool,
+    edit: impl FnOnce(&mut Value),
 ) -> http::Response<Body> {
     let (parts, body) = resp.into_parts();
     let bytes = match body.collect().await {
@@ -160,12 +160,33 @@ pub(super) async fn merge(
         Err(_) => return http::Response::from_parts(parts, full_body("")),
     };
     let Ok(mut doc) = serde_json::from_slice::<Value>(&bytes) else {
-        // Not JSON (protobuf was asked for): served as this server made it.
         return http::Response::from_parts(parts, full_body(bytes));
     };
+    edit(&mut doc);
+    let content_type = parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json");
+    let etag = parts.headers.contains_key(http::header::ETAG);
+    let mut edited = json_response(&doc, content_type, etag);
+    *edited.status_mut() = parts.status;
+    edited
+}
+
+/// `resp` (this server's `/apis`, legacy or aggregated) with the remote groups added.
+pub(super) async fn merge(
+    resp: http::Response<Body>,
+    all: &BTreeMap<String, ApiService>,
+    cache: &Cache,
+    aggregated: bool,
+) -> http::Response<Body> {
     let groups = remote_groups(all);
     let list = if aggregated { "items" } else { "groups" };
-    if let Some(items) = doc.get_mut(list).and_then(Value::as_array_mut) {
+    edit_json(resp, |doc| {
+        let Some(items) = doc.get_mut(list).and_then(Value::as_array_mut) else {
+            return;
+        };
         for (g, apis) in &groups {
             let entry = if aggregated {
                 aggregated_group(g, apis, cache)
@@ -174,16 +195,8 @@ pub(super) async fn merge(
             };
             items.extend(entry);
         }
-    }
-    let content_type = parts
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json")
-        .to_string();
-    let mut merged = json_response(&doc, &content_type, aggregated);
-    *merged.status_mut() = parts.status;
-    merged
+    })
+    .await
 }
 
 /// `resp` (this server's OpenAPI v3 index) with the remote group/versions whose backend
@@ -193,20 +206,15 @@ pub(super) async fn merge_openapi_index(
     all: &BTreeMap<String, ApiService>,
     cache: &Cache,
 ) -> http::Response<Body> {
-    let (parts, body) = resp.into_parts();
-    let bytes = match body.collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => return http::Response::from_parts(parts, full_body("")),
-    };
-    let Ok(mut doc) = serde_json::from_slice::<Value>(&bytes) else {
-        return http::Response::from_parts(parts, full_body(bytes));
-    };
     let urls = cache
         .openapi
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .clone();
-    if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
+    edit_json(resp, |doc| {
+        let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) else {
+            return;
+        };
         for a in all.values().filter(|a| a.service.is_some()) {
             if let Some(url) = urls.get(&a.name) {
                 paths.insert(
@@ -215,10 +223,8 @@ pub(super) async fn merge_openapi_index(
                 );
             }
         }
-    }
-    let mut merged = json_response(&doc, "application/json", false);
-    *merged.status_mut() = parts.status;
-    merged
+    })
+    .await
 }
 
 /// The aggregated discovery entry of a remote group: the versions whose backend reported.

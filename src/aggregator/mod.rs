@@ -27,6 +27,17 @@ use tokio::sync::Notify;
 /// The group of APIServices.
 pub(crate) const GROUP: &str = "apiregistration.k8s.io";
 
+/// APIServices, for the controllers' loopback clients.
+fn api_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: GROUP.into(),
+        version: "v1".into(),
+        api_version: format!("{GROUP}/v1"),
+        kind: "APIService".into(),
+        plural: "apiservices".into(),
+    }
+}
+
 /// The client certificate the proxy presents to backends (`--proxy-client-cert-file`,
 /// `--proxy-client-key-file`, or the generated front-proxy client), PEM.
 #[derive(Clone)]

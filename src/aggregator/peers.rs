@@ -51,6 +51,8 @@ pub(crate) struct PeerProxy {
     ca_pem: Vec<u8>,
     identity: Option<ProxyIdentity>,
     peers: RwLock<Arc<BTreeMap<String, Peer>>>,
+    /// Whether `peers` is not empty, read on every request without the lock.
+    any: std::sync::atomic::AtomicBool,
     synced: std::sync::atomic::AtomicBool,
     notify: Notify,
 }
@@ -62,9 +64,15 @@ impl PeerProxy {
             ca_pem,
             identity,
             peers: RwLock::default(),
+            any: Default::default(),
             synced: Default::default(),
             notify: Notify::new(),
         }
+    }
+
+    /// Whether any live peer is known.
+    pub(crate) fn has_peers(&self) -> bool {
+        self.any.load(std::sync::atomic::Ordering::Acquire)
     }
 
     fn peers(&self) -> Arc<BTreeMap<String, Peer>> {
@@ -172,6 +180,8 @@ impl PeerProxy {
                 },
             );
         }
+        self.any
+            .store(!peers.is_empty(), std::sync::atomic::Ordering::Release);
         *self.peers.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(peers);
         Ok(())
     }
@@ -273,19 +283,13 @@ pub(crate) fn no_peer(headers: &http::HeaderMap) -> bool {
 /// `resp` (this server's aggregated `/api` or `/apis`) with `extra` groups added: versions
 /// of groups it has join them, other groups follow.
 pub(crate) async fn merge(resp: http::Response<Body>, extra: Vec<Value>) -> http::Response<Body> {
-    use http_body_util::BodyExt;
     if extra.is_empty() || resp.status() != http::StatusCode::OK {
         return resp;
     }
-    let (parts, body) = resp.into_parts();
-    let bytes = match body.collect().await {
-        Ok(b) => b.to_bytes(),
-        Err(_) => return http::Response::from_parts(parts, crate::api::full_body("")),
-    };
-    let Ok(mut doc) = serde_json::from_slice::<Value>(&bytes) else {
-        return http::Response::from_parts(parts, crate::api::full_body(bytes));
-    };
-    if let Some(items) = doc.get_mut("items").and_then(Value::as_array_mut) {
+    super::discovery::edit_json(resp, |doc| {
+        let Some(items) = doc.get_mut("items").and_then(Value::as_array_mut) else {
+            return;
+        };
         for g in extra {
             let name = g.pointer("/metadata/name").cloned();
             match items
@@ -303,20 +307,8 @@ pub(crate) async fn merge(resp: http::Response<Body>, extra: Vec<Value>) -> http
                 None => items.push(g),
             }
         }
-    }
-    let content_type = parts
-        .headers
-        .get(http::header::CONTENT_TYPE)
-        .cloned()
-        .unwrap_or(http::HeaderValue::from_static("application/json"));
-    let body = serde_json::to_vec(&doc).unwrap_or_default();
-    let mut out = http::Response::new(crate::api::full_body(body));
-    *out.status_mut() = parts.status;
-    out.headers_mut()
-        .insert(http::header::CONTENT_TYPE, content_type);
-    out.headers_mut()
-        .insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
-    out
+    })
+    .await
 }
 
 /// (group, version, resource) of discovery items.

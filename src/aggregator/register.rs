@@ -8,7 +8,7 @@
 
 use super::{Aggregator, ApiService, GROUP};
 use crate::registry::Registry;
-use kube::api::{ApiResource, DeleteParams, DynamicObject, PostParams};
+use kube::api::{DeleteParams, DynamicObject, PostParams};
 use kube::Api;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -111,16 +111,6 @@ impl Completion {
     }
 }
 
-fn resource() -> ApiResource {
-    ApiResource {
-        group: GROUP.into(),
-        version: "v1".into(),
-        api_version: format!("{GROUP}/v1"),
-        kind: "APIService".into(),
-        plural: "apiservices".into(),
-    }
-}
-
 fn object(w: &Wanted) -> Result<DynamicObject, serde_json::Error> {
     serde_json::from_value(json!({
         "apiVersion": format!("{GROUP}/v1"),
@@ -166,7 +156,7 @@ pub(crate) async fn run(
             .unwrap_or_else(|e| e.into_inner()) = Some(Vec::new());
         return;
     }
-    let api: Api<DynamicObject> = Api::all_with(client, &resource());
+    let api: Api<DynamicObject> = Api::all_with(client, &super::api_resource());
     let mut first: Option<Vec<String>> = None;
     loop {
         let changed = agg.changed();

@@ -152,21 +152,18 @@ async fn route(
     if let Some(resp) = issuer_discovery(chain, path) {
         return resp;
     }
-    let resources = chain.api.registry().resources();
-    let local_group = |group: &str| resources.iter().any(|r| r.info().group == group);
-    let local = |group: &str, version: &str| {
-        resources
-            .iter()
-            .any(|r| r.info().group == group && r.info().version == version)
-    };
+    let registry = chain.api.registry();
+    let local_group = |group: &str| registry.resources().iter().any(|r| r.info().group == group);
     let excluded = |group: &str, version: &str| chain.aggregator.excludes(group, version);
     if let Some(resp) = chain.aggregator.serve(&req, &ctx, local_group).await {
         return resp;
     }
-    if let Some(peers) = &chain.peers {
+    // Only a replica with live peers looks a resource up here (the API looks it up again).
+    if let Some(peers) = chain.peers.as_ref().filter(|p| p.has_peers()) {
         let i = &ctx.info;
         if i.is_resource_request
-            && resources
+            && registry
+                .resources()
                 .lookup(&i.api_group, &i.api_version, &i.resource)
                 .is_none()
             && !excluded(&i.api_group, &i.api_version)
@@ -176,7 +173,7 @@ async fn route(
             }
         }
     }
-    if chain.aggregator.has_remote() && path.starts_with("/openapi/v3") {
+    if path.starts_with("/openapi/v3") && chain.aggregator.has_remote() {
         if let Some(resp) = chain.aggregator.serve_openapi(&req).await {
             return resp;
         }
@@ -196,8 +193,15 @@ async fn route(
             .peers
             .as_ref()
             .filter(|_| aggregated && !peers::no_peer(req.headers()))
-            .map(|p| p.extra_groups(core, &local, &excluded));
-        drop(resources);
+            .map(|p| {
+                let resources = registry.resources();
+                let local = |group: &str, version: &str| {
+                    resources
+                        .iter()
+                        .any(|r| r.info().group == group && r.info().version == version)
+                };
+                p.extra_groups(core, &local, &excluded)
+            });
         let mut resp = chain.api.handle(req, ctx).await;
         if !core {
             resp = chain.aggregator.merge_discovery(resp, aggregated).await;
@@ -207,7 +211,6 @@ async fn route(
         }
         return resp;
     }
-    drop(resources);
     chain.api.handle(req, ctx).await
 }
 
