@@ -421,7 +421,8 @@ async fn peer_proxy(s: &Settings, smoke: bool) -> Res<()> {
         let candidate = json!({"apiVersion": "coordination.k8s.io/v1beta1", "kind": "LeaseCandidate",
             "metadata": {"name": "c0", "namespace": "default"},
             "spec": {"leaseName": "bench", "binaryVersion": "1.35.0", "emulationVersion": "1.35.0",
-                "strategy": "OldestEmulationVersion", "renewTime": "2026-01-01T00:00:00.000000Z"}});
+                "strategy": "OldestEmulationVersion",
+                "renewTime": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)}});
         post(
             &new.client(true)?,
             &new.url,
