@@ -138,7 +138,7 @@ impl SharedWatch {
             let stop = CancellationToken::new();
             s.stop = Some(stop.clone());
             (s.items, s.listing, s.ready) = (BTreeMap::new(), None, false);
-            let api: Api<MetaOnly> = Api::all_with(omitting_renewals(client), &self.resource);
+            let api: Api<MetaOnly> = Api::all_with(carrying(client, OmitRenewals), &self.resource);
             let plural = self.resource.plural.clone();
             // Detached: it returns once the last Subscription cancels `stop`, has no result,
             // and logs its own errors.
@@ -148,13 +148,14 @@ impl SharedWatch {
     }
 }
 
-/// `client`, its requests carrying the [`OmitRenewals`] extension.
-fn omitting_renewals(client: &Client) -> Client {
+/// `client`, its requests carrying the request extension `ext` (which the handler chain
+/// reads, as the requests reach it in process).
+pub(super) fn carrying<E: Clone + Send + Sync + 'static>(client: &Client, ext: E) -> Client {
     let (base, namespace) = (client.clone(), client.default_namespace().to_string());
     let service = tower::service_fn(move |mut req: http::Request<kube::client::Body>| {
-        let base = base.clone();
+        let (base, ext) = (base.clone(), ext.clone());
         async move {
-            req.extensions_mut().insert(OmitRenewals);
+            req.extensions_mut().insert(ext);
             base.send(req).await
         }
     });

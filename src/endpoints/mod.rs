@@ -113,6 +113,9 @@ impl ApiServer {
             registry: &self.registry,
             out: negotiate::output(req.headers()),
             omit_renewals: req.extensions().get::<crate::api::OmitRenewals>().is_some(),
+            collector_events: (req.extensions())
+                .get::<crate::api::CollectorEvents>()
+                .is_some(),
         };
         // Boxed: the handlers' state machines are large, and hyper moves the request future.
         Box::pin(handlers::dispatch(resource, r)).await

@@ -98,6 +98,7 @@ impl Query {
             allow_bookmarks: self.bool("allowWatchBookmarks")?.unwrap_or(false),
             // Never from the query (the watch handler sets it for the loopback client).
             omit_renewals: false,
+            collector_events: false,
         })
     }
 

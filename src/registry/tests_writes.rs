@@ -252,6 +252,58 @@ async fn a_watch_omits_renewals(watch_cache: bool) {
     assert_eq!(modified_rv(&mut quiet).await, labelled);
 }
 
+/// The garbage collector's watch gets owned objects and deletions, not the objects nothing
+/// owns; with the watch cache or without it.
+#[tokio::test]
+async fn a_collector_watch_skips_objects_nothing_owns() {
+    for watch_cache in [false, true] {
+        let (_d, r, _) = registry_on(watch_cache).await;
+        timed(make_ns(&r, "default")).await;
+        let (leases, created) = lease_l(&r).await;
+        let opts = ListOptions {
+            resource_version: created["metadata"]["resourceVersion"]
+                .as_str()
+                .map(String::from),
+            collector_events: true,
+            ..Default::default()
+        };
+        let mut w = timed(leases.watch(&ctx("default"), &opts)).await.unwrap();
+        let lease = |name: &str, owners: Value| {
+            json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": name, "ownerReferences": owners}, "spec": {}})
+        };
+        let owner = json!([{"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u1"}]);
+        timed(create(leases, &ctx("default"), lease("plain", json!([]))))
+            .await
+            .unwrap();
+        change_l(leases, |o| o["metadata"]["labels"]["a"] = json!("2")).await;
+        timed(create(leases, &ctx("default"), lease("owned", owner)))
+            .await
+            .unwrap();
+        timed(leases.delete(&ctx("default"), "plain", &DeleteOptions::default()))
+            .await
+            .unwrap();
+        let mut got = Vec::new();
+        while got.len() < 2 {
+            match timed(futures::StreamExt::next(&mut w)).await {
+                Some(WatchEvent::Added(o)) => {
+                    got.push(format!("ADDED {}", o.obj["metadata"]["name"]))
+                }
+                Some(WatchEvent::Deleted(o)) => {
+                    got.push(format!("DELETED {}", o.obj["metadata"]["name"]))
+                }
+                Some(WatchEvent::Bookmark { .. }) => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        assert_eq!(
+            got,
+            [r#"ADDED "owned""#, r#"DELETED "plain""#],
+            "watch cache: {watch_cache}"
+        );
+    }
+}
+
 /// A lease update that only renews it is written as a heartbeat, which the watch cache leaves
 /// out of the watches that ask; any other update is a plain write.
 #[tokio::test]

@@ -162,6 +162,14 @@ async fn kubectl_cascade_background_collects_dependents_after_the_owner() {
     .await;
     assert_eq!(code, 201, "{body}");
     gone(&server, &format!("{CMS}/stray")).await;
+    // An owner of that name exists, with another uid: a different object, so dangling too.
+    configmap(
+        &server,
+        "impostor",
+        &[("keeper", "22222222-2222-2222-2222-222222222222")],
+    )
+    .await;
+    gone(&server, &format!("{CMS}/impostor")).await;
     // A dependent with a surviving owner stays and only loses the dangling reference.
     within(
         Duration::from_secs(20),

@@ -14,18 +14,23 @@
 //!
 //! Instead of upstream's in-memory graph, each pass lists the metadata of every served kind
 //! (the lists are cheap and the passes rare): a pass runs when a watch (decoded only as far
-//! as [`MetaOnly`] goes) shows a change that can matter (an owned object, an owner being
-//! deleted with a GC finalizer, the deletion of a known owner or of a dependent), at most
-//! every [`DEBOUNCE`], and every [`RESYNC`].
+//! as [`MetaOnly`] goes) shows a change that can matter (an owned object whose owner is gone,
+//! an owner being deleted with a GC finalizer, the deletion of a known owner or of a
+//! dependent), at most every [`DEBOUNCE`], and every [`RESYNC`]. The watches ask the server
+//! for only those events ([`CollectorEvents`]: objects that are owned or being deleted, and
+//! deletions), so the objects nothing owns, most of a cluster's writes, cost the collector
+//! nothing; an owner the watches have not shown since the last pass is looked up with a GET
+//! before it counts as gone, as upstream verifies a missing owner with a live lookup.
 //! Every write carries the resourceVersion it was computed from, so a stale pass only conflicts
 //! and is retried. Not done: upstream's cycle breaking between foreground dependents,
 //! owner kinds discovery does not list (such references are left alone), and namespaced owners of
 //! cluster-scoped dependents (invalid in Kubernetes; left alone).
 //!
-//! May use: nothing internal (a client of the API).
+//! May use: api (that extension); otherwise a client of the API.
 
-use super::informer::SharedWatch;
+use super::informer::{carrying, SharedWatch};
 use super::meta_only::MetaOnly;
+use crate::api::CollectorEvents;
 use futures::stream::{select_all, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{
@@ -63,11 +68,14 @@ const RETRY: Duration = Duration::from_secs(1);
 /// A full pass runs at least this often.
 const RESYNC: Duration = Duration::from_secs(60);
 
-/// What the watches have seen: which uids exist and which are referenced as owners.
+/// What the watches have seen: which uids exist and which are referenced as owners. The
+/// watches leave out objects nothing owns, so an owner missing from `present` may exist.
 #[derive(Default)]
 struct Seen {
     present: HashSet<String>,
     owners: HashSet<String>,
+    /// Owners (with their dependent's namespace) to look up before they count as gone.
+    unknown: Vec<(String, OwnerReference)>,
 }
 
 impl Seen {
@@ -79,15 +87,9 @@ impl Seen {
     /// Records a watch event; true when it may give the collector work.
     fn observe(&mut self, ev: watcher::Event<Obj>) -> bool {
         match ev {
-            watcher::Event::Apply(o) | watcher::Event::InitApply(o) => {
-                self.present.insert(o.uid.clone());
-                let mut work = o.deleting && (o.has(ORPHAN) || o.has(FOREGROUND));
-                for r in &o.owners {
-                    work |= !self.present.contains(&r.uid);
-                    self.owners.insert(r.uid.clone());
-                }
-                work
-            }
+            watcher::Event::Apply(o) => self.applied(o, false),
+            // An initial list ends with InitDone, which runs a pass anyway.
+            watcher::Event::InitApply(o) => self.applied(o, true),
             watcher::Event::Delete(o) => {
                 self.present.remove(&o.uid);
                 !o.owners.is_empty() || self.owners.contains(&o.uid)
@@ -95,6 +97,50 @@ impl Seen {
             watcher::Event::Init => false,
             watcher::Event::InitDone => true,
         }
+    }
+
+    fn applied(&mut self, o: Obj, listing: bool) -> bool {
+        self.present.insert(o.uid.clone());
+        for r in &o.owners {
+            if !listing && !self.present.contains(&r.uid) {
+                self.unknown.push((o.namespace.clone(), r.clone()));
+            }
+            self.owners.insert(r.uid.clone());
+        }
+        o.deleting && (o.has(ORPHAN) || o.has(FOREGROUND))
+    }
+
+    /// Looks up the owners [`Seen::observe`] did not know; true when one of them is gone (or
+    /// cannot be looked up), which a pass then confirms. References to kinds discovery does
+    /// not list, and namespaced owners of cluster-scoped dependents, are left alone as the
+    /// pass leaves them.
+    async fn verify(&mut self, client: &Client, kinds: &Kinds) -> bool {
+        let mut gone = false;
+        for (namespace, r) in std::mem::take(&mut self.unknown) {
+            if self.present.contains(&r.uid) {
+                continue;
+            }
+            let Some(kind) = kinds.find(&r.api_version, &r.kind) else {
+                continue;
+            };
+            let resource = api_resource(kind);
+            let api: Api<MetaOnly> = match (kind.namespaced, namespace.is_empty()) {
+                (true, true) => continue,
+                (true, false) => Api::namespaced_with(client.clone(), &namespace, &resource),
+                (false, _) => Api::all_with(client.clone(), &resource),
+            };
+            match api.get_opt(&r.name).await {
+                Ok(Some(owner)) if owner.metadata.uid.as_deref() == Some(r.uid.as_str()) => {
+                    self.present.insert(r.uid);
+                }
+                Ok(_) => gone = true,
+                Err(e) => {
+                    debug!(owner = %r.name, error = %e, "garbage collector: owner lookup failed");
+                    gone = true;
+                }
+            }
+        }
+        gone
     }
 }
 
@@ -157,7 +203,7 @@ async fn watch(
                 .map(move |e| Ok(to_obj(&k, e)))
                 .boxed();
         }
-        let api: Api<MetaOnly> = Api::all_with(client.clone(), &resource);
+        let api: Api<MetaOnly> = Api::all_with(carrying(client, CollectorEvents), &resource);
         watcher(api, watcher::Config::default())
             .default_backoff()
             .map(move |ev| ev.map(|e| to_obj(&k, e)))
@@ -184,7 +230,11 @@ async fn watch(
             () = &mut cancelled => return true,
             Some(ev) = events.next() => match ev {
                 Ok(ev) => {
-                    if seen.observe(ev) {
+                    let mut work = seen.observe(ev);
+                    if !seen.unknown.is_empty() {
+                        work |= seen.verify(client, &kinds).await;
+                    }
+                    if work {
                         let soon = Instant::now() + DEBOUNCE;
                         due = Some(due.map_or(soon, |d| d.min(soon)));
                     }

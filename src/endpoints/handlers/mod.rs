@@ -36,6 +36,9 @@ pub(crate) struct Req<'a> {
     pub(crate) out: Output,
     /// The loopback client's watch omits renewals ([`crate::api::OmitRenewals`]).
     pub(crate) omit_renewals: bool,
+    /// The garbage collector's watch takes only the events it acts on
+    /// ([`crate::api::CollectorEvents`]).
+    pub(crate) collector_events: bool,
 }
 
 impl Req<'_> {

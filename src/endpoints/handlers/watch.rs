@@ -47,6 +47,7 @@ pub(crate) async fn watch(
             });
     }
     opts.omit_renewals = req.omit_renewals;
+    opts.collector_events = req.collector_events;
     if opts.omit_renewals {
         tracing::debug!(resource = %req.ctx.info.resource, "watch leaves out renewals");
     }

@@ -44,6 +44,9 @@ pub(crate) struct ListOptions {
     /// ([`crate::registry::Strategy::is_renewal`]); set for the loopback client's watches that
     /// ask for it ([`crate::api::OmitRenewals`]).
     pub omit_renewals: bool,
+    /// Not from the query: the live watch leaves out ADDED and MODIFIED events of objects
+    /// without ownerReferences that are not being deleted ([`crate::api::CollectorEvents`]).
+    pub collector_events: bool,
 }
 
 /// One page of a list.
@@ -426,8 +429,12 @@ impl GenericStore {
             Err(e) => return Err(self.storage_error("", e)),
         };
         let store = Arc::clone(self);
-        let (label, field, bookmarks) =
-            (opts.label.clone(), opts.field.clone(), opts.allow_bookmarks);
+        let (label, field, bookmarks, collector_events) = (
+            opts.label.clone(),
+            opts.field.clone(),
+            opts.allow_bookmarks,
+            opts.collector_events,
+        );
         let seen = progress.clone();
         // Only resources with renewals need the last object of every key remembered (for
         // every other kind that map was a decoded copy of each object the watch ever saw).
@@ -447,7 +454,7 @@ impl GenericStore {
                 (Some(r), Some(key)) => out.and_then(|ev| r.pass(&*store.strategy, key, ev)),
                 _ => out,
             };
-            futures::future::ready(out)
+            futures::future::ready(out.filter(|ev| !collector_events || collector_acts_on(ev)))
         });
         // Progress starts at `after` only once the initial events are out.
         let start = progress.clone();
@@ -531,6 +538,21 @@ fn end_at_error(
             futures::future::ready(Some(ev))
         })
         .boxed()
+}
+
+/// Whether the garbage collector acts on `ev` ([`ListOptions::collector_events`]): an object
+/// that is owned or being deleted, and every deletion, bookmark and error. What it leaves
+/// out still advances the watch's progress, so bookmarks carry those revisions.
+fn collector_acts_on(ev: &WatchEvent) -> bool {
+    match ev {
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+            let meta = &o.obj["metadata"];
+            let owned = (meta.get("ownerReferences").and_then(Value::as_array))
+                .is_some_and(|refs| !refs.is_empty());
+            owned || meta.get("deletionTimestamp").is_some_and(|t| !t.is_null())
+        }
+        WatchEvent::Deleted(_) | WatchEvent::Bookmark { .. } | WatchEvent::Error(_) => true,
+    }
 }
 
 /// A watch's filter of renewals ([`ListOptions::omit_renewals`]): the last object of each key
