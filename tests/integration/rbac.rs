@@ -515,6 +515,53 @@ async fn bootstrap_policy_is_reconciled_without_undoing_changes() {
         body.contains("[+]poststarthook/rbac/bootstrap-roles ok"),
         "{body}"
     );
+    // The namespaced bootstrap roles: extension API servers read the auth ConfigMap through
+    // extension-apiserver-authentication-reader (bound here to the scheduler's user).
+    let can_i = |what: &'static str| {
+        let server = &server;
+        async move {
+            let out = server
+                .kubectl(&[
+                    "auth",
+                    "can-i",
+                    "get",
+                    what,
+                    "-n",
+                    "kube-system",
+                    "--as",
+                    "system:kube-scheduler",
+                ])
+                .await;
+            String::from_utf8_lossy(&out.stdout).trim().to_string()
+        }
+    };
+    assert_eq!(
+        can_i("configmap/extension-apiserver-authentication").await,
+        "yes"
+    );
+    assert_eq!(can_i("configmap/other").await, "no");
+    // Narrowed or deleted namespaced objects come back at the next start.
+    server
+        .kubectl_ok(&[
+            "patch",
+            "role",
+            "extension-apiserver-authentication-reader",
+            "-n",
+            "kube-system",
+            "--type=json",
+            "-p",
+            r#"[{"op":"replace","path":"/rules","value":[]}]"#,
+        ])
+        .await;
+    server
+        .kubectl_ok(&[
+            "delete",
+            "rolebinding",
+            "-n",
+            "kube-public",
+            "system:controller:bootstrap-signer",
+        ])
+        .await;
     // A user narrows one role (kept: the rule it lost is put back, the one it gained stays),
     // and opts another out of reconciliation.
     server.kubectl_ok(&["patch", "clusterrole", "system:public-info-viewer", "--type=json", "-p",
@@ -553,6 +600,30 @@ async fn bootstrap_policy_is_reconciled_without_undoing_changes() {
         monitoring.trim().is_empty() || monitoring.trim() == "[]",
         "{monitoring}"
     );
+    let reader = server
+        .kubectl_ok(&[
+            "get",
+            "role",
+            "-n",
+            "kube-system",
+            "extension-apiserver-authentication-reader",
+            "-o",
+            "json",
+        ])
+        .await;
+    assert!(
+        reader.contains("\"extension-apiserver-authentication\""),
+        "{reader}"
+    );
+    server
+        .kubectl_ok(&[
+            "get",
+            "rolebinding",
+            "-n",
+            "kube-public",
+            "system:controller:bootstrap-signer",
+        ])
+        .await;
 }
 
 #[tokio::test]

@@ -1,5 +1,7 @@
 //! `rbac/bootstrap-roles` (pkg/registry/rbac/rest/storage_rbac.go): makes the bootstrap
-//! ClusterRoles and ClusterRoleBindings exist, reconciled as upstream reconciles them
+//! ClusterRoles and ClusterRoleBindings exist, then the bootstrap Roles and RoleBindings of
+//! kube-system and kube-public (creating those namespaces if they are missing, as upstream's
+//! RoleModifier does), reconciled as upstream reconciles them
 //! (component-helpers auth/rbac/reconciliation) without undoing what users changed: missing
 //! rules, aggregation selectors, labels, annotations and subjects are added, nothing is
 //! removed, a binding whose roleRef changed is recreated, and an object annotated
@@ -7,11 +9,16 @@
 
 use crate::api::authorizer::PolicyRule;
 use crate::api::rbac::covers;
-use k8s_openapi::api::rbac::v1::{AggregationRule, ClusterRole, ClusterRoleBinding};
-use kube::api::{DeleteParams, PostParams};
-use kube::{Api, Client};
-use serde::Deserialize;
+use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::{
+    AggregationRule, ClusterRole, ClusterRoleBinding, Role, RoleBinding,
+};
+use kube::api::{DeleteParams, ObjectMeta, PostParams};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::fmt::Debug;
 use tracing::{info, warn};
 
 /// The bootstrap policy, one YAML document per object.
@@ -29,6 +36,9 @@ pub(crate) enum Error {
     /// The embedded policy does not parse (a build defect).
     #[error("the bootstrap policy does not parse")]
     Policy(#[source] serde_yaml::Error),
+    /// A bootstrap object did not convert between its namespaced and cluster-wide forms.
+    #[error("a bootstrap role or binding does not convert")]
+    Convert(#[source] serde_json::Error),
     /// A request failed.
     #[error("unable to reconcile {what} {name}")]
     Api {
@@ -42,12 +52,17 @@ pub(crate) enum Error {
     },
 }
 
-/// The bootstrap objects.
+/// The bootstrap objects. Roles and RoleBindings are held in the shape of their cluster-wide
+/// kinds (the same fields, with `metadata.namespace` set), so one reconciliation serves both.
 pub(crate) struct Policy {
     /// ClusterRoles, in the policy's order.
     pub roles: Vec<ClusterRole>,
     /// ClusterRoleBindings.
     pub bindings: Vec<ClusterRoleBinding>,
+    /// Roles, each with its namespace.
+    pub namespace_roles: Vec<ClusterRole>,
+    /// RoleBindings, each with its namespace.
+    pub namespace_bindings: Vec<ClusterRoleBinding>,
 }
 
 /// Parses the embedded policy.
@@ -55,22 +70,44 @@ pub(crate) fn policy() -> Result<Policy, Error> {
     let mut out = Policy {
         roles: Vec::new(),
         bindings: Vec::new(),
+        namespace_roles: Vec::new(),
+        namespace_bindings: Vec::new(),
     };
     for doc in serde_yaml::Deserializer::from_str(POLICY) {
         let value = serde_json::Value::deserialize(doc).map_err(Error::Policy)?;
         match value.get("kind").and_then(|k| k.as_str()) {
-            Some("ClusterRole") => out.roles.push(
-                serde_json::from_value(value)
-                    .map_err(|e| Error::Policy(serde::de::Error::custom(e)))?,
-            ),
-            Some("ClusterRoleBinding") => out.bindings.push(
-                serde_json::from_value(value)
-                    .map_err(|e| Error::Policy(serde::de::Error::custom(e)))?,
-            ),
+            Some("ClusterRole") => out.roles.push(decode(value)?),
+            Some("ClusterRoleBinding") => out.bindings.push(decode(value)?),
+            Some("Role") => out
+                .namespace_roles
+                .push(recast::<Role, _>(&decode(value)?)?),
+            Some("RoleBinding") => out
+                .namespace_bindings
+                .push(recast::<RoleBinding, _>(&decode(value)?)?),
             _ => {}
         }
     }
     Ok(out)
+}
+
+fn decode<T: DeserializeOwned>(value: serde_json::Value) -> Result<T, Error> {
+    serde_json::from_value(value).map_err(|e| Error::Policy(serde::de::Error::custom(e)))
+}
+
+/// `obj` as the kind of the same fields `B` (Role and ClusterRole, RoleBinding and
+/// ClusterRoleBinding); a Role gets no aggregationRule.
+fn recast<A: Serialize, B: DeserializeOwned + Resource<DynamicType = ()>>(
+    obj: &A,
+) -> Result<B, Error> {
+    let mut value = serde_json::to_value(obj).map_err(Error::Convert)?;
+    if let Some(map) = value.as_object_mut() {
+        map.insert("kind".into(), B::kind(&()).into());
+        map.insert("apiVersion".into(), B::api_version(&()).into());
+        if B::kind(&()) == "Role" {
+            map.remove("aggregationRule");
+        }
+    }
+    serde_json::from_value(value).map_err(Error::Convert)
 }
 
 fn to_rules(rules: &Option<Vec<k8s_openapi::api::rbac::v1::PolicyRule>>) -> Vec<PolicyRule> {
@@ -234,77 +271,154 @@ fn is_status(e: &kube::Error, code: u16) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == code)
 }
 
-/// Reconciles every bootstrap ClusterRole, then every ClusterRoleBinding (ensureRBACPolicy).
+/// Reconciles every bootstrap ClusterRole, then every ClusterRoleBinding, then the Roles and
+/// RoleBindings of each namespace (ensureRBACPolicy).
 pub(crate) async fn run(client: Client) -> Result<(), Error> {
     let policy = policy()?;
-    let roles: Api<ClusterRole> = Api::all(client.clone());
-    const ROLE: &str = "clusterrole.rbac.authorization.k8s.io";
-    for expected in &policy.roles {
-        let name = expected.metadata.name.clone().unwrap_or_default();
-        match roles.get_opt(&name).await.map_err(api_error(ROLE, &name))? {
-            None => match roles.create(&PostParams::default(), expected).await {
-                Ok(_) => info!("created {ROLE}/{name}"),
+    ensure_roles(
+        |_| Api::<ClusterRole>::all(client.clone()),
+        "clusterrole.rbac.authorization.k8s.io",
+        &policy.roles,
+    )
+    .await?;
+    ensure_bindings(
+        |_| Api::<ClusterRoleBinding>::all(client.clone()),
+        "clusterrolebinding.rbac.authorization.k8s.io",
+        &policy.bindings,
+    )
+    .await?;
+    let namespaces = (policy.namespace_roles.iter().map(|r| &r.metadata))
+        .chain(policy.namespace_bindings.iter().map(|b| &b.metadata))
+        .filter_map(|m| m.namespace.as_deref())
+        .collect::<std::collections::BTreeSet<_>>();
+    let nss: Api<Namespace> = Api::all(client.clone());
+    for ns in namespaces {
+        let namespace = Namespace {
+            metadata: ObjectMeta {
+                name: Some(ns.to_string()),
+                ..ObjectMeta::default()
+            },
+            ..Namespace::default()
+        };
+        match nss.create(&PostParams::default(), &namespace).await {
+            Ok(_) => info!("created namespace {ns}"),
+            Err(e) if is_status(&e, 409) => {}
+            Err(e) => return Err(api_error("namespace", ns)(e)),
+        }
+    }
+    ensure_roles(
+        |ns| Api::<Role>::namespaced(client.clone(), ns),
+        "role.rbac.authorization.k8s.io",
+        &policy.namespace_roles,
+    )
+    .await?;
+    ensure_bindings(
+        |ns| Api::<RoleBinding>::namespaced(client.clone(), ns),
+        "rolebinding.rbac.authorization.k8s.io",
+        &policy.namespace_bindings,
+    )
+    .await
+}
+
+/// What the bootstrap objects are read and written as: ClusterRoles and Roles (and their
+/// bindings) through one reconciliation.
+trait Kind: Clone + Debug + Serialize + DeserializeOwned + Resource<DynamicType = ()> {}
+impl<K: Clone + Debug + Serialize + DeserializeOwned + Resource<DynamicType = ()>> Kind for K {}
+
+fn name_of(meta: &ObjectMeta) -> (String, String) {
+    let ns = meta.namespace.clone().unwrap_or_default();
+    (ns, meta.name.clone().unwrap_or_default())
+}
+
+/// Creates each missing role and adds what an existing one lacks (unless it is protected).
+async fn ensure_roles<K: Kind>(
+    api: impl Fn(&str) -> Api<K>,
+    what: &'static str,
+    expected: &[ClusterRole],
+) -> Result<(), Error> {
+    for expected in expected {
+        let (ns, name) = name_of(&expected.metadata);
+        let roles = api(&ns);
+        match roles.get_opt(&name).await.map_err(api_error(what, &name))? {
+            None => match roles
+                .create(&PostParams::default(), &recast(expected)?)
+                .await
+            {
+                Ok(_) => info!("created {what}/{name}"),
                 // Made meanwhile (another replica): the next start reconciles it.
                 Err(e) if is_status(&e, 409) => {}
-                Err(e) => return Err(api_error(ROLE, &name)(e)),
+                Err(e) => return Err(api_error(what, &name)(e)),
             },
             Some(existing) => {
+                let existing: ClusterRole = recast(&existing)?;
                 let Some(role) = reconcile_role(&existing, expected) else {
                     continue;
                 };
                 if protected(&existing.metadata.annotations) {
-                    warn!("skipped reconcile-protected {ROLE}/{name} with missing permissions");
+                    warn!("skipped reconcile-protected {what}/{name} with missing permissions");
                     continue;
                 }
                 roles
-                    .replace(&name, &PostParams::default(), &role)
+                    .replace(&name, &PostParams::default(), &recast(&role)?)
                     .await
-                    .map_err(api_error(ROLE, &name))?;
-                info!("updated {ROLE}/{name} with additional permissions");
+                    .map_err(api_error(what, &name))?;
+                info!("updated {what}/{name} with additional permissions");
             }
         }
     }
-    let bindings: Api<ClusterRoleBinding> = Api::all(client);
-    const BINDING: &str = "clusterrolebinding.rbac.authorization.k8s.io";
-    for expected in &policy.bindings {
-        let name = expected.metadata.name.clone().unwrap_or_default();
+    Ok(())
+}
+
+/// Creates each missing binding, adds missing subjects, recreates one whose roleRef changed.
+async fn ensure_bindings<K: Kind>(
+    api: impl Fn(&str) -> Api<K>,
+    what: &'static str,
+    expected: &[ClusterRoleBinding],
+) -> Result<(), Error> {
+    for expected in expected {
+        let (ns, name) = name_of(&expected.metadata);
+        let bindings = api(&ns);
         let Some(existing) = bindings
             .get_opt(&name)
             .await
-            .map_err(api_error(BINDING, &name))?
+            .map_err(api_error(what, &name))?
         else {
-            match bindings.create(&PostParams::default(), expected).await {
-                Ok(_) => info!("created {BINDING}/{name}"),
+            match bindings
+                .create(&PostParams::default(), &recast(expected)?)
+                .await
+            {
+                Ok(_) => info!("created {what}/{name}"),
                 Err(e) if is_status(&e, 409) => {}
-                Err(e) => return Err(api_error(BINDING, &name)(e)),
+                Err(e) => return Err(api_error(what, &name)(e)),
             }
             continue;
         };
+        let existing: ClusterRoleBinding = recast(&existing)?;
         let change = reconcile_binding(&existing, expected);
         if change != BindingChange::None && protected(&existing.metadata.annotations) {
-            warn!("skipped reconcile-protected {BINDING}/{name} with missing subjects");
+            warn!("skipped reconcile-protected {what}/{name} with missing subjects");
             continue;
         }
         match change {
             BindingChange::None => {}
             BindingChange::Update(b) => {
                 bindings
-                    .replace(&name, &PostParams::default(), &b)
+                    .replace(&name, &PostParams::default(), &recast(&*b)?)
                     .await
-                    .map_err(api_error(BINDING, &name))?;
-                info!("updated {BINDING}/{name} with additional subjects");
+                    .map_err(api_error(what, &name))?;
+                info!("updated {what}/{name} with additional subjects");
             }
             BindingChange::Recreate(b) => {
                 match bindings.delete(&name, &DeleteParams::default()).await {
                     Ok(_) => {}
                     Err(e) if is_status(&e, 404) => {}
-                    Err(e) => return Err(api_error(BINDING, &name)(e)),
+                    Err(e) => return Err(api_error(what, &name)(e)),
                 }
                 bindings
-                    .create(&PostParams::default(), &b)
+                    .create(&PostParams::default(), &recast(&*b)?)
                     .await
-                    .map_err(api_error(BINDING, &name))?;
-                info!("recreated {BINDING}/{name}");
+                    .map_err(api_error(what, &name))?;
+                info!("recreated {what}/{name}");
             }
         }
     }
@@ -349,7 +463,39 @@ mod tests {
             .map(|s| s.name.as_str())
             .collect();
         assert_eq!(groups, ["system:authenticated", "system:unauthenticated"]);
-        for r in &p.roles {
+        // Upstream's namespace-roles.yaml and namespace-role-bindings.yaml, whole.
+        let named = |m: &ObjectMeta| {
+            format!(
+                "{}/{}",
+                m.namespace.as_deref().unwrap_or("-"),
+                m.name.as_deref().unwrap_or("-")
+            )
+        };
+        let roles: Vec<String> = p
+            .namespace_roles
+            .iter()
+            .map(|r| named(&r.metadata))
+            .collect();
+        assert_eq!(roles.len(), 7, "{roles:?}");
+        assert!(roles.contains(&"kube-system/extension-apiserver-authentication-reader".into()));
+        assert!(roles.contains(&"kube-public/system:controller:bootstrap-signer".into()));
+        let reader = p
+            .namespace_bindings
+            .iter()
+            .find(|b| b.role_ref.name == "extension-apiserver-authentication-reader")
+            .unwrap();
+        assert_eq!(
+            named(&reader.metadata),
+            "kube-system/system::extension-apiserver-authentication-reader"
+        );
+        assert_eq!(reader.role_ref.kind, "Role");
+        assert_eq!(p.namespace_bindings.len(), 7);
+        // A Role converts to its own kind and back without losing a field.
+        let role: Role = recast(&p.namespace_roles[1]).unwrap();
+        assert_eq!(role.metadata.namespace.as_deref(), Some("kube-system"));
+        let back: ClusterRole = recast(&role).unwrap();
+        assert_eq!(back, p.namespace_roles[1]);
+        for r in p.roles.iter().chain(&p.namespace_roles) {
             let annotations = r.metadata.annotations.clone().unwrap_or_default();
             assert_eq!(
                 annotations.get(AUTOUPDATE).map(String::as_str),
