@@ -304,6 +304,48 @@ async fn a_collector_watch_skips_objects_nothing_owns() {
     }
 }
 
+/// Every watcher of a deletion gets the same object (stamped with the deletion's
+/// resourceVersion), decoded and encoded once, not a copy per watcher.
+#[tokio::test]
+async fn watchers_of_a_deletion_share_one_object() {
+    for watch_cache in [false, true] {
+        let (_d, r, _) = registry_on(watch_cache).await;
+        timed(make_ns(&r, "default")).await;
+        let (leases, created) = lease_l(&r).await;
+        let opts = ListOptions {
+            resource_version: created["metadata"]["resourceVersion"]
+                .as_str()
+                .map(String::from),
+            ..Default::default()
+        };
+        let mut a = timed(leases.watch(&ctx("default"), &opts)).await.unwrap();
+        let mut b = timed(leases.watch(&ctx("default"), &opts)).await.unwrap();
+        let gone = timed(leases.delete(&ctx("default"), "l", &DeleteOptions::default()))
+            .await
+            .unwrap();
+        let mut deleted = Vec::new();
+        for w in [&mut a, &mut b] {
+            match timed(futures::StreamExt::next(w)).await {
+                Some(WatchEvent::Deleted(o)) => deleted.push(o),
+                other => panic!("{other:?}"),
+            }
+        }
+        let rv = &deleted[0].obj["metadata"]["resourceVersion"];
+        assert_ne!(
+            rv, &created["metadata"]["resourceVersion"],
+            "the deletion's revision"
+        );
+        assert!(
+            rv.as_str().is_some_and(|v| v.parse::<i64>().is_ok()),
+            "{gone:?}"
+        );
+        assert!(
+            Arc::ptr_eq(&deleted[0], &deleted[1]),
+            "watch cache: {watch_cache}"
+        );
+    }
+}
+
 /// A lease update that only renews it is written as a heartbeat, which the watch cache leaves
 /// out of the watches that ask; any other update is a plain write.
 #[tokio::test]

@@ -32,6 +32,22 @@ impl GenericStore {
         Ok(d)
     }
 
+    /// The object a deletion at `revision` reports: its last state `prev`, stamped with the
+    /// deletion's revision. Memoized under that revision like any other, so every watcher of
+    /// the deletion shares one copy and one encoding (as upstream's cacher shares one object
+    /// per event) instead of each cloning and encoding the object.
+    pub(crate) fn decode_deleted(&self, prev: &KeyValue, revision: i64) -> Result<Arc<Decoded>> {
+        if let Some(d) = self.memo.get(&prev.key, revision) {
+            return Ok(d);
+        }
+        let mut obj = self.decode_shared(prev)?.obj.clone();
+        stamp_resource_version(&mut obj, revision);
+        let d = Arc::new(Decoded::new(obj));
+        self.memo
+            .put(&prev.key, revision, d.clone(), prev.value.len());
+        Ok(d)
+    }
+
     pub(crate) fn decode_fresh(&self, kv: &KeyValue) -> Result<Value> {
         let mut obj: Value = serde_json::from_slice(&kv.value)
             .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;

@@ -7,7 +7,7 @@
 use super::GenericStore;
 use crate::api::selectors::{FieldSelector, LabelSelector};
 use crate::api::At;
-use crate::registry::codec::memo::{stamp_resource_version, Decoded};
+use crate::registry::codec::memo::Decoded;
 use crate::registry::error::{Error, FieldError, Result};
 use crate::registry::Context;
 use crate::storage::{self, ListRevision, Revision};
@@ -511,10 +511,12 @@ impl GenericStore {
                 }
             }
             Ok(storage::WatchEvent::Deleted { prev, revision }) => {
-                let mut obj = decode!(&prev).obj.clone();
-                stamp_resource_version(&mut obj, revision);
-                self.matches(&obj, label, field)
-                    .then(|| WatchEvent::Deleted(Arc::new(Decoded::new(obj))))
+                let obj = match self.decode_deleted(&prev, revision) {
+                    Ok(obj) => obj,
+                    Err(e) => return Some(WatchEvent::Error(e)),
+                };
+                self.matches(&obj.obj, label, field)
+                    .then_some(WatchEvent::Deleted(obj))
             }
             Ok(storage::WatchEvent::Progress(rev)) => bookmarks.then(|| WatchEvent::Bookmark {
                 resource_version: rev.to_string(),
