@@ -47,14 +47,29 @@ pub(crate) struct Request<'a> {
     pub info: &'a RequestInfo,
 }
 
+/// Turns a protobuf request body into its JSON object (None when it cannot): the
+/// endpoints' decoder, handed in by whoever builds the [`Auditor`].
+pub(crate) type ProtobufDecoder = fn(&[u8]) -> Option<Value>;
+
+/// What the request body is decoded for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyUse {
+    /// Nothing (reads, non-resource requests, level Metadata for patch and delete).
+    Ignore,
+    /// The object reference's name, namespace, uid and resourceVersion, for create and
+    /// update at level Metadata (LogRequestObject fills them at every level).
+    Reference,
+    /// The request object too, at level Request and above.
+    Record,
+}
+
 /// The request's event and what the policy decided for it.
 pub(crate) struct Context {
     auditor: Arc<Auditor>,
     config: RequestConfig,
     long_running: bool,
-    /// Whether the request's verb sends an object (create, update, patch, delete...).
-    mutating: bool,
     resource: bool,
+    body: BodyUse,
     event: Mutex<Event>,
 }
 
@@ -187,12 +202,22 @@ impl Auditor {
         if config.level == Level::None {
             return Ok(None);
         }
+        let info = req.info;
+        let body = if !info.is_resource_request || !info.is_mutating() {
+            BodyUse::Ignore
+        } else if config.level >= Level::Request {
+            BodyUse::Record
+        } else if info.verb == "create" || info.verb == "update" {
+            BodyUse::Reference
+        } else {
+            BodyUse::Ignore
+        };
         let ctx = Arc::new(Context {
             auditor: self.clone(),
             config,
-            long_running: req.info.is_long_running(),
-            mutating: req.info.is_mutating(),
-            resource: req.info.is_resource_request,
+            long_running: info.is_long_running(),
+            resource: info.is_resource_request,
+            body,
             event: Mutex::new(new_event(req, config.level, Some(user))),
         });
         if ctx.with_event(|ctx, ev| ctx.emit(ev, Stage::RequestReceived)) {
@@ -259,31 +284,44 @@ impl Context {
         });
     }
 
-    /// Whether the request body is wanted (level Request and above, a resource request
-    /// whose verb sends an object); callers skip [`Context::request_body`] otherwise.
+    /// Whether the request body is wanted: at level Request and above for a mutating
+    /// resource request, at Metadata for create and update (for the object reference only);
+    /// callers skip [`Context::request_body`] otherwise.
     pub(crate) fn wants_request_body(&self) -> bool {
-        self.config.level >= Level::Request && self.resource && self.mutating
+        self.body != BodyUse::Ignore
     }
 
-    /// Records the request body as requestObject (LogRequestObject / LogRequestPatch in
-    /// k8s), and fills the object reference from its metadata. Bodies that are not JSON or
-    /// YAML (protobuf) are not recorded.
+    /// Fills the object reference from the body's metadata and, at level Request and above,
+    /// records the body as requestObject (LogRequestObject / LogRequestPatch in k8s; a
+    /// patch is recorded as sent). JSON, YAML and protobuf bodies are understood.
     pub(crate) fn request_body(&self, headers: &HeaderMap, body: &[u8]) {
-        if !self.wants_request_body() || body.is_empty() {
+        if body.is_empty() {
             return;
         }
-        let Some(mut object) = decode(headers, body) else {
-            return;
-        };
         let is_patch = self.with_event(|_, ev| ev.verb == "patch");
-        if !is_patch {
-            if self.config.omit_managed_fields {
-                drop_managed_fields(&mut object);
+        match self.body {
+            BodyUse::Ignore => {}
+            BodyUse::Reference => {
+                if let Some(meta) = reference_of(headers, body, self.auditor.protobuf) {
+                    self.with_event(|_, ev| fill_object_ref(ev.object_ref.as_mut(), &meta));
+                }
             }
-            self.with_event(|_, ev| fill_object_ref(ev.object_ref.as_mut(), &object));
-        }
-        if let Ok(raw) = serde_json::value::to_raw_value(&object) {
-            self.with_event(|_, ev| ev.request_object = Some(Arc::from(raw)));
+            BodyUse::Record => {
+                let Some(mut object) = decode(headers, body, self.auditor.protobuf) else {
+                    return;
+                };
+                if !is_patch {
+                    if self.config.omit_managed_fields {
+                        drop_managed_fields(&mut object);
+                    }
+                    let meta = object.get("metadata").cloned().unwrap_or_default();
+                    let meta = serde_json::from_value(meta).unwrap_or_default();
+                    self.with_event(|_, ev| fill_object_ref(ev.object_ref.as_mut(), &meta));
+                }
+                if let Ok(raw) = serde_json::value::to_raw_value(&object) {
+                    self.with_event(|_, ev| ev.request_object = Some(Arc::from(raw)));
+                }
+            }
         }
     }
 
@@ -361,19 +399,58 @@ fn media_type(content_type: &str) -> &str {
     content_type.split(';').next().unwrap_or("").trim()
 }
 
-/// A JSON or YAML body as a JSON value (JSON when no content type is given).
-fn decode(headers: &HeaderMap, body: &[u8]) -> Option<Value> {
-    let ct = headers
+fn content_type(headers: &HeaderMap) -> &str {
+    headers
         .get(CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .map_or("application/json", media_type);
+        .map_or("application/json", media_type)
+}
+
+/// A JSON, YAML or protobuf body as a JSON value (JSON when no content type is given).
+fn decode(headers: &HeaderMap, body: &[u8], protobuf: ProtobufDecoder) -> Option<Value> {
+    let ct = content_type(headers);
     if ct.ends_with("json") {
         serde_json::from_slice(body).ok()
     } else if ct.ends_with("yaml") {
         serde_yaml::from_slice(body).ok()
+    } else if ct == "application/vnd.kubernetes.protobuf" {
+        protobuf(body)
     } else {
         None
     }
+}
+
+/// The metadata fields an object reference takes from a request object.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct ReferenceMeta {
+    name: String,
+    namespace: String,
+    uid: String,
+    resource_version: String,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct WithMeta {
+    metadata: ReferenceMeta,
+}
+
+/// The object reference's fields from a body; a JSON body is scanned, not built as a tree.
+fn reference_of(
+    headers: &HeaderMap,
+    body: &[u8],
+    protobuf: ProtobufDecoder,
+) -> Option<ReferenceMeta> {
+    if content_type(headers).ends_with("json") {
+        return serde_json::from_slice::<WithMeta>(body)
+            .ok()
+            .map(|o| o.metadata);
+    }
+    let object = decode(headers, body, protobuf)?;
+    serde_json::from_value::<WithMeta>(object)
+        .ok()
+        .map(|o| o.metadata)
 }
 
 /// copyWithoutManagedFields in k8s: an object's, a list's items' and a table's rows'.
@@ -397,23 +474,16 @@ fn drop_managed_fields(object: &mut Value) {
 }
 
 /// LogRequestObject in k8s fills what the URL did not say from the object's metadata.
-fn fill_object_ref(reference: Option<&mut ObjectReference>, object: &Value) {
+fn fill_object_ref(reference: Option<&mut ObjectReference>, meta: &ReferenceMeta) {
     let Some(r) = reference else { return };
-    let meta = |key: &str| {
-        object
-            .pointer(&format!("/metadata/{key}"))
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string()
-    };
-    for (field, key) in [
-        (&mut r.namespace, "namespace"),
-        (&mut r.name, "name"),
-        (&mut r.uid, "uid"),
-        (&mut r.resource_version, "resourceVersion"),
+    for (field, value) in [
+        (&mut r.namespace, &meta.namespace),
+        (&mut r.name, &meta.name),
+        (&mut r.uid, &meta.uid),
+        (&mut r.resource_version, &meta.resource_version),
     ] {
         if field.is_empty() {
-            *field = meta(key);
+            field.clone_from(value);
         }
     }
 }
@@ -550,21 +620,27 @@ mod tests {
     }
 
     #[test]
-    fn yaml_bodies_become_json_and_protobuf_is_skipped() {
+    fn bodies_of_every_content_type() {
+        let none: ProtobufDecoder = |_| None;
         let yaml = headers(&[("content-type", "application/apply-patch+yaml")]);
-        let v = decode(&yaml, b"apiVersion: v1\nkind: ConfigMap\n").unwrap();
+        let v = decode(&yaml, b"apiVersion: v1\nkind: ConfigMap\n", none).unwrap();
         assert_eq!(
             v,
             serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap"})
         );
         let pb = headers(&[("content-type", "application/vnd.kubernetes.protobuf")]);
-        assert!(decode(&pb, b"k8s\0").is_none());
+        assert!(decode(&pb, b"k8s\0", none).is_none());
+        let some: ProtobufDecoder = |_| Some(serde_json::json!({"metadata": {"name": "pb"}}));
+        assert_eq!(reference_of(&pb, b"k8s\0", some).unwrap().name, "pb");
+        let text = headers(&[("content-type", "text/plain")]);
+        assert!(decode(&text, b"{}", some).is_none());
         let mut r = ObjectReference {
             name: "url-name".into(),
             ..ObjectReference::default()
         };
-        let obj = serde_json::json!({"metadata": {"name": "n", "namespace": "ns", "resourceVersion": "7"}});
-        fill_object_ref(Some(&mut r), &obj);
+        let json = headers(&[("content-type", "application/json")]);
+        let body = br#"{"data": {"x": [1, {"y": 2}]}, "metadata": {"name": "n", "namespace": "ns", "resourceVersion": "7", "labels": {"a": "b"}}}"#;
+        fill_object_ref(Some(&mut r), &reference_of(&json, body, none).unwrap());
         assert_eq!(
             (
                 r.name.as_str(),

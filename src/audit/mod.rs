@@ -35,13 +35,17 @@ pub(crate) enum Error {
 pub(crate) struct Auditor {
     policy: policy::Policy,
     backend: log::Backend,
+    protobuf: context::ProtobufDecoder,
 }
 
 impl Auditor {
     /// Loads the policy and opens the log, or None when `opts` does not turn auditing on
     /// (a policy without a log path writes nothing, as upstream; a path without a policy
-    /// audits nothing).
-    pub(crate) fn load(opts: &AuditOptions) -> Result<Option<Arc<Auditor>>, Error> {
+    /// audits nothing). `protobuf` decodes protobuf request bodies for the events.
+    pub(crate) fn load(
+        opts: &AuditOptions,
+        protobuf: context::ProtobufDecoder,
+    ) -> Result<Option<Arc<Auditor>>, Error> {
         let Some(path) = opts.policy_file.as_deref() else {
             if opts.log_path.is_some() {
                 tracing::info!("no audit policy file given: no audit events are written");
@@ -54,7 +58,11 @@ impl Auditor {
             return Ok(None);
         }
         let backend = log::Backend::open(opts)?;
-        Ok(Some(Arc::new(Auditor { policy, backend })))
+        Ok(Some(Arc::new(Auditor {
+            policy,
+            backend,
+            protobuf,
+        })))
     }
 
     /// Writes what is still queued (batch mode) before the process exits.

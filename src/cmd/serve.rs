@@ -39,7 +39,11 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
 /// are checked: a policy that does not parse is a usage error (exit 2); a log that cannot be
 /// opened stops the start like any file that cannot be opened.
 fn load_audit(options: &ServerOptions) -> anyhow::Result<Option<Arc<Auditor>>> {
-    match Auditor::load(&options.audit) {
+    // The endpoints' decoder; the envelope of a protobuf body names its kind.
+    let protobuf = |body: &[u8]| {
+        crate::endpoints::protobuf::decode(body, &crate::api::GroupVersionKind::default()).ok()
+    };
+    match Auditor::load(&options.audit, protobuf) {
         Ok(auditor) => Ok(auditor),
         Err(err @ audit::Error::Policy(_)) => {
             let message = format!("{:#}", anyhow::Error::from(err));
