@@ -77,6 +77,89 @@ mod tests {
         assert_ne!(audit_id(&h), "");
     }
 
+    /// An auditor writing every request at Metadata into `dir`/audit.log.
+    fn auditor(dir: &std::path::Path) -> Arc<crate::audit::Auditor> {
+        use crate::options::{AuditLogPath, AuditOptions};
+        let policy = dir.join("policy.yaml");
+        std::fs::write(
+            &policy,
+            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+        )
+        .unwrap();
+        let opts = AuditOptions {
+            policy_file: Some(policy),
+            log_path: Some(AuditLogPath::File(dir.join("audit.log"))),
+            ..AuditOptions::default()
+        };
+        crate::audit::Auditor::load(&opts, |_| None)
+            .unwrap()
+            .unwrap()
+    }
+
+    fn begin(auditor: &Arc<crate::audit::Auditor>, id: &str) -> Arc<Context> {
+        let uri: http::Uri = "/api/v1/namespaces/a/configmaps/b".parse().unwrap();
+        let info = crate::api::RequestInfo::parse(&http::Method::GET, uri.path(), None);
+        let req = crate::audit::context::Request {
+            audit_id: id,
+            received: chrono::Utc::now(),
+            uri: &uri,
+            headers: &HeaderMap::new(),
+            remote: None,
+            info: &info,
+        };
+        let user = crate::api::UserInfo::anonymous();
+        auditor.begin(&req, &user).unwrap().unwrap()
+    }
+
+    fn stages(dir: &std::path::Path, id: &str) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(dir.join("audit.log"))
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|e| e["auditID"] == id)
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_panic_is_written_then_raised_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let auditor = auditor(dir.path());
+        let ctx = begin(&auditor, "p");
+        let handler = async { panic!("boom") };
+        let outcome = AssertUnwindSafe(run(Some(ctx), handler))
+            .catch_unwind()
+            .await;
+        assert!(outcome.is_err(), "the panic filter still sees the panic");
+        let events = stages(dir.path(), "p");
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1]["stage"], "Panic");
+        assert_eq!(
+            events[1]["responseStatus"],
+            serde_json::json!({"metadata": {}, "status": "Failure", "message": "APIServer panic'd: boom", "reason": "InternalError", "code": 500})
+        );
+    }
+
+    #[tokio::test]
+    async fn response_complete_when_the_body_ends() {
+        use http_body_util::BodyExt;
+        let dir = tempfile::tempdir().unwrap();
+        let auditor = auditor(dir.path());
+        let handler = async { crate::api::Status::not_found_path().into_response() };
+        let resp = run(Some(begin(&auditor, "r")), handler).await;
+        assert_eq!(
+            stages(dir.path(), "r").len(),
+            1,
+            "only RequestReceived before the body"
+        );
+        let body = resp.into_body().collect().await.unwrap().to_bytes();
+        assert!(!body.is_empty());
+        let events = stages(dir.path(), "r");
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1]["stage"], "ResponseComplete");
+        assert_eq!(events[1]["responseStatus"]["reason"], "NotFound");
+        assert_eq!(events[1]["responseStatus"]["code"], 404);
+    }
+
     #[test]
     fn echo_keeps_an_existing_header() {
         let mut resp = http::Response::new(crate::api::empty_body());

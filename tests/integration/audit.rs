@@ -373,6 +373,33 @@ async fn audit_ids_stages_and_decisions() {
     assert_eq!(done["responseStatus"]["reason"], "Forbidden");
     assert_eq!(done["responseStatus"]["status"], "Failure");
 
+    // Impersonation: the user who asked, and the one it acted as.
+    let out = server
+        .kubectl(&[
+            "get",
+            "configmaps",
+            "--as=audit-bob",
+            "--as-group=audit-team",
+        ])
+        .await;
+    assert!(!out.status.success(), "audit-bob may not list config maps");
+    let acted = until(
+        &files.log,
+        |e| e["impersonatedUser"]["username"] == "audit-bob",
+        completed,
+    )
+    .await;
+    let done = acted.last().unwrap();
+    assert_eq!(done["user"]["username"], "kapi-admin");
+    assert_eq!(
+        done["impersonatedUser"]["groups"],
+        serde_json::json!(["audit-team", "system:authenticated"])
+    );
+    assert_eq!(
+        done["annotations"]["authorization.k8s.io/decision"],
+        "forbid"
+    );
+
     // Failed authentication: one ResponseStarted event naming the method, not the token.
     let resp = anonymous
         .get(server.url("/api/v1/namespaces"))
