@@ -3,9 +3,13 @@
 //! pkg/audit/request.go and the stage handling of pkg/endpoints/filters/audit.go): the event
 //! is built as the request passes the filters and written at each stage. Bodies are decoded
 //! only at the levels that record them: Request (the request body of a mutating resource
-//! request) and RequestResponse (also the JSON response body of a resource request).
+//! request) and RequestResponse (also the JSON response body of a resource request); at
+//! Metadata a create or update body is only scanned for the object reference.
 //! May use: api, metrics.
 
+use super::body::{
+    decode, drop_managed_fields, fill_object_ref, is_json, reference_of, AuditedBody,
+};
 use super::event::{Event, ObjectReference, ResponseStatus, User};
 use super::policy::{Level, RequestConfig, Stage};
 use super::Auditor;
@@ -14,22 +18,16 @@ use crate::api::{Body, RequestInfo, Status, StatusCause, StatusDetails, UserInfo
 use crate::metrics;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use http::header::{CONTENT_TYPE, USER_AGENT};
+use http::header::USER_AGENT;
 use http::HeaderMap;
-use hyper::body::{Frame, SizeHint};
 use serde_json::Value;
 use std::net::{IpAddr, SocketAddr};
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context as TaskContext, Poll};
 
 const DECISION: &str = "authorization.k8s.io/decision";
 const REASON: &str = "authorization.k8s.io/reason";
 /// upstream's maxUserAgentLength and its truncation suffix.
 const MAX_USER_AGENT: usize = 1024;
-/// The largest response body recorded as responseObject; larger ones are left out rather
-/// than held in memory twice.
-const MAX_RESPONSE_OBJECT: usize = 16 << 20;
 
 /// What the audit filter knows of a request before it is handled.
 pub(crate) struct Request<'a> {
@@ -46,10 +44,6 @@ pub(crate) struct Request<'a> {
     /// The parsed request info.
     pub info: &'a RequestInfo,
 }
-
-/// Turns a protobuf request body into its JSON object (None when it cannot): the
-/// endpoints' decoder, handed in by whoever builds the [`Auditor`].
-pub(crate) type ProtobufDecoder = fn(&[u8]) -> Option<Value>;
 
 /// What the request body is decoded for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,12 +339,7 @@ impl Context {
             && !long_running
             && is_json(resp.headers());
         resp.map(|inner| {
-            http_body_util::BodyExt::boxed_unsync(AuditedBody {
-                inner,
-                ctx: Some(self),
-                captured: capture.then(Vec::new),
-                captured_len: 0,
-            })
+            http_body_util::BodyExt::boxed_unsync(AuditedBody::new(inner, self, capture))
         })
     }
 
@@ -364,7 +353,8 @@ impl Context {
         });
     }
 
-    fn complete(&self, captured: Option<Vec<Bytes>>) {
+    /// The body ended: writes ResponseComplete, with the response object when captured.
+    pub(super) fn complete(&self, captured: Option<Vec<Bytes>>) {
         let object = captured.and_then(|chunks| {
             let body: Vec<u8> = chunks.concat();
             let mut object: Value = serde_json::from_slice(&body).ok()?;
@@ -385,165 +375,6 @@ impl Context {
             }
             ctx.emit(ev, Stage::ResponseComplete);
         });
-    }
-}
-
-fn is_json(headers: &HeaderMap) -> bool {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|ct| media_type(ct).ends_with("json"))
-}
-
-fn media_type(content_type: &str) -> &str {
-    content_type.split(';').next().unwrap_or("").trim()
-}
-
-fn content_type(headers: &HeaderMap) -> &str {
-    headers
-        .get(CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map_or("application/json", media_type)
-}
-
-/// A JSON, YAML or protobuf body as a JSON value (JSON when no content type is given).
-fn decode(headers: &HeaderMap, body: &[u8], protobuf: ProtobufDecoder) -> Option<Value> {
-    let ct = content_type(headers);
-    if ct.ends_with("json") {
-        serde_json::from_slice(body).ok()
-    } else if ct.ends_with("yaml") {
-        serde_yaml::from_slice(body).ok()
-    } else if ct == "application/vnd.kubernetes.protobuf" {
-        protobuf(body)
-    } else {
-        None
-    }
-}
-
-/// The metadata fields an object reference takes from a request object.
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct ReferenceMeta {
-    name: String,
-    namespace: String,
-    uid: String,
-    resource_version: String,
-}
-
-#[derive(Debug, Default, serde::Deserialize)]
-#[serde(default)]
-struct WithMeta {
-    metadata: ReferenceMeta,
-}
-
-/// The object reference's fields from a body; a JSON body is scanned, not built as a tree.
-fn reference_of(
-    headers: &HeaderMap,
-    body: &[u8],
-    protobuf: ProtobufDecoder,
-) -> Option<ReferenceMeta> {
-    if content_type(headers).ends_with("json") {
-        return serde_json::from_slice::<WithMeta>(body)
-            .ok()
-            .map(|o| o.metadata);
-    }
-    let object = decode(headers, body, protobuf)?;
-    serde_json::from_value::<WithMeta>(object)
-        .ok()
-        .map(|o| o.metadata)
-}
-
-/// copyWithoutManagedFields in k8s: an object's, a list's items' and a table's rows'.
-fn drop_managed_fields(object: &mut Value) {
-    fn strip(object: &mut Value) {
-        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.shift_remove("managedFields");
-        }
-    }
-    strip(object);
-    if let Some(items) = object.get_mut("items").and_then(Value::as_array_mut) {
-        items.iter_mut().for_each(strip);
-    }
-    if let Some(rows) = object.get_mut("rows").and_then(Value::as_array_mut) {
-        for row in rows {
-            if let Some(o) = row.get_mut("object") {
-                strip(o);
-            }
-        }
-    }
-}
-
-/// LogRequestObject in k8s fills what the URL did not say from the object's metadata.
-fn fill_object_ref(reference: Option<&mut ObjectReference>, meta: &ReferenceMeta) {
-    let Some(r) = reference else { return };
-    for (field, value) in [
-        (&mut r.namespace, &meta.namespace),
-        (&mut r.name, &meta.name),
-        (&mut r.uid, &meta.uid),
-        (&mut r.resource_version, &meta.resource_version),
-    ] {
-        if field.is_empty() {
-            field.clone_from(value);
-        }
-    }
-}
-
-/// A response body that writes ResponseComplete when it ends, capturing what it sends when
-/// the response object is recorded.
-struct AuditedBody {
-    inner: Body,
-    ctx: Option<Arc<Context>>,
-    captured: Option<Vec<Bytes>>,
-    captured_len: usize,
-}
-
-impl AuditedBody {
-    fn complete(&mut self) {
-        if let Some(ctx) = self.ctx.take() {
-            ctx.complete(self.captured.take());
-        }
-    }
-}
-
-impl hyper::body::Body for AuditedBody {
-    type Data = Bytes;
-    type Error = std::io::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut TaskContext<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
-        let this = self.get_mut();
-        let polled = Pin::new(&mut this.inner).poll_frame(cx);
-        match &polled {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let (Some(chunks), Some(data)) = (this.captured.as_mut(), frame.data_ref()) {
-                    this.captured_len += data.len();
-                    if this.captured_len > MAX_RESPONSE_OBJECT {
-                        this.captured = None;
-                    } else {
-                        chunks.push(data.clone());
-                    }
-                }
-            }
-            Poll::Ready(None) | Poll::Ready(Some(Err(_))) => this.complete(),
-            Poll::Pending => {}
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
-}
-
-impl Drop for AuditedBody {
-    fn drop(&mut self) {
-        self.complete();
     }
 }
 
@@ -593,61 +424,6 @@ mod tests {
         assert_eq!(
             auth_methods(&HeaderMap::new(), None, false),
             "Authentication failed, no credentials provided"
-        );
-    }
-
-    #[test]
-    fn managed_fields_dropped_from_objects_lists_and_tables() {
-        let mut v = serde_json::json!({
-            "metadata": {"name": "a", "managedFields": [{}], "uid": "u"},
-            "items": [{"metadata": {"managedFields": [], "name": "i"}}],
-            "rows": [{"object": {"metadata": {"managedFields": []}}}],
-        });
-        drop_managed_fields(&mut v);
-        assert_eq!(
-            v,
-            serde_json::json!({
-                "metadata": {"name": "a", "uid": "u"},
-                "items": [{"metadata": {"name": "i"}}],
-                "rows": [{"object": {"metadata": {}}}],
-            })
-        );
-        assert_eq!(
-            serde_json::to_string(&v["metadata"]).unwrap(),
-            r#"{"name":"a","uid":"u"}"#,
-            "order kept"
-        );
-    }
-
-    #[test]
-    fn bodies_of_every_content_type() {
-        let none: ProtobufDecoder = |_| None;
-        let yaml = headers(&[("content-type", "application/apply-patch+yaml")]);
-        let v = decode(&yaml, b"apiVersion: v1\nkind: ConfigMap\n", none).unwrap();
-        assert_eq!(
-            v,
-            serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap"})
-        );
-        let pb = headers(&[("content-type", "application/vnd.kubernetes.protobuf")]);
-        assert!(decode(&pb, b"k8s\0", none).is_none());
-        let some: ProtobufDecoder = |_| Some(serde_json::json!({"metadata": {"name": "pb"}}));
-        assert_eq!(reference_of(&pb, b"k8s\0", some).unwrap().name, "pb");
-        let text = headers(&[("content-type", "text/plain")]);
-        assert!(decode(&text, b"{}", some).is_none());
-        let mut r = ObjectReference {
-            name: "url-name".into(),
-            ..ObjectReference::default()
-        };
-        let json = headers(&[("content-type", "application/json")]);
-        let body = br#"{"data": {"x": [1, {"y": 2}]}, "metadata": {"name": "n", "namespace": "ns", "resourceVersion": "7", "labels": {"a": "b"}}}"#;
-        fill_object_ref(Some(&mut r), &reference_of(&json, body, none).unwrap());
-        assert_eq!(
-            (
-                r.name.as_str(),
-                r.namespace.as_str(),
-                r.resource_version.as_str()
-            ),
-            ("url-name", "ns", "7")
         );
     }
 }

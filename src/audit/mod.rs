@@ -1,12 +1,14 @@
 //! Audit logging as kube-apiserver does it (k8s.io/apiserver pkg/audit and
 //! plugin/pkg/audit/log): an audit.k8s.io/v1 [`policy`] picks a level per request; the
-//! request's [`context`] builds one [`event`] and writes it at each stage (RequestReceived,
+//! request's [`context`] builds one [`event`] (reading bodies through [`body`]) and writes it
+//! at each stage (RequestReceived,
 //! ResponseStarted for long-running requests, ResponseComplete, Panic) through the [`log`]
 //! backend, into a size-[`rotate`]d file or standard output. Auditing is on only with both a
 //! policy file and a log path, as upstream; the handler chain asks for an [`Auditor`] only
 //! then, so a server without one pays nothing but the Audit-ID header.
 //! May use: api, metrics, options.
 
+pub(crate) mod body;
 pub(crate) mod context;
 pub(crate) mod event;
 pub(crate) mod log;
@@ -35,7 +37,7 @@ pub(crate) enum Error {
 pub(crate) struct Auditor {
     policy: policy::Policy,
     backend: log::Backend,
-    protobuf: context::ProtobufDecoder,
+    protobuf: body::ProtobufDecoder,
 }
 
 impl Auditor {
@@ -44,7 +46,7 @@ impl Auditor {
     /// audits nothing). `protobuf` decodes protobuf request bodies for the events.
     pub(crate) fn load(
         opts: &AuditOptions,
-        protobuf: context::ProtobufDecoder,
+        protobuf: body::ProtobufDecoder,
     ) -> Result<Option<Arc<Auditor>>, Error> {
         let Some(path) = opts.policy_file.as_deref() else {
             if opts.log_path.is_some() {
@@ -72,4 +74,22 @@ impl Auditor {
     pub(crate) async fn shutdown(&self) {
         self.backend.shutdown().await;
     }
+}
+
+/// An auditor with `rules` (policy YAML) writing JSON lines to `dir`/audit.log in blocking
+/// mode, for tests of the layers above.
+#[cfg(test)]
+pub(crate) fn test_auditor(dir: &std::path::Path, rules: &str) -> Arc<Auditor> {
+    use crate::options::{AuditLogPath, AuditOptions};
+    let policy = dir.join("policy.yaml");
+    let text = format!("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n{rules}");
+    std::fs::write(&policy, text).expect("a temp dir is writable");
+    let opts = AuditOptions {
+        policy_file: Some(policy),
+        log_path: Some(AuditLogPath::File(dir.join("audit.log"))),
+        ..AuditOptions::default()
+    };
+    Auditor::load(&opts, |_| None)
+        .expect("a valid policy and a writable log")
+        .expect("auditing is on")
 }

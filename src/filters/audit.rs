@@ -79,21 +79,7 @@ mod tests {
 
     /// An auditor writing every request at Metadata into `dir`/audit.log.
     fn auditor(dir: &std::path::Path) -> Arc<crate::audit::Auditor> {
-        use crate::options::{AuditLogPath, AuditOptions};
-        let policy = dir.join("policy.yaml");
-        std::fs::write(
-            &policy,
-            "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
-        )
-        .unwrap();
-        let opts = AuditOptions {
-            policy_file: Some(policy),
-            log_path: Some(AuditLogPath::File(dir.join("audit.log"))),
-            ..AuditOptions::default()
-        };
-        crate::audit::Auditor::load(&opts, |_| None)
-            .unwrap()
-            .unwrap()
+        crate::audit::test_auditor(dir, "- level: Metadata\n")
     }
 
     fn begin(auditor: &Arc<crate::audit::Auditor>, id: &str) -> Arc<Context> {
