@@ -94,6 +94,17 @@ complete -c kapi -n "__fish_kapi_using_subcommand serve" -l runtime-config -d 'A
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l system-namespaces-period -d 'How often the system namespaces are checked and recreated' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l debug-failing-hook -d 'Testing aid: make post-start hook NAME fail COUNT times before running (NAME=COUNT)' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l shutdown-delay-duration -d 'After SIGTERM keep serving this long while /readyz fails, so load balancers drain' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-policy-file -d 'Audit policy (audit.k8s.io/v1 Policy, YAML or JSON): which requests are audited at which level. Without it, nothing is audited' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-log-path -d 'File the audit events are appended to, one per line; - means standard output. Without it, nothing is audited' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-log-maxage -d 'Days to keep rotated audit log files, by the timestamp in their names (0 = no limit)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-log-maxbackup -d 'Rotated audit log files to keep (0 = all)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-log-maxsize -d 'Size in megabytes at which the audit log file is rotated to <name>-<timestamp>.<ext> (0 = 100)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-log-format -d 'Format of the audit log: json (one audit.k8s.io/v1 Event per line) or legacy (a one-line text summary per event)' -r -f -a "json\t'One audit.k8s.io/v1 Event as JSON per line'
+legacy\t'A one-line text summary per event'"
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-log-mode -d 'blocking: a request waits until its events are written (a failed write is counted in apiserver_audit_error_total and the event\'s summary logged to stderr); blocking-strict: as blocking, but a request whose first event cannot be written fails with 500; batch: events are queued and written in the background, and dropped (and counted) when the queue is full' -r -f -a "blocking\t'Requests wait for their events to be written'
+blocking-strict\t'As blocking; a failed first write fails the request'
+batch\t'Events are queued and written in the background'"
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-log-batch-buffer-size -d 'Events the batch mode\'s queue holds before it drops new ones' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line'"
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l disable-http2-serving -d 'Serve HTTP/1.1 only (no h2 in ALPN)'

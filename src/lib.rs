@@ -18,6 +18,7 @@ macro_rules! note {
 
 pub(crate) mod aggregator;
 pub(crate) mod api;
+pub(crate) mod audit;
 pub mod cli;
 pub mod cmd;
 pub(crate) mod controllers;

@@ -242,9 +242,13 @@ impl Status {
                 builder = builder.header(http::header::RETRY_AFTER, secs.to_string());
             }
         }
-        builder
-            .body(super::full_body(self.to_json()))
-            .expect("static header names and values are valid")
+        let body = super::full_body(self.to_json());
+        let mut resp = builder
+            .body(body)
+            .expect("static header names and values are valid");
+        // The audit filter records the Status fields from here, without parsing the body.
+        resp.extensions_mut().insert(self);
+        resp
     }
 }
 

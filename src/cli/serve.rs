@@ -2,8 +2,9 @@
 //! converted once into [`crate::options::ServerOptions`].
 
 use crate::options::{
-    AuthorizationMode, Backend, ControllerOptions, RequestHeaderOptions, RuntimeConfig,
-    ServerOptions, ServiceAccountOptions, ServingOptions, ShutdownOptions, StorageOptions,
+    AuditLogFormat, AuditLogMode, AuditLogPath, AuditOptions, AuthorizationMode, Backend,
+    ControllerOptions, RequestHeaderOptions, RuntimeConfig, ServerOptions, ServiceAccountOptions,
+    ServingOptions, ShutdownOptions, StorageOptions, DEFAULT_BATCH_BUFFER_SIZE,
     REMOTE_EXTRA_PREFIX, REMOTE_GROUP_HEADER, REMOTE_UID_HEADER, REMOTE_USER_HEADER,
 };
 use std::net::IpAddr;
@@ -232,6 +233,60 @@ pub struct ServeArgs {
     /// After SIGTERM keep serving this long while /readyz fails, so load balancers drain.
     #[arg(long, default_value = "0s", value_parser = duration, help_heading = "Shutdown")]
     pub shutdown_delay_duration: Duration,
+
+    /// Audit policy (audit.k8s.io/v1 Policy, YAML or JSON): which requests are audited at
+    /// which level. Without it, nothing is audited.
+    #[arg(long, help_heading = "Audit")]
+    pub audit_policy_file: Option<PathBuf>,
+    /// File the audit events are appended to, one per line; - means standard output.
+    /// Without it, nothing is audited.
+    #[arg(long, help_heading = "Audit")]
+    pub audit_log_path: Option<PathBuf>,
+    /// Days to keep rotated audit log files, by the timestamp in their names (0 = no limit).
+    #[arg(long, default_value_t = 0, help_heading = "Audit")]
+    pub audit_log_maxage: u32,
+    /// Rotated audit log files to keep (0 = all).
+    #[arg(long, default_value_t = 0, help_heading = "Audit")]
+    pub audit_log_maxbackup: u32,
+    /// Size in megabytes at which the audit log file is rotated to
+    /// <name>-<timestamp>.<ext> (0 = 100).
+    #[allow(rustdoc::invalid_html_tags)] // `<...>` are placeholders in --help, not HTML
+    #[arg(long, default_value_t = 0, help_heading = "Audit")]
+    pub audit_log_maxsize: u32,
+    /// Format of the audit log: json (one audit.k8s.io/v1 Event per line) or legacy (a
+    /// one-line text summary per event).
+    #[arg(long, value_enum, default_value_t = AuditFormatArg::Json, help_heading = "Audit")]
+    pub audit_log_format: AuditFormatArg,
+    /// blocking: a request waits until its events are written (a failed write is counted in
+    /// apiserver_audit_error_total and the event's summary logged to stderr); blocking-strict:
+    /// as blocking, but a request whose first event cannot be written fails with 500; batch:
+    /// events are queued and written in the background, and dropped (and counted) when the
+    /// queue is full.
+    #[arg(long, value_enum, default_value_t = AuditModeArg::Blocking, help_heading = "Audit")]
+    pub audit_log_mode: AuditModeArg,
+    /// Events the batch mode's queue holds before it drops new ones.
+    #[arg(long, default_value_t = DEFAULT_BATCH_BUFFER_SIZE, help_heading = "Audit")]
+    pub audit_log_batch_buffer_size: usize,
+}
+
+/// `--audit-log-format` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditFormatArg {
+    /// One audit.k8s.io/v1 Event as JSON per line.
+    Json,
+    /// A one-line text summary per event.
+    Legacy,
+}
+
+/// `--audit-log-mode` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuditModeArg {
+    /// Requests wait for their events to be written.
+    Blocking,
+    /// As blocking; a failed first write fails the request.
+    BlockingStrict,
+    /// Events are queued and written in the background.
+    Batch,
 }
 
 /// A comma-list flag as pflag's StringSlice reads it: `--flag=` is the empty list.
@@ -356,6 +411,29 @@ impl ServeArgs {
             },
             shutdown: ShutdownOptions {
                 delay: self.shutdown_delay_duration,
+            },
+            audit: AuditOptions {
+                policy_file: self.audit_policy_file,
+                log_path: self.audit_log_path.map(|p| {
+                    if p.as_os_str() == "-" {
+                        AuditLogPath::Stdout
+                    } else {
+                        AuditLogPath::File(p)
+                    }
+                }),
+                max_age_days: self.audit_log_maxage,
+                max_backups: self.audit_log_maxbackup,
+                max_size_mb: self.audit_log_maxsize,
+                format: match self.audit_log_format {
+                    AuditFormatArg::Json => AuditLogFormat::Json,
+                    AuditFormatArg::Legacy => AuditLogFormat::Legacy,
+                },
+                mode: match self.audit_log_mode {
+                    AuditModeArg::Blocking => AuditLogMode::Blocking,
+                    AuditModeArg::BlockingStrict => AuditLogMode::BlockingStrict,
+                    AuditModeArg::Batch => AuditLogMode::Batch,
+                },
+                batch_buffer_size: self.audit_log_batch_buffer_size,
             },
         }
     }

@@ -1,6 +1,7 @@
 //! `kapi serve`: flags → options (validated) → server config → generic server with hooks →
 //! run until SIGINT/SIGTERM (a second signal exits at once).
 
+use crate::audit::{self, Auditor};
 use crate::cli::serve::ServeArgs;
 use crate::controllers;
 use crate::exit::{CodedError, ExitCode};
@@ -25,20 +26,40 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         let last = errors.last().cloned().unwrap_or_default();
         return Err(CodedError::new(ExitCode::Usage, last).into());
     }
+    let auditor = load_audit(&options)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("while starting the async runtime")?;
-    runtime.block_on(serve(options))?;
+    runtime.block_on(serve(options, auditor))?;
     Ok(ExitCode::Ok)
 }
 
-async fn serve(options: ServerOptions) -> anyhow::Result<()> {
+/// Loads the audit policy and opens the audit log before anything else is done, as options
+/// are checked: a policy that does not parse is a usage error (exit 2); a log that cannot be
+/// opened stops the start like any file that cannot be opened.
+fn load_audit(options: &ServerOptions) -> anyhow::Result<Option<Arc<Auditor>>> {
+    // The endpoints' decoder; the envelope of a protobuf body names its kind.
+    let protobuf = |body: &[u8]| {
+        crate::endpoints::protobuf::decode(body, &crate::api::GroupVersionKind::default()).ok()
+    };
+    match Auditor::load(&options.audit, protobuf) {
+        Ok(auditor) => Ok(auditor),
+        Err(err @ audit::Error::Policy(_)) => {
+            let message = format!("{:#}", anyhow::Error::from(err));
+            Err(CodedError::new(ExitCode::Usage, message).into())
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+async fn serve(options: ServerOptions, auditor: Option<Arc<Auditor>>) -> anyhow::Result<()> {
     let debug_hooks = options.controllers.debug_failing_hooks.clone();
     let options_for_controllers = options.clone();
-    let config = Config::load(options)
+    let mut config = Config::load(options)
         .await
         .context("while loading the server configuration")?;
+    config.set_auditor(auditor.clone());
     note!("export KUBECONFIG={}", config.kubeconfig_path().display());
     let controllers = controllers_config(&options_for_controllers, &config)?;
     let mut server = config
@@ -53,6 +74,9 @@ async fn serve(options: ServerOptions) -> anyhow::Result<()> {
     let signals = tokio::spawn(watch_signals(cancel.clone()));
     let result = prepared.run(cancel).await;
     signals.abort();
+    if let Some(auditor) = &auditor {
+        auditor.shutdown().await;
+    }
     result.context("while serving")?;
     Ok(())
 }

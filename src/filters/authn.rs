@@ -21,15 +21,37 @@ pub(crate) struct PeerCertificates(Arc<Peer>);
 struct Peer {
     chain: Vec<CertificateDer<'static>>,
     digest: OnceLock<[u8; 32]>,
+    /// Carried here, in the one extension every network request already has, for the audit
+    /// events' sourceIPs.
+    remote: Option<std::net::SocketAddr>,
 }
 
 impl PeerCertificates {
     /// The chain a connection presented.
+    #[cfg(test)]
     pub(crate) fn new(chain: Vec<CertificateDer<'static>>) -> Self {
         PeerCertificates(Arc::new(Peer {
             chain,
             digest: OnceLock::new(),
+            remote: None,
         }))
+    }
+
+    /// The chain a connection from `remote` presented.
+    pub(crate) fn from_connection(
+        chain: Vec<CertificateDer<'static>>,
+        remote: std::net::SocketAddr,
+    ) -> Self {
+        PeerCertificates(Arc::new(Peer {
+            chain,
+            digest: OnceLock::new(),
+            remote: Some(remote),
+        }))
+    }
+
+    /// The connection's remote address.
+    pub(crate) fn remote(&self) -> Option<std::net::SocketAddr> {
+        self.0.remote
     }
 
     /// The presented chain, leaf first (empty without a client certificate).

@@ -1,7 +1,8 @@
 //! The handler-chain filters (k8s.io/apiserver pkg/server/filters, pkg/endpoints/filters): each
 //! file is one step; `server::chain` orders them. May use: api, serviceaccount (the token
-//! authenticator).
+//! authenticator), audit (the audit filters).
 
+pub(crate) mod audit;
 pub(crate) mod authn;
 pub(crate) mod authz;
 pub(crate) mod body_limit;

@@ -18,11 +18,7 @@ where
     match AssertUnwindSafe(handler).catch_unwind().await {
         Ok(resp) => resp,
         Err(payload) => {
-            let msg = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
+            let msg = message(payload.as_ref());
             tracing::error!(%method, path, panic = %msg, "handler panicked");
             Status::internal(format!(
                 "Internal error occurred: the server panicked while handling {method} {path:?}"
@@ -30,6 +26,15 @@ where
             .into_response()
         }
     }
+}
+
+/// The text a panic was raised with.
+pub(crate) fn message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".into())
 }
 
 #[cfg(test)]

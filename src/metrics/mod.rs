@@ -45,6 +45,58 @@ struct CodeLabels {
     code: u16,
 }
 
+/// apiserver_audit_error_total's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PluginLabel {
+    plugin: &'static str,
+}
+
+/// apiserver_audit_level_total's label.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LevelLabel {
+    level: &'static str,
+}
+
+/// The audit counters (k8s.io/apiserver pkg/audit/metrics.go).
+struct AuditMetrics {
+    events: Counter,
+    errors: Family<PluginLabel, Counter>,
+    levels: Family<LevelLabel, Counter>,
+    rejected: Counter,
+}
+
+impl AuditMetrics {
+    fn register(registry: &mut Registry) -> AuditMetrics {
+        let m = AuditMetrics {
+            events: Counter::default(),
+            errors: Family::default(),
+            levels: Family::default(),
+            rejected: Counter::default(),
+        };
+        registry.register(
+            "apiserver_audit_event",
+            "Counter of audit events generated and sent to the audit backend.",
+            m.events.clone(),
+        );
+        registry.register(
+            "apiserver_audit_error",
+            "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
+            m.errors.clone(),
+        );
+        registry.register(
+            "apiserver_audit_level",
+            "Counter of policy levels for audit events (1 per request).",
+            m.levels.clone(),
+        );
+        registry.register(
+            "apiserver_audit_requests_rejected",
+            "Counter of apiserver requests rejected due to an error in audit logging backend.",
+            m.rejected.clone(),
+        );
+        m
+    }
+}
+
 /// apiserver_current_inflight_requests's label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {
@@ -105,6 +157,7 @@ pub(crate) struct Metrics {
     sizes: Histograms<RequestLabels>,
     in_flight: Family<KindLabel, Gauge>,
     recorders: Recorders,
+    audit: AuditMetrics,
 }
 
 fn duration_histogram() -> Histogram {
@@ -147,6 +200,7 @@ impl Metrics {
             "Maximal number of currently used inflight request limit of this apiserver per request kind in last second",
             in_flight.clone(),
         );
+        let audit = AuditMetrics::register(&mut registry);
         registry.register_collector(Box::new(process::Process));
         Metrics {
             registry,
@@ -155,6 +209,7 @@ impl Metrics {
             sizes,
             in_flight,
             recorders: RwLock::default(),
+            audit,
         }
     }
 
@@ -260,6 +315,39 @@ impl Metrics {
                 request_kind: "mutating",
             })
             .set(mutating);
+    }
+
+    /// Counts an audit event sent to the backend (apiserver_audit_event_total).
+    pub(crate) fn audit_event(&self) {
+        self.audit.events.inc();
+    }
+
+    /// Counts audit events a backend plugin lost (apiserver_audit_error_total).
+    pub(crate) fn audit_error(&self, plugin: &'static str, events: u64) {
+        self.audit
+            .errors
+            .get_or_create(&PluginLabel { plugin })
+            .inc_by(events);
+    }
+
+    /// The audit events a plugin lost so far.
+    #[cfg(test)]
+    pub(crate) fn audit_errors(&self, plugin: &'static str) -> u64 {
+        self.audit
+            .errors
+            .get_or_create(&PluginLabel { plugin })
+            .get()
+    }
+
+    /// Counts the policy level of an audited request (apiserver_audit_level_total).
+    pub(crate) fn audit_level(&self, level: &'static str) {
+        self.audit.levels.get_or_create(&LevelLabel { level }).inc();
+    }
+
+    /// Counts a request refused because its audit event could not be stored
+    /// (apiserver_audit_requests_rejected_total).
+    pub(crate) fn audit_rejected(&self) {
+        self.audit.rejected.inc();
     }
 
     /// The metrics in the Prometheus text format (0.0.4), or OpenMetrics text: (content

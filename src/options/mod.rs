@@ -6,7 +6,11 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod audit;
 mod runtime_config;
+pub(crate) use audit::{
+    AuditLogFormat, AuditLogMode, AuditLogPath, AuditOptions, DEFAULT_BATCH_BUFFER_SIZE,
+};
 pub(crate) use runtime_config::{RuntimeConfig, RuntimeConfigError};
 
 /// All options of `kapi serve`.
@@ -20,6 +24,8 @@ pub struct ServerOptions {
     pub controllers: ControllerOptions,
     /// Graceful shutdown.
     pub shutdown: ShutdownOptions,
+    /// Audit policy and log.
+    pub audit: AuditOptions,
 }
 
 /// One `--authorization-mode` authorizer.
@@ -371,6 +377,7 @@ impl ServerOptions {
         if c.peer_advertise_port.is_some() && c.peer_advertise_ip.is_none() {
             errs.push("--peer-advertise-port requires --peer-advertise-ip".into());
         }
+        self.audit.validate(&mut errs);
         errs
     }
 }

@@ -1,17 +1,19 @@
 //! The handler chain, ordered in ONE function as DefaultBuildHandlerChain in k8s:
-//! panic recovery → request info → authentication → impersonation → authorization →
-//! max-in-flight → request timeout (long-running exempt) → body limit → routing (health,
-//! /version, /metrics, the API); resource requests are counted in the metrics.
-//! May use: filters, endpoints, api, metrics.
+//! audit ID → panic recovery → request info → authentication → audit → impersonation →
+//! authorization → max-in-flight → request timeout (long-running exempt) → body limit →
+//! routing (health, /version, /metrics, the API); resource requests are counted in the
+//! metrics. May use: filters, endpoints, api, metrics, audit.
 
 use super::health::Health;
 use crate::aggregator::peers::{self, PeerProxy};
 use crate::aggregator::Aggregator;
 use crate::api::authorizer::{Authorizer, Decision};
-use crate::api::{full_body, Body, RequestContext, RequestInfo, Status};
+use crate::api::{full_body, Body, RequestContext, RequestInfo, Status, UserInfo};
+use crate::audit::context::{self as audit_context, auth_methods};
+use crate::audit::Auditor;
 use crate::endpoints::ApiServer;
 use crate::filters::authn::{Authenticator, PeerCertificates};
-use crate::filters::{body_limit, impersonation, in_flight::MaxInFlight, panic, timeout};
+use crate::filters::{audit, body_limit, impersonation, in_flight::MaxInFlight, panic, timeout};
 use crate::metrics;
 use bytes::Bytes;
 use std::sync::Arc;
@@ -39,6 +41,8 @@ pub(super) struct Chain {
     pub peers: Option<Arc<PeerProxy>>,
     /// Cancelled when the server stops serving: watches end their streams.
     pub shutdown: CancellationToken,
+    /// The audit policy and log, when auditing is on.
+    pub audit: Option<Arc<Auditor>>,
 }
 
 /// Serves one request through every filter, in order.
@@ -49,86 +53,145 @@ where
 {
     let (method, path) = (req.method().clone(), req.uri().path().to_string());
     let started = tokio::time::Instant::now();
-    let resp = panic::recover(&method, &path, async move {
+    let audit_id = audit::audit_id(req.headers());
+    let received = chain.audit.is_some().then(chrono::Utc::now);
+    let id = audit_id.clone();
+    let mut resp = panic::recover(&method, &path, async move {
         let info = RequestInfo::parse(req.method(), req.uri().path(), req.uri().query());
 
         let certs = req.extensions().get::<PeerCertificates>().cloned();
-        let user = match chain.authn.authenticate(req.headers_mut(), certs.as_ref()) {
+        let authenticated = chain.authn.authenticate(req.headers_mut(), certs.as_ref());
+        let audit_id = chain.audit.as_ref().map(|_| audit::id_text(&id));
+        let auditing = chain.audit.as_ref().zip(received).zip(audit_id.as_deref());
+        let request = auditing.map(|((auditor, received), audit_id)| {
+            let request = audit_context::Request {
+                audit_id,
+                received,
+                uri: req.uri(),
+                headers: req.headers(),
+                remote: certs.as_ref().and_then(PeerCertificates::remote),
+                info: &info,
+            };
+            (auditor, request)
+        });
+        let user = match authenticated {
             Ok(user) => user,
             Err(err) => {
                 tracing::debug!(path = %info.path, error = %err, "authentication failed");
+                if let Some((auditor, request)) = &request {
+                    let has_cert = certs.as_ref().is_some_and(|c| !c.chain().is_empty());
+                    let methods = auth_methods(request.headers, request.uri.query(), has_cert);
+                    auditor.failed_authentication(request, 401, methods);
+                }
                 return Status::unauthorized().into_response();
             }
         };
-
-        let user = if impersonation::requested(req.headers()) {
-            match impersonation::impersonate(req.headers(), &user, chain.authz.as_ref()) {
-                Ok(acting_as) => acting_as,
-                Err(status) => return status.into_response(),
-            }
-        } else {
-            user
+        let ctx = match &request {
+            Some((auditor, request)) => match auditor.begin(request, &user) {
+                Ok(ctx) => ctx,
+                Err(rejected) => return rejected.into_status().into_response(),
+            },
+            None => None,
         };
-
-        match chain.authz.authorize(&user, &info) {
-            Decision::Allow(_) => {}
-            Decision::NoOpinion(reason) => {
-                tracing::debug!(user = %user.name, verb = %info.verb, path = %info.path, %reason, "authorization denied");
-                return Status::forbidden(&user.name, &info, &reason).into_response();
-            }
-        }
-
-        let _permit = match chain.in_flight.try_acquire(&info, &user) {
-            Ok(permit) => permit,
-            Err(busy) => return busy.to_status().into_response(),
-        };
-
-        let limit = (!info.is_long_running()).then_some(chain.request_timeout);
-        let recorder = metrics::global().recorder(
-            &info,
-            is_apply(req.headers()),
-            is_dry_run(req.uri().query()),
-        );
-        let span = tracing::debug_span!(
-            "request",
-            verb = %info.verb,
-            resource = %info.resource,
-            ns = %info.namespace,
-            name = %info.name,
-            user = %user.name,
-        );
-        let handler = async move {
-            let (parts, body) = req.into_parts();
-            let body =
-                match body_limit::collect(body, &parts.headers, body_limit::MAX_REQUEST_BODY_BYTES)
-                    .await
-                {
-                    Ok(body) => body,
-                    Err(status) => return status.into_response(),
-                };
-            let req = http::Request::from_parts(parts, body);
-            // Boxed: every layer above embeds this future, and hyper moves it per request.
-            let resp = Box::pin(route(
-                &chain,
-                req,
-                RequestContext {
-                    info,
-                    user,
-                    shutdown: chain.shutdown.clone(),
-                },
-            ))
-            .await;
-            if let Some(recorder) = &recorder {
-                let size = hyper::body::Body::size_hint(resp.body()).exact();
-                recorder.observe(resp.status().as_u16(), started.elapsed().as_secs_f64(), size);
-            }
-            resp
-        };
-        timeout::with_timeout(limit, handler.instrument(span)).await
+        audit::run(ctx.clone(), serve(chain, req, info, user, ctx, started)).await
     })
     .await;
+    audit::echo(&mut resp, audit_id);
     tracing::debug!(%method, %path, code = resp.status().as_u16(), latency = ?started.elapsed(), "request");
     resp
+}
+
+/// The chain after authentication (and the audit filter): impersonation → authorization →
+/// max-in-flight → timeout → body limit → routing.
+async fn serve<B>(
+    chain: Arc<Chain>,
+    req: http::Request<B>,
+    info: RequestInfo,
+    user: UserInfo,
+    audit: Option<Arc<audit_context::Context>>,
+    started: tokio::time::Instant,
+) -> http::Response<Body>
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: std::error::Error + Send + Sync + 'static,
+{
+    let user = if impersonation::requested(req.headers()) {
+        match impersonation::impersonate(req.headers(), &user, chain.authz.as_ref()) {
+            Ok(acting_as) => {
+                if let Some(audit) = &audit {
+                    audit.impersonated(&acting_as);
+                }
+                acting_as
+            }
+            Err(status) => return status.into_response(),
+        }
+    } else {
+        user
+    };
+
+    let decision = chain.authz.authorize(&user, &info);
+    if let Some(audit) = &audit {
+        audit.authorized(&decision);
+    }
+    if let Decision::NoOpinion(reason) = decision {
+        tracing::debug!(user = %user.name, verb = %info.verb, path = %info.path, %reason, "authorization denied");
+        return Status::forbidden(&user.name, &info, &reason).into_response();
+    }
+
+    let _permit = match chain.in_flight.try_acquire(&info, &user) {
+        Ok(permit) => permit,
+        Err(busy) => return busy.to_status().into_response(),
+    };
+
+    let limit = (!info.is_long_running()).then_some(chain.request_timeout);
+    let recorder = metrics::global().recorder(
+        &info,
+        is_apply(req.headers()),
+        is_dry_run(req.uri().query()),
+    );
+    let span = tracing::debug_span!(
+        "request",
+        verb = %info.verb,
+        resource = %info.resource,
+        ns = %info.namespace,
+        name = %info.name,
+        user = %user.name,
+    );
+    let handler = async move {
+        let (parts, body) = req.into_parts();
+        let body =
+            match body_limit::collect(body, &parts.headers, body_limit::MAX_REQUEST_BODY_BYTES)
+                .await
+            {
+                Ok(body) => body,
+                Err(status) => return status.into_response(),
+            };
+        if let Some(audit) = audit.as_ref().filter(|a| a.wants_request_body()) {
+            audit.request_body(&parts.headers, &body);
+        }
+        let req = http::Request::from_parts(parts, body);
+        // Boxed: every layer above embeds this future, and hyper moves it per request.
+        let resp = Box::pin(route(
+            &chain,
+            req,
+            RequestContext {
+                info,
+                user,
+                shutdown: chain.shutdown.clone(),
+            },
+        ))
+        .await;
+        if let Some(recorder) = &recorder {
+            let size = hyper::body::Body::size_hint(resp.body()).exact();
+            recorder.observe(
+                resp.status().as_u16(),
+                started.elapsed().as_secs_f64(),
+                size,
+            );
+        }
+        resp
+    };
+    timeout::with_timeout(limit, handler.instrument(span)).await
 }
 
 async fn route(

@@ -1,7 +1,7 @@
 //! Server configuration (pkg/server/config.go): [`Config::load`] does the I/O (certificates,
 //! listener, storage, admin kubeconfig), [`Config::complete`] derives the loopback client and
 //! TLS settings, and [`CompletedConfig::new_server`] builds the [`GenericServer`].
-//! May use: options, filters, endpoints, registry, storage, api.
+//! May use: options, filters, endpoints, registry, storage, api, audit.
 
 use super::control_runtime::ControlRuntime;
 use super::front_proxy::{self, FrontProxy, ProxyClient, RequestHeader};
@@ -76,6 +76,8 @@ pub(crate) struct Config {
     pub(super) tokens: TokenAuthenticator,
     /// What service-account tokens are issued and verified with.
     pub(super) issuer: Arc<crate::serviceaccount::Issuer>,
+    /// The audit policy and log, when auditing is on.
+    pub(super) audit: Option<Arc<crate::audit::Auditor>>,
     kubeconfig_path: PathBuf,
 }
 
@@ -189,8 +191,15 @@ impl Config {
             aggregator,
             tokens,
             issuer,
+            audit: None,
             kubeconfig_path,
         })
+    }
+
+    /// Audits requests with `auditor` (loaded before the server, so a bad policy stops the
+    /// start before anything is written).
+    pub(crate) fn set_auditor(&mut self, auditor: Option<Arc<crate::audit::Auditor>>) {
+        self.audit = auditor;
     }
 
     /// Absolute path of the written admin kubeconfig.

@@ -268,8 +268,9 @@ pub(crate) async fn serve(
                             return;
                         }
                     };
-                    let certs = PeerCertificates::new(
+                    let certs = PeerCertificates::from_connection(
                         tls.get_ref().1.peer_certificates().map(|c| c.iter().map(|c| c.clone().into_owned()).collect()).unwrap_or_default(),
+                        peer,
                     );
                     let service = hyper::service::service_fn(move |mut req: http::Request<hyper::body::Incoming>| {
                         req.extensions_mut().insert(certs.clone());

@@ -220,6 +220,7 @@ impl GenericServer {
             aggregator: cfg.aggregator.clone(),
             peers,
             shutdown: watch_shutdown.clone(),
+            audit: cfg.audit.clone(),
         });
         // Set once, here; a second prepare_run cannot happen (it consumes the server).
         let _ = completed.chain.set(chain.clone());

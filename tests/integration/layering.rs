@@ -18,7 +18,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("serviceaccount", &["api"]),
     // Prometheus metrics, recorded by the handler chain.
     ("metrics", &["api"]),
-    ("filters", &["api", "serviceaccount"]),
+    // Audit logging: the policy, the events and the log, counted in the metrics.
+    ("audit", &["api", "metrics", "options"]),
+    ("filters", &["api", "serviceaccount", "audit"]),
     ("registry", &["storage", "api", "serviceaccount"]),
     ("endpoints", &["registry", "api"]),
     // kube-aggregator: follows APIServices in the registry, proxies with the caller's identity.
@@ -35,6 +37,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "serviceaccount",
             "metrics",
             "aggregator",
+            "audit",
         ],
     ),
     // The CRD controllers decide conditions with the CRD validation's pure functions and

@@ -8,6 +8,7 @@ mod admissionregistration;
 mod aggregation;
 mod apiregistration;
 mod apply_list;
+mod audit;
 mod auth;
 mod badinput;
 mod bookmarks;

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 /// Parses a Prometheus text exposition with prometheus_client's parser: every sample as
 /// `{"name", "labels", "value"}`.
-fn parse(text: &str) -> Vec<Value> {
+pub(crate) fn parse(text: &str) -> Vec<Value> {
     let python = std::env::var("KAPI_TEST_PYTHON").unwrap_or_else(|_| "python3".into());
     let script = r#"
 import json, sys
@@ -42,7 +42,7 @@ print(json.dumps(out))
 }
 
 /// The value of the sample `name` whose labels include `want`.
-fn sample(samples: &[Value], name: &str, want: &[(&str, &str)]) -> Option<f64> {
+pub(crate) fn sample(samples: &[Value], name: &str, want: &[(&str, &str)]) -> Option<f64> {
     samples
         .iter()
         .find(|s| {
