@@ -196,13 +196,7 @@ impl Drop for AuditedBody {
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, v.parse().unwrap());
-        }
-        h
-    }
+    use crate::audit::test_headers as headers;
 
     #[test]
     fn managed_fields_dropped_from_objects_lists_and_tables() {

@@ -382,13 +382,7 @@ impl Context {
 mod tests {
     use super::*;
 
-    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        for (k, v) in pairs {
-            h.append(*k, v.parse().unwrap());
-        }
-        h
-    }
+    use crate::audit::test_headers as headers;
 
     #[test]
     fn source_ips_as_upstream() {

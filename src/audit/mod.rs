@@ -93,3 +93,13 @@ pub(crate) fn test_auditor(dir: &std::path::Path, rules: &str) -> Arc<Auditor> {
         .expect("a valid policy and a writable log")
         .expect("auditing is on")
 }
+
+/// Request headers from `(name, value)` pairs, for the tests of the audit modules.
+#[cfg(test)]
+pub(crate) fn test_headers(pairs: &[(&'static str, &str)]) -> http::HeaderMap {
+    let mut h = http::HeaderMap::new();
+    for (k, v) in pairs {
+        h.append(*k, v.parse().unwrap());
+    }
+    h
+}
