@@ -62,34 +62,8 @@ const WEBHOOK_CONFIG: &str = "bench-validate";
 const POLICY: &str = "bench-policy";
 const BINDING: &str = "bench-policy-deny";
 
-struct Settings {
-    secs: f64,
-    warmup: Duration,
-    runs: usize,
-}
-
-impl Settings {
-    fn from_env(smoke: bool) -> Settings {
-        let num = |k: &str, d: f64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
-        if smoke {
-            return Settings {
-                secs: 0.3,
-                warmup: Duration::from_millis(100),
-                runs: 1,
-            };
-        }
-        Settings {
-            secs: num("KAPI_BENCH_SECS", 5.0),
-            warmup: Duration::from_millis(1000),
-            runs: (num("KAPI_BENCH_RUNS", 5.0) as usize).max(1),
-        }
-    }
-}
+/// Seconds per cell, warm-up and runs.
+type Settings = harness::Timing;
 
 /// The admission configured during a cell.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -702,7 +676,7 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` does not: run a short smoke pass then.
     let smoke = !std::env::args().any(|a| a == "--bench");
-    let settings = Settings::from_env(smoke);
+    let settings = Settings::from_env(smoke, 5);
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -55,34 +55,8 @@ const STREAMS: usize = 8;
 const WIDGET: &str = "/apis/example.com/v1/namespaces/default/widgets/w0";
 const CANDIDATE: &str = "/apis/coordination.k8s.io/v1beta1/namespaces/default/leasecandidates/c0";
 
-struct Settings {
-    secs: f64,
-    warmup: Duration,
-    runs: usize,
-}
-
-impl Settings {
-    fn from_env(smoke: bool) -> Settings {
-        let num = |k: &str, d: f64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
-        if smoke {
-            return Settings {
-                secs: 0.3,
-                warmup: Duration::from_millis(100),
-                runs: 1,
-            };
-        }
-        Settings {
-            secs: num("KAPI_BENCH_SECS", 5.0),
-            warmup: Duration::from_millis(1000),
-            runs: (num("KAPI_BENCH_RUNS", 5.0) as usize).max(1),
-        }
-    }
-}
+/// Seconds per cell, warm-up and runs.
+type Settings = harness::Timing;
 
 /// GETs `path` until it answers 200 (at most 30 s).
 async fn until_ok(client: &reqwest::Client, url: &str, path: &str) -> Res<()> {
@@ -479,7 +453,7 @@ async fn peer_proxy(s: &Settings, smoke: bool) -> Res<()> {
 fn main() {
     // `cargo bench` passes --bench; `cargo test --benches` does not: run a short smoke pass then.
     let smoke = !std::env::args().any(|a| a == "--bench");
-    let settings = Settings::from_env(smoke);
+    let settings = Settings::from_env(smoke, 5);
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

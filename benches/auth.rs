@@ -55,25 +55,16 @@ struct Settings {
 
 impl Settings {
     fn from_env(smoke: bool) -> Settings {
-        let num = |k: &str, d: f64| {
-            std::env::var(k)
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(d)
-        };
-        if smoke {
-            return Settings {
-                secs: 0.3,
-                warmup: Duration::from_millis(100),
-                runs: 1,
-                objects: 20,
-            };
-        }
+        let t = harness::Timing::from_env(smoke, 5);
         Settings {
-            secs: num("KAPI_BENCH_SECS", 5.0),
-            warmup: Duration::from_millis(1000),
-            runs: num("KAPI_BENCH_RUNS", 5.0) as usize,
-            objects: num("KAPI_BENCH_OBJECTS", 1000.0) as usize,
+            secs: t.secs,
+            warmup: t.warmup,
+            runs: t.runs,
+            objects: if smoke {
+                20
+            } else {
+                harness::env_num("KAPI_BENCH_OBJECTS", 1000.0) as usize
+            },
         }
     }
 }

@@ -66,27 +66,17 @@ struct Settings {
 
 impl Settings {
     fn from_env(smoke: bool) -> Settings {
-        let get = |name: &str, default: f64| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.parse::<f64>().ok())
-                .unwrap_or(default)
-        };
-        if smoke {
-            return Settings {
-                secs: 0.3,
-                warmup: Duration::from_millis(100),
-                runs: 1,
-                first_object_crds: 3,
-                many_crds: 40,
-            };
-        }
+        let t = harness::Timing::from_env(smoke, 3);
         Settings {
-            secs: get("KAPI_BENCH_SECS", 5.0),
-            warmup: Duration::from_millis(1000),
-            runs: get("KAPI_BENCH_RUNS", 3.0).max(1.0) as usize,
-            first_object_crds: 20,
-            many_crds: get("KAPI_BENCH_CRDS", 2000.0).max(1.0) as usize,
+            secs: t.secs,
+            warmup: t.warmup,
+            runs: t.runs,
+            first_object_crds: if smoke { 3 } else { 20 },
+            many_crds: if smoke {
+                40
+            } else {
+                harness::env_num("KAPI_BENCH_CRDS", 2000.0).max(1.0) as usize
+            },
         }
     }
 }

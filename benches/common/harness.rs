@@ -1,8 +1,44 @@
-//! What the API-level benches share besides the server and the loader: order statistics,
-//! the per-run and bar columns of their tables, and creating objects as the admin.
+//! What the API-level benches share besides the server and the loader: their timing from the
+//! environment, order statistics, the per-run and bar columns of their tables, and creating
+//! objects as the admin.
 
 use super::Res;
 use serde_json::Value;
+use std::time::Duration;
+
+/// A number from the environment variable `name`, else `default`.
+pub(crate) fn env_num(name: &str, default: f64) -> f64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// How long and how often a bench measures: `KAPI_BENCH_SECS` per cell (default 5) after a
+/// 1 s warm-up, `KAPI_BENCH_RUNS` runs (default `runs`). The smoke pass (without `--bench`,
+/// under `cargo test --benches`) is one run of 0.3 s.
+pub(crate) struct Timing {
+    pub secs: f64,
+    pub warmup: Duration,
+    pub runs: usize,
+}
+
+impl Timing {
+    pub(crate) fn from_env(smoke: bool, runs: usize) -> Timing {
+        if smoke {
+            return Timing {
+                secs: 0.3,
+                warmup: Duration::from_millis(100),
+                runs: 1,
+            };
+        }
+        Timing {
+            secs: env_num("KAPI_BENCH_SECS", 5.0),
+            warmup: Duration::from_millis(1000),
+            runs: (env_num("KAPI_BENCH_RUNS", runs as f64) as usize).max(1),
+        }
+    }
+}
 
 /// The `p` quantile (nearest rank) of `sorted`; NaN when empty.
 pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
