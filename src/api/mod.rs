@@ -67,6 +67,16 @@ pub(crate) struct OmitRenewals;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CollectorEvents;
 
+/// A user `name` in `groups`, for tests.
+#[cfg(test)]
+pub(crate) fn test_user(name: &str, groups: &[&str]) -> UserInfo {
+    UserInfo {
+        name: name.into(),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+        ..UserInfo::default()
+    }
+}
+
 /// The authenticated user of a request (k8s.io/apiserver pkg/authentication/user.Info).
 #[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize)]
 pub(crate) struct UserInfo {

@@ -19,13 +19,7 @@ fn problems(yaml: &str) -> Vec<String> {
     }
 }
 
-fn user(name: &str, groups: &[&str]) -> UserInfo {
-    UserInfo {
-        name: name.into(),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-        ..UserInfo::default()
-    }
-}
+use crate::api::test_user as user;
 
 fn req(method: Method, path: &str) -> RequestInfo {
     RequestInfo::parse(&method, path, None)

@@ -122,13 +122,7 @@ mod tests {
         RequestInfo::parse(&http::Method::GET, p, None)
     }
 
-    fn user(name: &str, groups: &[&str]) -> UserInfo {
-        UserInfo {
-            name: name.into(),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-            ..UserInfo::default()
-        }
-    }
+    use crate::api::test_user as user;
 
     #[test]
     fn privileged_group_first_then_modes_in_order() {

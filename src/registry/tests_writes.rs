@@ -198,6 +198,16 @@ async fn change_l(leases: &GenericStore, change: impl Fn(&mut Value)) -> Value {
     done.unwrap().object.obj["metadata"]["resourceVersion"].clone()
 }
 
+/// A watch from `created`'s resourceVersion on.
+fn since(created: &Value) -> ListOptions {
+    ListOptions {
+        resource_version: created["metadata"]["resourceVersion"]
+            .as_str()
+            .map(String::from),
+        ..Default::default()
+    }
+}
+
 /// The resourceVersion of the next event of `w`, which must be MODIFIED.
 async fn modified_rv(w: &mut futures::stream::BoxStream<'static, WatchEvent>) -> Value {
     match timed(futures::StreamExt::next(w)).await {
@@ -230,11 +240,8 @@ async fn a_watch_omits_renewals(watch_cache: bool) {
     timed(make_ns(&r, "default")).await;
     let (leases, created) = lease_l(&r).await;
     let from = |omit_renewals| ListOptions {
-        resource_version: created["metadata"]["resourceVersion"]
-            .as_str()
-            .map(String::from),
         omit_renewals,
-        ..Default::default()
+        ..since(&created)
     };
     let mut every = timed(leases.watch(&ctx("default"), &from(false)))
         .await
@@ -261,11 +268,8 @@ async fn a_collector_watch_skips_objects_nothing_owns() {
         timed(make_ns(&r, "default")).await;
         let (leases, created) = lease_l(&r).await;
         let opts = ListOptions {
-            resource_version: created["metadata"]["resourceVersion"]
-                .as_str()
-                .map(String::from),
             collector_events: true,
-            ..Default::default()
+            ..since(&created)
         };
         let mut w = timed(leases.watch(&ctx("default"), &opts)).await.unwrap();
         let lease = |name: &str, owners: Value| {
@@ -312,12 +316,7 @@ async fn watchers_of_a_deletion_share_one_object() {
         let (_d, r, _) = registry_on(watch_cache).await;
         timed(make_ns(&r, "default")).await;
         let (leases, created) = lease_l(&r).await;
-        let opts = ListOptions {
-            resource_version: created["metadata"]["resourceVersion"]
-                .as_str()
-                .map(String::from),
-            ..Default::default()
-        };
+        let opts = since(&created);
         let mut a = timed(leases.watch(&ctx("default"), &opts)).await.unwrap();
         let mut b = timed(leases.watch(&ctx("default"), &opts)).await.unwrap();
         let gone = timed(leases.delete(&ctx("default"), "l", &DeleteOptions::default()))

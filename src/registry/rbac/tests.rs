@@ -4,13 +4,7 @@ use crate::registry::Context;
 use http::Method;
 use serde_json::{json, Value};
 
-fn user(name: &str, groups: &[&str]) -> UserInfo {
-    UserInfo {
-        name: name.into(),
-        groups: groups.iter().map(|g| g.to_string()).collect(),
-        ..UserInfo::default()
-    }
-}
+use crate::api::test_user as user;
 
 fn req(method: Method, path: &str) -> RequestInfo {
     RequestInfo::parse(&method, path, None)
