@@ -264,22 +264,11 @@ impl Aggregator {
     fn apply(&self, change: Change<'_>) {
         let mut slot = self.table.write().unwrap_or_else(|e| e.into_inner());
         let mut all = slot.all.clone();
-        match change {
-            Change::Listed(items) => {
-                all = items
-                    .into_iter()
-                    .map(ApiService::from_object)
-                    .map(|a| (a.name.clone(), a))
-                    .collect();
-            }
-            Change::Put(o) => {
-                let a = ApiService::from_object(o);
-                all.insert(a.name.clone(), a);
-            }
-            Change::Deleted(o) => {
-                all.remove(&ApiService::from_object(o).name);
-            }
-        }
+        let name = |o: &Value| {
+            let name = o.get("metadata").and_then(|m| m.get("name"));
+            name.and_then(Value::as_str).unwrap_or("").to_string()
+        };
+        change.mirror(&mut all, name, ApiService::from_object);
         let mut remote = BTreeMap::new();
         for a in all.values() {
             if a.service.is_none() {

@@ -7,6 +7,7 @@ use super::store::list::{ListOptions, WatchEvent};
 use super::{Context, GenericStore};
 use futures::StreamExt;
 use serde_json::Value;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -51,6 +52,26 @@ pub(crate) enum Change<'a> {
     Put(&'a Value),
     /// One object was deleted.
     Deleted(&'a Value),
+}
+
+impl<'a> Change<'a> {
+    /// Mirrors the change into `map`: every object, as `make` turns it, under `key`.
+    pub(crate) fn mirror<K: Ord, T>(
+        self,
+        map: &mut BTreeMap<K, T>,
+        key: impl Fn(&Value) -> K,
+        make: impl Fn(&'a Value) -> T,
+    ) {
+        match self {
+            Change::Listed(items) => *map = items.into_iter().map(|o| (key(o), make(o))).collect(),
+            Change::Put(o) => {
+                map.insert(key(o), make(o));
+            }
+            Change::Deleted(o) => {
+                map.remove(&key(o));
+            }
+        }
+    }
 }
 
 /// Follows `store` until the future is dropped or storage fails, telling `apply` every

@@ -64,17 +64,7 @@ fn key(o: &Value) -> (String, String) {
 impl Services {
     pub(crate) fn apply_service(&self, change: Change<'_>) {
         let mut map = self.services.write().unwrap_or_else(|e| e.into_inner());
-        match change {
-            Change::Listed(items) => {
-                *map = items.into_iter().map(|o| (key(o), o.clone())).collect();
-            }
-            Change::Put(o) => {
-                map.insert(key(o), o.clone());
-            }
-            Change::Deleted(o) => {
-                map.remove(&key(o));
-            }
-        }
+        change.mirror(&mut map, key, Value::clone);
     }
 
     pub(crate) fn apply_slice(&self, change: Change<'_>) {

@@ -6,7 +6,7 @@
 use super::policies::{self, Binding, Params, Policy};
 use super::review::{self, Answer};
 use super::{exempt, Attributes, Error, Request};
-use crate::registry::follow::{follow, Change, Synced};
+use crate::registry::follow::{follow, Synced};
 use crate::registry::webhook::Endpoint;
 use crate::registry::{GenericStore, Registry, Resource};
 use kube::core::{Selector, SelectorExt};
@@ -183,18 +183,7 @@ impl Chain {
         follow(&configs, &|change| {
             {
                 let mut all = self.configs.lock().unwrap_or_else(|p| p.into_inner());
-                let map = &mut all[kind as usize];
-                match change {
-                    Change::Listed(items) => {
-                        *map = items.into_iter().map(|o| (name(o), o.clone())).collect();
-                    }
-                    Change::Put(o) => {
-                        map.insert(name(o), o.clone());
-                    }
-                    Change::Deleted(o) => {
-                        map.remove(&name(o));
-                    }
-                }
+                change.mirror(&mut all[kind as usize], name, Value::clone);
             }
             self.rebuild(kind);
             self.synced.mark(kind as usize);
