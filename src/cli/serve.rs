@@ -178,6 +178,11 @@ pub struct ServeArgs {
     /// Timeout of the etcd health check.
     #[arg(long, default_value = "2s", value_parser = duration, help_heading = "Storage")]
     pub etcd_healthcheck_timeout: Duration,
+    /// How often the objects of each resource are counted and the database's size read
+    /// for the metrics apiserver_storage_objects and apiserver_storage_size_bytes (0
+    /// disables).
+    #[arg(long, default_value = "1m", value_parser = duration, help_heading = "Storage")]
+    pub etcd_count_metric_poll_period: Duration,
 
     /// Feature gates, e.g. CoordinatedLeaderElection=true,APIServerIdentity=false.
     #[arg(long, value_delimiter = ',', value_parser = parse_gate, help_heading = "Control plane")]
@@ -388,6 +393,7 @@ impl ServeArgs {
                 compaction_interval: self.compaction_interval,
                 watch_cache: self.watch_cache,
                 healthcheck_timeout: self.etcd_healthcheck_timeout,
+                count_metric_poll_period: self.etcd_count_metric_poll_period,
             },
             controllers: ControllerOptions {
                 feature_gates: self.feature_gates.into_iter().collect(),

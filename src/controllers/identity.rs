@@ -224,6 +224,7 @@ impl Heartbeat {
             {
                 Ok(updated) => {
                     self.cached = Some(updated);
+                    crate::metrics::global().control.identity_renewal(true);
                     return true;
                 }
                 Err(e) if util::is_conflict(&e) || util::is_not_found(&e) => {
@@ -237,7 +238,10 @@ impl Heartbeat {
                         None => return false,
                     }
                 }
-                Err(e) => warn!(error = %util::Brief(&e), "failed to update identity lease"),
+                Err(e) => {
+                    crate::metrics::global().control.identity_renewal(false);
+                    warn!(error = %util::Brief(&e), "failed to update identity lease")
+                }
             }
         }
         false

@@ -24,7 +24,7 @@
 //! the identity lease) and `peer-endpoint-reconciler-controller`.
 //!
 //! May use: api, server::hooks (types only), options (their settings), serviceaccount (the
-//! tokens controller signs legacy tokens).
+//! tokens controller signs legacy tokens), metrics (the identity lease's renewals).
 
 mod apiextensions;
 mod auth_trust;

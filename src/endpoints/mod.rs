@@ -1,5 +1,5 @@
 //! HTTP ↔ REST translation (pkg/endpoints): discovery, handlers, negotiation, Status errors.
-//! May use: registry, api.
+//! May use: registry, api, metrics.
 
 pub(crate) mod apply;
 mod discovery;

@@ -1,12 +1,21 @@
 //! Prometheus metrics with kube-apiserver's names, labels and buckets
 //! (staging/src/k8s.io/apiserver/pkg/endpoints/metrics): what requests the server answered,
 //! how long they took and how large the answers were, the requests in flight and the
-//! long-running ones, and the process's own figures, on the prometheus-client crate. One
-//! set of metrics per process ([`global`]); `/metrics` encodes it in the Prometheus text
-//! format, or OpenMetrics when the scraper asks for it.
-//! May use: api.
+//! long-running ones, the watches ([`watch`]), the store ([`storage`]), admission
+//! ([`admission`]), authentication, authorization and the server's own controllers
+//! ([`control`]), the audit log, and the process's own figures, on the prometheus-client
+//! crate. One set of metrics per process ([`global`]), recorded where the work happens;
+//! `/metrics` encodes it in the Prometheus text format, or OpenMetrics when the scraper asks
+//! for it. May use: api.
 
+pub(crate) mod admission;
+mod audit;
+pub(crate) mod control;
 mod process;
+pub(crate) mod storage;
+pub(crate) mod watch;
+
+use audit::{AuditMetrics, LevelLabel, PluginLabel};
 
 use crate::api::RequestInfo;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -19,7 +28,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 
 /// apiserver_request_duration_seconds buckets (requestLatencies).
-const DURATION_BUCKETS: [f64; 23] = [
+pub(super) const DURATION_BUCKETS: [f64; 23] = [
     0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0,
     10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 ];
@@ -45,58 +54,6 @@ struct CodeLabels {
     code: u16,
 }
 
-/// apiserver_audit_error_total's label.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct PluginLabel {
-    plugin: &'static str,
-}
-
-/// apiserver_audit_level_total's label.
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct LevelLabel {
-    level: &'static str,
-}
-
-/// The audit counters (k8s.io/apiserver pkg/audit/metrics.go).
-struct AuditMetrics {
-    events: Counter,
-    errors: Family<PluginLabel, Counter>,
-    levels: Family<LevelLabel, Counter>,
-    rejected: Counter,
-}
-
-impl AuditMetrics {
-    fn register(registry: &mut Registry) -> AuditMetrics {
-        let m = AuditMetrics {
-            events: Counter::default(),
-            errors: Family::default(),
-            levels: Family::default(),
-            rejected: Counter::default(),
-        };
-        registry.register(
-            "apiserver_audit_event",
-            "Counter of audit events generated and sent to the audit backend.",
-            m.events.clone(),
-        );
-        registry.register(
-            "apiserver_audit_error",
-            "Counter of audit events that failed to be audited properly. Plugin identifies the plugin affected by the error.",
-            m.errors.clone(),
-        );
-        registry.register(
-            "apiserver_audit_level",
-            "Counter of policy levels for audit events (1 per request).",
-            m.levels.clone(),
-        );
-        registry.register(
-            "apiserver_audit_requests_rejected",
-            "Counter of apiserver requests rejected due to an error in audit logging backend.",
-            m.rejected.clone(),
-        );
-        m
-    }
-}
-
 /// apiserver_current_inflight_requests's label.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindLabel {
@@ -104,6 +61,56 @@ struct KindLabel {
 }
 
 type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// A counter under a name without the `_total` suffix the encoder gives counters, for the
+/// few kube-apiserver counters named that way (authentication_attempts,
+/// apiserver_admission_webhook_rejection_count): written as an untyped sample, so the name
+/// is kube-apiserver's.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PlainCounter(Counter);
+
+impl PlainCounter {
+    /// Adds one.
+    pub(crate) fn inc(&self) {
+        self.0.inc();
+    }
+}
+
+impl prometheus_client::metrics::TypedMetric for PlainCounter {
+    const TYPE: prometheus_client::metrics::MetricType =
+        prometheus_client::metrics::MetricType::Unknown;
+}
+
+impl prometheus_client::encoding::EncodeMetric for PlainCounter {
+    fn encode(
+        &self,
+        mut encoder: prometheus_client::encoding::MetricEncoder,
+    ) -> Result<(), std::fmt::Error> {
+        encoder.encode_gauge(&(self.0.get() as i64))
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Unknown
+    }
+}
+
+/// A group and resource (the watch cache's and the object counts' labels).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct GroupResource {
+    group: String,
+    resource: String,
+}
+
+/// The scope label of a request (CleanScope).
+fn scope(info: &RequestInfo) -> &'static str {
+    if !info.name.is_empty() || info.verb == "create" {
+        "resource"
+    } else if !info.namespace.is_empty() {
+        "namespace"
+    } else {
+        "cluster"
+    }
+}
 
 /// The metrics of one label set, looked up once and kept: a request then costs one hash of
 /// its labels (no allocation) and a few atomic updates.
@@ -158,6 +165,14 @@ pub(crate) struct Metrics {
     in_flight: Family<KindLabel, Gauge>,
     recorders: Recorders,
     audit: AuditMetrics,
+    /// Watchers, long-running requests and the watch cache.
+    pub(crate) watch: watch::WatchMetrics,
+    /// Requests of the store, objects stored, the database's size.
+    pub(crate) storage: storage::StorageMetrics,
+    /// Admission steps, webhooks and policies.
+    pub(crate) admission: admission::AdmissionMetrics,
+    /// Authentication, authorization, hooks and the identity lease.
+    pub(crate) control: control::ControlMetrics,
 }
 
 fn duration_histogram() -> Histogram {
@@ -165,9 +180,9 @@ fn duration_histogram() -> Histogram {
 }
 
 fn size_histogram() -> Histogram {
-    // ExponentialBuckets(1000, 10, 8).
+    // ExponentialBuckets(1000, 10.0, 7).
     Histogram::new(prometheus_client::metrics::histogram::exponential_buckets(
-        1000.0, 10.0, 8,
+        1000.0, 10.0, 7,
     ))
 }
 
@@ -177,30 +192,34 @@ impl Metrics {
         let requests = Family::<CodeLabels, Counter>::default();
         registry.register(
             "apiserver_request",
-            "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code",
+            "Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.",
             requests.clone(),
         );
         let durations: Histograms<RequestLabels> =
             Family::new_with_constructor(duration_histogram as fn() -> Histogram);
         registry.register(
             "apiserver_request_duration_seconds",
-            "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component",
+            "Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.",
             durations.clone(),
         );
         let sizes: Histograms<RequestLabels> =
             Family::new_with_constructor(size_histogram as fn() -> Histogram);
         registry.register(
             "apiserver_response_sizes",
-            "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component",
+            "Response size distribution in bytes for each group, version, verb, resource, subresource, scope and component.",
             sizes.clone(),
         );
         let in_flight = Family::<KindLabel, Gauge>::default();
         registry.register(
             "apiserver_current_inflight_requests",
-            "Maximal number of currently used inflight request limit of this apiserver per request kind in last second",
+            "Maximal number of currently used inflight request limit of this apiserver per request kind in last second.",
             in_flight.clone(),
         );
         let audit = AuditMetrics::register(&mut registry);
+        let watch = watch::WatchMetrics::register(&mut registry);
+        let storage = storage::StorageMetrics::register(&mut registry);
+        let admission = admission::AdmissionMetrics::register(&mut registry);
+        let control = control::ControlMetrics::register(&mut registry);
         registry.register_collector(Box::new(process::Process));
         Metrics {
             registry,
@@ -210,6 +229,10 @@ impl Metrics {
             in_flight,
             recorders: RwLock::default(),
             audit,
+            watch,
+            storage,
+            admission,
+            control,
         }
     }
 
@@ -236,14 +259,7 @@ impl Metrics {
             "deletecollection" => "DELETECOLLECTION",
             _ => "other",
         };
-        // CleanScope.
-        let scope = if !info.name.is_empty() || info.verb == "create" {
-            "resource"
-        } else if !info.namespace.is_empty() {
-            "namespace"
-        } else {
-            "cluster"
-        };
+        let scope = scope(info);
         let dry_run = if dry_run { "All" } else { "" };
         let parts = [
             verb,

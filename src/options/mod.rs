@@ -223,6 +223,8 @@ pub struct StorageOptions {
     pub watch_cache: bool,
     /// `--etcd-healthcheck-timeout`.
     pub healthcheck_timeout: Duration,
+    /// `--etcd-count-metric-poll-period` (0 disables).
+    pub count_metric_poll_period: Duration,
 }
 
 /// Controller, lease and feature-gate options.

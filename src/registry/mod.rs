@@ -1,5 +1,6 @@
 //! REST semantics over storage (pkg/registry): one generic store plus per-resource strategies.
-//! Sees no HTTP types. May use: storage, api, serviceaccount (TokenRequest).
+//! Sees no HTTP types. May use: storage, api, serviceaccount (TokenRequest),
+//! metrics.
 
 pub(crate) mod admission;
 pub(crate) mod apiextensions;

@@ -60,7 +60,16 @@ where
         let info = RequestInfo::parse(req.method(), req.uri().path(), req.uri().query());
 
         let certs = req.extensions().get::<PeerCertificates>().cloned();
+        let authenticating = std::time::Instant::now();
         let authenticated = chain.authn.authenticate(req.headers_mut(), certs.as_ref());
+        metrics::global().control.authentication(
+            if authenticated.is_ok() {
+                "success"
+            } else {
+                "failure"
+            },
+            authenticating.elapsed(),
+        );
         let audit_id = chain.audit.as_ref().map(|_| audit::id_text(&id));
         let auditing = chain.audit.as_ref().zip(received).zip(audit_id.as_deref());
         let request = auditing.map(|((auditor, received), audit_id)| {
@@ -129,7 +138,15 @@ where
         user
     };
 
+    let authorizing = std::time::Instant::now();
     let decision = chain.authz.authorize(&user, &info);
+    metrics::global().control.authorization(
+        match decision {
+            Decision::Allow(_) => "allowed",
+            Decision::NoOpinion(_) => "no-opinion",
+        },
+        authorizing.elapsed(),
+    );
     if let Some(audit) = &audit {
         audit.authorized(&decision);
     }

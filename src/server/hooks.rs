@@ -190,6 +190,8 @@ async fn supervise(
 ) {
     let mut backoff = BACKOFF_START;
     let mut attempt: u32 = 1;
+    let metrics = &crate::metrics::global().control;
+    metrics.hook_registered(&name);
     loop {
         tracing::info!(hook = %name, attempt, "post-start hook started");
         let run = std::panic::catch_unwind(AssertUnwindSafe(|| hook(ctx.clone())));
@@ -209,6 +211,7 @@ async fn supervise(
                     s.done = true;
                     s.last_error = None;
                 }
+                metrics.hook_completed(&name);
                 tracing::info!(hook = %name, attempt, "post-start hook finished");
                 return;
             }
@@ -216,6 +219,7 @@ async fn supervise(
             Err(panic) => format!("panic: {}", panic_message(&*panic)),
         };
         tracing::warn!(hook = %name, attempt, error = %reason, retry_in = ?backoff, "post-start hook failed");
+        metrics.hook_failed(&name);
         if let Ok(mut s) = state.lock() {
             s.last_error = Some(reason);
         }

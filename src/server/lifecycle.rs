@@ -101,6 +101,12 @@ impl PreparedServer {
             },
             &control.handle(),
         );
+        hook_tasks.spawn(super::storage_metrics::observe(
+            config.api.registry().clone(),
+            config.storage.clone(),
+            opts.storage.count_metric_poll_period,
+            hook_cancel.clone(),
+        ));
 
         let ended = tokio::select! {
             _ = cancel.cancelled() => None,

@@ -22,6 +22,7 @@ pub(crate) mod listener;
 mod loopback;
 pub(crate) mod pki;
 mod service_accounts;
+mod storage_metrics;
 
 pub(crate) use config::{CompletedConfig, Config};
 pub(crate) use lifecycle::PreparedServer;

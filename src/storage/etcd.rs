@@ -51,6 +51,8 @@ pub struct EtcdStore {
     /// The value each recently updated key had after its last update (a guess, checked by
     /// the next update's transaction).
     known: Remembered,
+    /// The first endpoint, whose database size the metrics report.
+    endpoint: String,
     _monitor: DropGuard,
 }
 
@@ -91,6 +93,7 @@ impl EtcdStore {
                 Error::unavailable(format!("--etcd-servers {}", servers.join(","))).caused_by(e)
             })?;
         let token = CancellationToken::new();
+        let endpoint = urls.first().cloned().unwrap_or_default();
         // Detached: it returns once the store's DropGuard cancels `token`, has no result, and
         // logs what it finds.
         tokio::spawn(super::etcd_endpoints::monitor(
@@ -105,6 +108,7 @@ impl EtcdStore {
             health_timeout,
             progress_ok: Default::default(),
             known: Default::default(),
+            endpoint,
             _monitor: token.drop_guard(),
         })
     }
@@ -465,6 +469,15 @@ impl Storage for EtcdStore {
 
     async fn check_health(&self) -> Result<()> {
         probe(&self.client, self.health_timeout).await
+    }
+
+    async fn db_size(&self) -> Result<Option<(String, i64)>> {
+        let mut maintenance = self.client.maintenance_client();
+        let status = tokio::time::timeout(self.health_timeout, maintenance.status())
+            .await
+            .map_err(|_| Error::unavailable("etcd status did not answer in time"))?
+            .map_err(|e| Error::unavailable("etcd status failed").caused_by(e))?;
+        Ok(Some((self.endpoint.clone(), status.db_size())))
     }
 }
 

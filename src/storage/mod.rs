@@ -2,7 +2,7 @@
 //! k8s.io/apiserver pkg/storage, over bytes only. One global, strictly increasing revision per
 //! store is the resourceVersion clients see. Backends: an embedded durable store (default) and a
 //! real etcd v3; a watch cache sits in front of either.
-//! May use: nothing internal.
+//! May use: metrics (a leaf: its figures are recorded where the work happens).
 
 mod cacher;
 #[cfg(test)]
@@ -292,6 +292,22 @@ pub trait Storage: Send + Sync + 'static {
 
     /// Whether the backend answers (the `etcd` health check).
     async fn check_health(&self) -> Result<()>;
+
+    /// How many keys lie under `prefix` (apiserver_storage_objects), from the watch cache
+    /// when there is one.
+    async fn count(&self, prefix: &str) -> Result<i64> {
+        let opts = ListOptions {
+            revision: ListRevision::Any,
+            ..ListOptions::default()
+        };
+        Ok(self.list(prefix, opts).await?.items.len() as i64)
+    }
+
+    /// The database's size on disk in bytes and where it is (etcd's endpoint, or the file),
+    /// when the backend can tell (apiserver_storage_size_bytes).
+    async fn db_size(&self) -> Result<Option<(String, i64)>> {
+        Ok(None)
+    }
 }
 
 /// How to open a store (converted from options by the server's config step).

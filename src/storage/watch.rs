@@ -172,6 +172,7 @@ fn send(slot: &mut Slot, ev: Arc<WatchEvent>, capacity: usize) -> bool {
         }
         Err(mpsc::error::TrySendError::Full(_)) => {
             let total = TERMINATED.fetch_add(1, Ordering::Relaxed) + 1;
+            crate::metrics::global().watch.terminated(&slot.prefix);
             tracing::info!(
                 key = %slot.prefix,
                 queued = capacity,

@@ -363,6 +363,58 @@ async fn webhooks_deny_mutate_and_reinvoke() {
         .await;
     assert_eq!(plain.trim(), "");
 
+    // Each call and each step is in the metrics, under kube-apiserver's names and labels.
+    let (_, samples) = crate::metrics::scrape(&server).await;
+    let rejected = [
+        ("name", "deny.example.com"),
+        ("type", "validating"),
+        ("operation", "CREATE"),
+        ("error_type", "no_error"),
+        ("rejection_code", "403"),
+    ];
+    let metric = |name: &str, labels: &[(&str, &str)]| {
+        crate::metrics::sample(&samples, name, labels).unwrap_or(0.0)
+    };
+    assert!(metric("apiserver_admission_webhook_rejection_count", &rejected) >= 1.0);
+    let call = [
+        ("name", "deny.example.com"),
+        ("type", "validating"),
+        ("operation", "CREATE"),
+        ("code", "403"),
+        ("rejected", "true"),
+    ];
+    assert!(metric("apiserver_admission_webhook_request_total", &call) >= 1.0);
+    let mutated = [
+        ("name", "b-mutate.example.com"),
+        ("type", "admit"),
+        ("operation", "CREATE"),
+        ("rejected", "false"),
+    ];
+    assert!(
+        metric(
+            "apiserver_admission_webhook_admission_duration_seconds_count",
+            &mutated
+        ) >= 1.0
+    );
+    for (step, rejected) in [
+        ("admit", "false"),
+        ("validate", "true"),
+        ("validate", "false"),
+    ] {
+        let labels = [
+            ("type", step),
+            ("operation", "CREATE"),
+            ("rejected", rejected),
+        ];
+        assert!(
+            metric(
+                "apiserver_admission_step_admission_duration_seconds_count",
+                &labels
+            ) >= 1.0,
+            "{labels:?}"
+        );
+    }
+
     // A dry run reaches the webhooks with dryRun=true, shows the mutation and stores nothing.
     let out = server
         .kubectl_ok(&[

@@ -159,6 +159,31 @@ async fn validating_admission_policies_deny_and_warn() {
         "{}",
         text(&o)
     );
+    // Each check is in the metrics, by policy, binding and the action taken.
+    let (_, samples) = crate::metrics::scrape(&server).await;
+    let checks = |binding: &str, action: &str| {
+        let policy = if binding == "labelled-warn" {
+            "labelled"
+        } else {
+            "max-keys"
+        };
+        let labels = [
+            ("policy", policy),
+            ("policy_binding", binding),
+            ("error_type", "no_error"),
+            ("enforcement_action", action),
+        ];
+        crate::metrics::sample(
+            &samples,
+            "apiserver_validating_admission_policy_check_total",
+            &labels,
+        )
+        .unwrap_or(0.0)
+    };
+    assert!(checks("max-keys-in-pol", "deny") >= 2.0);
+    assert!(checks("max-keys-in-pol", "allow") >= 1.0);
+    assert!(checks("labelled-warn", "warn") >= 1.0);
+
     // Without its params, a Deny binding refuses.
     server.kubectl_ok(&["delete", "configmap", "limits"]).await;
     let o = create_cm(&server, "pol", "after", team, json!({})).await;

@@ -2,8 +2,9 @@
 //! counters move with requests, with kube-apiserver's names and labels; process metrics;
 //! OpenMetrics on request; authorized like any non-resource URL.
 
-use crate::support::TestServer;
+use crate::support::{Options, TestServer};
 use serde_json::Value;
+use std::time::Duration;
 
 /// Parses a Prometheus text exposition with prometheus_client's parser: every sample as
 /// `{"name", "labels", "value"}`.
@@ -54,7 +55,8 @@ pub(crate) fn sample(samples: &[Value], name: &str, want: &[(&str, &str)]) -> Op
         .and_then(|s| s["value"].as_f64())
 }
 
-async fn scrape(server: &TestServer) -> (String, Vec<Value>) {
+/// GET /metrics as the admin: the content type and the parsed samples.
+pub(crate) async fn scrape(server: &TestServer) -> (String, Vec<Value>) {
     let resp = server
         .admin_http()
         .get(server.url("/metrics"))
@@ -166,4 +168,209 @@ async fn metrics_are_authorized_like_any_path() {
         .kubectl(&["get", "--raw", "/metrics", "--as", "nobody"])
         .await;
     assert!(!o.status.success());
+}
+
+/// Polls /metrics until `sample` of `name` with `labels` satisfies `ok`; its value.
+async fn eventually_sample(
+    server: &TestServer,
+    name: &str,
+    labels: &[(&str, &str)],
+    ok: impl Fn(f64) -> bool,
+) -> f64 {
+    let mut last = None;
+    for _ in 0..100 {
+        let (_, samples) = scrape(server).await;
+        last = sample(&samples, name, labels);
+        if last.is_some_and(&ok) {
+            return last.unwrap_or_default();
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("{name}{labels:?} never reached the expected value (last: {last:?})");
+}
+
+#[tokio::test]
+async fn metrics_cover_watches_storage_and_the_control_plane() {
+    let server = TestServer::start_with(Options::default().args([
+        "--etcd-count-metric-poll-period=500ms",
+        "--identity-lease-renew-interval=500ms",
+    ]))
+    .await;
+    for name in ["w1", "w2", "w3"] {
+        server.kubectl_ok(&["create", "configmap", name]).await;
+    }
+    let (_, samples) = scrape(&server).await;
+    let configmaps = [("group", ""), ("resource", "configmaps")];
+    let watchers_before = sample(
+        &samples,
+        "apiserver_registered_watchers",
+        &[("group", ""), ("version", "v1"), ("kind", "ConfigMap")],
+    )
+    .unwrap_or(0.0);
+
+    // A watch is a registered watcher and a long-running request while it is open, and the
+    // events it is sent are counted.
+    let mut watch = server
+        .admin_http()
+        .get(server.url("/api/v1/namespaces/default/configmaps?watch=1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(watch.status(), 200);
+    // The initial ADDED events of the three configmaps.
+    let mut received = String::new();
+    while received.matches("\"ADDED\"").count() < 3 {
+        let chunk = tokio::time::timeout(Duration::from_secs(10), watch.chunk())
+            .await
+            .expect("watch events")
+            .unwrap()
+            .expect("the watch stream ended");
+        received.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let kind = [("group", ""), ("version", "v1"), ("kind", "ConfigMap")];
+    let (_, samples) = scrape(&server).await;
+    assert_eq!(
+        sample(&samples, "apiserver_registered_watchers", &kind),
+        Some(watchers_before + 1.0)
+    );
+    let long_running = [
+        ("verb", "WATCH"),
+        ("group", ""),
+        ("version", "v1"),
+        ("resource", "configmaps"),
+        ("scope", "namespace"),
+        ("component", "apiserver"),
+    ];
+    assert!(sample(&samples, "apiserver_longrunning_requests", &long_running).unwrap() >= 1.0);
+    let events = [("group", ""), ("version", "v1"), ("resource", "configmaps")];
+    assert!(sample(&samples, "apiserver_watch_events_total", &events).unwrap() >= 3.0);
+    assert!(sample(&samples, "apiserver_watch_events_sizes_count", &events).unwrap() >= 3.0);
+    assert!(
+        sample(
+            &samples,
+            "apiserver_watch_cache_events_dispatched_total",
+            &configmaps
+        )
+        .unwrap()
+            >= 3.0
+    );
+    // Closing the watch takes it out of both gauges.
+    drop(watch);
+    eventually_sample(&server, "apiserver_registered_watchers", &kind, |v| {
+        v == watchers_before
+    })
+    .await;
+
+    // Every request of the store, by operation and resource; failures are not answers.
+    let create = [
+        ("operation", "create"),
+        ("group", ""),
+        ("resource", "configmaps"),
+    ];
+    assert!(sample(&samples, "etcd_requests_total", &create).unwrap() >= 3.0);
+    assert!(sample(&samples, "etcd_request_duration_seconds_count", &create).unwrap() >= 3.0);
+    assert_eq!(
+        sample(&samples, "etcd_request_errors_total", &create),
+        Some(0.0)
+    );
+    let _ = server.kubectl(&["get", "configmap", "missing"]).await;
+    let get = [
+        ("operation", "get"),
+        ("group", ""),
+        ("resource", "configmaps"),
+    ];
+    let (_, samples) = scrape(&server).await;
+    assert!(sample(&samples, "etcd_requests_total", &get).unwrap() >= 1.0);
+    assert_eq!(
+        sample(&samples, "etcd_request_errors_total", &get),
+        Some(0.0)
+    );
+
+    // The objects of each resource are counted on the poll period.
+    let listed = server
+        .kubectl_ok(&["get", "configmaps", "-A", "-o", "name"])
+        .await;
+    let stored = listed.lines().filter(|l| !l.is_empty()).count() as f64;
+    eventually_sample(
+        &server,
+        "apiserver_storage_objects",
+        &[("resource", "configmaps")],
+        |v| v == stored,
+    )
+    .await;
+    eventually_sample(&server, "apiserver_resource_objects", &configmaps, |v| {
+        v == stored
+    })
+    .await;
+    let leases = [("resource", "leases.coordination.k8s.io")];
+    eventually_sample(&server, "apiserver_storage_objects", &leases, |v| v >= 1.0).await;
+    let size = [("storage_cluster_id", "etcd-0")];
+    eventually_sample(&server, "apiserver_storage_size_bytes", &size, |v| v > 0.0).await;
+
+    // The embedded store's fsyncs and commit batches.
+    let (_, samples) = scrape(&server).await;
+    assert!(sample(&samples, "kapi_storage_fsync_duration_seconds_count", &[]).unwrap() >= 3.0);
+    assert!(sample(&samples, "kapi_storage_commit_batch_size_count", &[]).unwrap() >= 3.0);
+
+    // Authentication and authorization attempts, by result.
+    let success = [("result", "success")];
+    let failure = [("result", "failure")];
+    let failed_before = sample(&samples, "authentication_attempts", &failure).unwrap_or(0.0);
+    assert!(sample(&samples, "authentication_attempts", &success).unwrap() >= 1.0);
+    assert!(sample(&samples, "authentication_duration_seconds_count", &success).unwrap() >= 1.0);
+    assert!(
+        sample(
+            &samples,
+            "authorization_attempts_total",
+            &[("result", "allowed")]
+        )
+        .unwrap()
+            >= 1.0
+    );
+    let resp = server
+        .anonymous_http()
+        .get(server.url("/api/v1/namespaces"))
+        .bearer_auth("not-a-token")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 401);
+    let o = server
+        .kubectl(&["get", "configmaps", "--as", "nobody"])
+        .await;
+    assert!(!o.status.success());
+    let (_, samples) = scrape(&server).await;
+    assert_eq!(
+        sample(&samples, "authentication_attempts", &failure),
+        Some(failed_before + 1.0)
+    );
+    assert!(
+        sample(
+            &samples,
+            "authorization_attempts_total",
+            &[("result", "no-opinion")]
+        )
+        .unwrap()
+            >= 1.0
+    );
+
+    // The post-start hooks and the identity lease's renewals.
+    for hook in ["rbac/bootstrap-roles", "start-system-namespaces-controller"] {
+        assert_eq!(
+            sample(
+                &samples,
+                "kapi_post_start_hook_completed",
+                &[("name", hook)]
+            ),
+            Some(1.0),
+            "{hook}"
+        );
+    }
+    eventually_sample(
+        &server,
+        "kapi_identity_lease_renewals_total",
+        &success,
+        |v| v >= 1.0,
+    )
+    .await;
 }

@@ -4,7 +4,7 @@
 //! allowWatchBookmarks (bookmarks.rs); errors after the stream started as
 //! an ERROR event with a Status. Ends at `timeoutSeconds` (default: random in [30, 60) min,
 //! like kube's minRequestTimeout), when the server shuts down, or after an ERROR.
-//! May use: registry, api.
+//! May use: registry, api, metrics.
 
 use super::bookmarks::{with_bookmarks, BOOKMARK_FREQUENCY};
 use super::table::{include, partial, table, Include};
@@ -73,16 +73,22 @@ pub(crate) async fn watch(
         Ok((events, _)) => events,
         Err(e) => return error_response(&e),
     };
+    let watcher = crate::metrics::global()
+        .watch
+        .watcher(&req.ctx.info, &store.strategy().info().kind);
     let encoder = Encoder {
         store: Arc::clone(store),
         out: req.out,
         include: inc,
         first: true,
+        watcher,
     };
     let shutdown = req.ctx.shutdown.clone();
     let lines = events
         .scan(encoder, |enc, ev| {
-            futures::future::ready(Some(enc.line(ev)))
+            let line = enc.line(ev);
+            enc.watcher.sent(line.len());
+            futures::future::ready(Some(line))
         })
         .take_until(tokio::time::sleep_until(deadline))
         .take_until(shutdown.cancelled_owned())
@@ -113,6 +119,8 @@ struct Encoder {
     out: Output,
     include: Include,
     first: bool,
+    /// Counts the events sent; counts the watch out of the open ones when the stream ends.
+    watcher: crate::metrics::watch::Watcher,
 }
 
 impl Encoder {

@@ -13,12 +13,14 @@
 
 use super::webhooks::{labels, rule_matches, selector};
 use super::{Attributes, Error, Request};
+use crate::metrics::admission::PolicyOutcome;
 use kube::core::{Selector, SelectorExt};
 use kube_cel::cel::{Context as CelContext, Program, Value as CelValue};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A compiled expression, or why it did not compile.
 type Compiled = Result<Program, String>;
@@ -442,7 +444,8 @@ pub(super) async fn validate(
     if work.is_empty() {
         return Ok(());
     }
-    let decisions: Vec<(&Policy, &Binding, Result<Decision, String>)> = BASE.with(|base| {
+    type Decided<'p> = (&'p Policy, &'p Binding, Result<Decision, String>, Duration);
+    let decisions: Vec<Decided<'_>> = BASE.with(|base| {
         let mut ctx = base.new_inner_scope();
         let bind = |ctx: &mut CelContext<'_>, name: &str, used: bool, v: Option<&Value>| {
             if used {
@@ -460,15 +463,34 @@ pub(super) async fn validate(
             match params {
                 Ok(list) => {
                     for p in list {
-                        out.push((*policy, *binding, decide(policy, &ctx, p.as_ref())));
+                        let started = std::time::Instant::now();
+                        let decision = decide(policy, &ctx, p.as_ref());
+                        out.push((*policy, *binding, decision, started.elapsed()));
                     }
                 }
-                Err(e) => out.push((*policy, *binding, Err(e.clone()))),
+                Err(e) => out.push((*policy, *binding, Err(e.clone()), Duration::ZERO)),
             }
         }
         out
     });
-    for (policy, binding, decision) in decisions {
+    let metrics = &crate::metrics::global().admission;
+    for (policy, binding, decision, took) in decisions {
+        let outcomes: &[PolicyOutcome] = match &decision {
+            Ok(Decision::Admit) => &[PolicyOutcome::Allowed],
+            Ok(Decision::Deny { .. }) => match (binding.deny, binding.warn) {
+                (true, true) => &[
+                    PolicyOutcome::Violated("deny"),
+                    PolicyOutcome::Violated("warn"),
+                ],
+                (true, false) => &[PolicyOutcome::Violated("deny")],
+                (false, true) => &[PolicyOutcome::Violated("warn")],
+                (false, false) => &[PolicyOutcome::Violated("audit")],
+            },
+            Err(_) => &[PolicyOutcome::EvaluationError],
+        };
+        for outcome in outcomes {
+            metrics.policy_check(&policy.name, &binding.name, *outcome, took);
+        }
         let (reason, message) = match decision {
             Ok(Decision::Admit) => continue,
             Ok(Decision::Deny { reason, message }) => (reason, message),

@@ -203,6 +203,15 @@ pub(super) fn answer(
 
 /// The refusal of webhook `name` (webhookerrors.ToStatusErr): the webhook's code (at least
 /// 400), reason, and message prefixed with who refused.
+/// The code of a webhook's refusal: its status's code when it is an error code, else 400.
+pub(super) fn denied_code(status: Option<&Value>) -> u16 {
+    status
+        .and_then(|s| s.get("code"))
+        .and_then(Value::as_u64)
+        .filter(|c| (400..600).contains(c))
+        .unwrap_or(400) as u16
+}
+
 pub(super) fn denied(name: &str, status: Option<&Value>) -> super::Error {
     let field = |k: &str| {
         status
@@ -211,11 +220,7 @@ pub(super) fn denied(name: &str, status: Option<&Value>) -> super::Error {
             .unwrap_or("")
             .to_string()
     };
-    let code = status
-        .and_then(|s| s.get("code"))
-        .and_then(Value::as_u64)
-        .filter(|c| (400..600).contains(c))
-        .unwrap_or(400) as u16;
+    let code = denied_code(status);
     let (message, reason) = (field("message"), field("reason"));
     let denied_by = format!("admission webhook {name:?} denied the request");
     let message = if !message.is_empty() {

@@ -6,6 +6,7 @@
 use super::policies::{self, Binding, Params, Policy};
 use super::review::{self, Answer};
 use super::{exempt, Attributes, Error, Request};
+use crate::metrics::admission::WebhookOutcome;
 use crate::registry::follow::{follow, Synced};
 use crate::registry::webhook::Endpoint;
 use crate::registry::{GenericStore, Registry, Resource};
@@ -547,6 +548,33 @@ impl Hook {
         attrs: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<Answer, String> {
+        let started = std::time::Instant::now();
+        let result = self.call_once(mutating, req, attrs, object).await;
+        let outcome = match &result {
+            Ok(answer) if answer.allowed => WebhookOutcome::Allowed,
+            Ok(answer) => WebhookOutcome::Rejected(review::denied_code(answer.status.as_ref())),
+            Err(_) => WebhookOutcome::CallFailed {
+                fail_closed: self.fail,
+            },
+        };
+        crate::metrics::global().admission.webhook(
+            &self.name,
+            mutating,
+            attrs.operation.as_str(),
+            outcome,
+            started.elapsed(),
+        );
+        result
+    }
+
+    /// [`Self::call`] without the metrics.
+    async fn call_once(
+        &self,
+        mutating: bool,
+        req: &Request,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<Answer, String> {
         let endpoint = self
             .endpoint
             .as_ref()
@@ -611,6 +639,24 @@ impl Request {
         if exempt(attrs.group, attrs.resource) {
             return Ok(());
         }
+        let started = std::time::Instant::now();
+        let result = self.mutate_all(attrs, object, redecode).await;
+        crate::metrics::global().admission.step(
+            true,
+            attrs.operation.as_str(),
+            result.is_err(),
+            started.elapsed(),
+        );
+        result
+    }
+
+    /// [`Self::mutate`] without the metrics.
+    async fn mutate_all(
+        &self,
+        attrs: &Attributes<'_>,
+        object: &mut Option<Value>,
+        redecode: &(dyn Fn(Value) -> Result<Value, crate::registry::Error> + Sync),
+    ) -> Result<(), crate::registry::Error> {
         let hooks = self.chain.hooks(Kind::Mutating);
         let ns = NamespaceCell::new();
         let mut changes = 0usize;
@@ -693,6 +739,23 @@ impl Request {
         if exempt(attrs.group, attrs.resource) {
             return Ok(());
         }
+        let started = std::time::Instant::now();
+        let result = self.validate_all(attrs, object).await;
+        crate::metrics::global().admission.step(
+            false,
+            attrs.operation.as_str(),
+            result.is_err(),
+            started.elapsed(),
+        );
+        result
+    }
+
+    /// [`Self::validate`] without the metrics.
+    async fn validate_all(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<(), crate::registry::Error> {
         let bound = self
             .chain
             .bound

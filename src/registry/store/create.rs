@@ -118,13 +118,25 @@ impl GenericStore {
         if ctx.dry_run {
             // Encoding checks the size limit, which applies to dry runs too.
             let stored = self.encode(obj.clone())?;
-            return match self.storage.get(&key).await {
+            return match self
+                .metered(
+                    crate::metrics::storage::Operation::Get,
+                    self.storage.get(&key),
+                )
+                .await
+            {
                 Ok(_) => Ok(taken(stored)),
                 Err(_) => Ok(Attempt::Created(Arc::new(Decoded::new(obj)))),
             };
         }
         let stored = self.encode_for_write(&key, obj)?;
-        match self.storage.create(&key, stored.clone(), None).await {
+        match self
+            .metered(
+                crate::metrics::storage::Operation::Create,
+                self.storage.create(&key, stored.clone(), None),
+            )
+            .await
+        {
             Ok(kv) => Ok(Attempt::Created(self.decode_shared(&kv)?)),
             Err(storage::Error::AlreadyExists { .. }) => Ok(taken(stored)),
             Err(e) => Err(self.storage_error(&name, e)),

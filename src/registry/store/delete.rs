@@ -38,8 +38,10 @@ impl GenericStore {
         })?;
         let key = self.key(&ctx.namespace, name);
         let kv = self
-            .storage
-            .get(&key)
+            .metered(
+                crate::metrics::storage::Operation::Get,
+                self.storage.get(&key),
+            )
             .await
             .map_err(|e| self.storage_error(name, e))?;
         let current = self.decode_kv(&kv)?;
@@ -84,8 +86,10 @@ impl GenericStore {
                 }
             };
             let kv = self
-                .storage
-                .guaranteed_update(&key, false, &write)
+                .metered(
+                    crate::metrics::storage::Operation::Update,
+                    self.storage.guaranteed_update(&key, false, &write),
+                )
                 .await
                 .map_err(|e| self.storage_error(name, e))?;
             if self.key_root == "namespaces" {
@@ -123,8 +127,10 @@ impl GenericStore {
             Ok(())
         };
         let deleted = self
-            .storage
-            .delete(&key, &check)
+            .metered(
+                crate::metrics::storage::Operation::Delete,
+                self.storage.delete(&key, &check),
+            )
             .await
             .map_err(|e| self.storage_error(name, e))?;
         Ok(WriteResult {

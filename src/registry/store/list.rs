@@ -264,14 +264,16 @@ impl GenericStore {
         let mut list_rev = None;
         'pages: loop {
             let page = self
-                .storage
-                .list(
-                    &prefix,
-                    storage::ListOptions {
-                        revision,
-                        limit: opts.limit,
-                        start_key: start.clone(),
-                    },
+                .metered(
+                    crate::metrics::storage::Operation::List,
+                    self.storage.list(
+                        &prefix,
+                        storage::ListOptions {
+                            revision,
+                            limit: opts.limit,
+                            start_key: start.clone(),
+                        },
+                    ),
                 )
                 .await
                 .map_err(|e| self.list_error(e, continuing))?;
@@ -371,14 +373,16 @@ impl GenericStore {
                 n => ListRevision::NotOlderThan(parse_rv(n)?),
             };
             let all = self
-                .storage
-                .list(
-                    &prefix,
-                    storage::ListOptions {
-                        revision,
-                        limit: 0,
-                        start_key: None,
-                    },
+                .metered(
+                    crate::metrics::storage::Operation::List,
+                    self.storage.list(
+                        &prefix,
+                        storage::ListOptions {
+                            revision,
+                            limit: 0,
+                            start_key: None,
+                        },
+                    ),
                 )
                 .await
                 .map_err(|e| self.list_error(e, false))?;

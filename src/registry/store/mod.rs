@@ -75,6 +75,8 @@ pub(crate) struct GenericStore {
     pub(crate) name_generator: fn(&str) -> String,
     /// Whether the watch cache was started before the first write ([`Self::start_cache`]).
     cache_started: AtomicBool,
+    /// Times and counts the requests of the store (etcd_request_duration_seconds, ...).
+    meter: crate::metrics::storage::Meter,
 }
 
 impl GenericStore {
@@ -85,7 +87,10 @@ impl GenericStore {
         strategy: Arc<dyn Strategy>,
         key_root: &str,
     ) -> Self {
-        GenericStore {
+        let metrics = crate::metrics::global();
+        let info = strategy.info();
+        let meter = metrics.storage.meter(&info.group, &info.resource);
+        let store = GenericStore {
             storage,
             prefix: prefix.trim_end_matches('/').to_string(),
             strategy,
@@ -93,7 +98,45 @@ impl GenericStore {
             memo: Memo::default(),
             name_generator: generate_name,
             cache_started: AtomicBool::new(false),
-        }
+            meter,
+        };
+        let info = store.strategy.info();
+        metrics
+            .watch
+            .name_prefix(&store.list_prefix(""), &info.group, &info.resource);
+        store
+    }
+
+    /// Runs one request of the store, timed and counted in the metrics (a failure of the
+    /// store counts as an error; an answer such as not found or a conflict does not).
+    async fn metered<T>(
+        &self,
+        op: crate::metrics::storage::Operation,
+        request: impl std::future::Future<Output = storage::Result<T>>,
+    ) -> storage::Result<T> {
+        let failed = |e: &storage::Error| {
+            matches!(
+                e,
+                storage::Error::Unavailable { .. }
+                    | storage::Error::Corrupt { .. }
+                    | storage::Error::Io { .. }
+            )
+        };
+        self.meter.time(op, request, failed).await
+    }
+
+    /// Records how many objects the store holds (apiserver_storage_objects); -1 when they
+    /// cannot be counted, as upstream.
+    pub(crate) async fn record_count(&self) {
+        let count = self
+            .storage
+            .count(&self.list_prefix(""))
+            .await
+            .unwrap_or(-1);
+        let info = self.strategy.info();
+        crate::metrics::global()
+            .storage
+            .set_objects(&info.group, &info.resource, count);
     }
 
     /// Before the first write: starts the resource's watch cache, so that a watch from the
@@ -189,8 +232,10 @@ impl GenericStore {
     /// Reads one object, shared with the memo (its JSON encoding is made once per revision).
     pub(crate) async fn get_shared(&self, ctx: &Context, name: &str) -> Result<Arc<Decoded>> {
         let kv = self
-            .storage
-            .get(&self.key(&ctx.namespace, name))
+            .metered(
+                crate::metrics::storage::Operation::Get,
+                self.storage.get(&self.key(&ctx.namespace, name)),
+            )
             .await
             .map_err(|e| self.storage_error(name, e))?;
         self.decode_shared(&kv)
@@ -382,12 +427,24 @@ impl GenericStore {
         self.start_cache().await;
         let key = self.key(&ctx.namespace, name);
         if allow_create {
-            if let Err(storage::Error::NotFound { .. }) = self.storage.get(&key).await {
+            let current = self
+                .metered(
+                    crate::metrics::storage::Operation::Get,
+                    self.storage.get(&key),
+                )
+                .await;
+            if let Err(storage::Error::NotFound { .. }) = current {
                 self.admit_namespace(&ctx.namespace, name).await?;
             }
         }
         if ctx.dry_run {
-            let current = match self.storage.get(&key).await {
+            let current = match self
+                .metered(
+                    crate::metrics::storage::Operation::Get,
+                    self.storage.get(&key),
+                )
+                .await
+            {
                 Ok(kv) => Some(kv),
                 Err(storage::Error::NotFound { .. }) if allow_create => None,
                 Err(e) => return Err(self.storage_error(name, e)),
@@ -417,8 +474,10 @@ impl GenericStore {
             })
         };
         let kv = self
-            .storage
-            .guaranteed_update(&key, allow_create, &update)
+            .metered(
+                crate::metrics::storage::Operation::Update,
+                self.storage.guaranteed_update(&key, allow_create, &update),
+            )
             .await
             .map_err(|e| self.storage_error(name, e))?;
         let created = created.lock().map(|c| *c).unwrap_or(false);
@@ -432,7 +491,13 @@ impl GenericStore {
                     Err(storage::Error::Aborted("changed meanwhile".into()))
                 }
             };
-            match self.storage.delete(&key, &check).await {
+            match self
+                .metered(
+                    crate::metrics::storage::Operation::Delete,
+                    self.storage.delete(&key, &check),
+                )
+                .await
+            {
                 Ok(_) | Err(storage::Error::NotFound { .. }) | Err(storage::Error::Aborted(_)) => {}
                 Err(e) => return Err(self.storage_error(name, e)),
             }

@@ -183,4 +183,8 @@ impl Storage for Cacher {
     async fn check_health(&self) -> Result<()> {
         self.backend.check_health().await
     }
+
+    async fn db_size(&self) -> Result<Option<(String, i64)>> {
+        self.backend.db_size().await
+    }
 }

@@ -82,6 +82,8 @@ pub(crate) struct ResourceCache {
     opts: CacherOptions,
     revision_tx: tokio_watch::Sender<(bool, Revision)>,
     stop: CancellationToken,
+    /// apiserver_watch_cache_events_dispatched_total of this resource.
+    dispatched: prometheus_client::metrics::counter::Counter,
 }
 
 impl ResourceCache {
@@ -92,7 +94,9 @@ impl ResourceCache {
         opts: CacherOptions,
     ) -> Arc<ResourceCache> {
         let (revision_tx, _) = tokio_watch::channel((false, 0));
+        let dispatched = crate::metrics::global().watch.dispatched(&prefix);
         let rc = Arc::new(ResourceCache {
+            dispatched,
             prefix,
             state: RwLock::new(State {
                 items: BTreeMap::new(),
@@ -269,6 +273,7 @@ impl ResourceCache {
             st.ring_bytes += size;
             st.ring.push_back((now, ev.clone()));
             self.hub.publish_shared(std::slice::from_ref(&ev), rev);
+            self.dispatched.inc();
         } else {
             self.hub.publish(&[], rev);
         }

@@ -314,6 +314,18 @@ impl Storage for EmbeddedStore {
         self.submit(|reply| Op::Compact { revision, reply }).await
     }
 
+    async fn db_size(&self) -> Result<Option<(String, i64)>> {
+        use std::os::unix::fs::MetadataExt;
+        let meta = std::fs::metadata(&self.path).map_err(|e| {
+            Error::io(format!("{}: cannot read its size", self.path.display())).caused_by(e)
+        })?;
+        // Physically allocated, as etcd's dbSize (512-byte blocks).
+        Ok(Some((
+            self.path.display().to_string(),
+            (meta.blocks() * 512) as i64,
+        )))
+    }
+
     async fn check_health(&self) -> Result<()> {
         self.reading(read::revisions)?;
         if !self.alive.load(Ordering::Acquire) {

@@ -127,9 +127,13 @@ impl Wal {
         }
         let record = log.record();
         let written = self.injected_fault().and_then(|()| {
-            self.file
-                .write_all(record)
-                .and_then(|()| self.file.sync_data())
+            self.file.write_all(record)?;
+            let syncing = std::time::Instant::now();
+            self.file.sync_data()?;
+            crate::metrics::global()
+                .storage
+                .fsync(syncing.elapsed().as_secs_f64());
+            Ok(())
         });
         match written {
             Ok(()) => {

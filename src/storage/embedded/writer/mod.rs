@@ -245,6 +245,7 @@ impl Writer {
 
     /// Applies a batch in one durable transaction, publishes its events, answers its callers.
     fn commit(&mut self, batch: Vec<Op>) {
+        crate::metrics::global().storage.batch(batch.len());
         let start = (self.revision, self.compacted);
         let mut events = Vec::new();
         let mut replies = Vec::with_capacity(batch.len());

@@ -1,0 +1,144 @@
+//! The control plane's own work, which kube-apiserver does not export: the post-start hooks
+//! (kapi_post_start_hook_completed, kapi_post_start_hook_failures_total) and the renewals of
+//! this server's identity lease (kapi_identity_lease_renewals_total), plus the
+//! authentication and authorization attempts of k8s.io/apiserver pkg/endpoints/filters
+//! (authentication_attempts, authentication_duration_seconds, authorization_attempts_total,
+//! authorization_duration_seconds).
+
+use super::{Histograms, PlainCounter};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use std::time::Duration;
+
+/// A hook's name.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct NameLabel {
+    name: String,
+}
+
+/// The result of an attempt or a renewal.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+fn auth_histogram() -> Histogram {
+    // ExponentialBuckets(0.001, 2, 15).
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+/// The control-plane metrics.
+pub(crate) struct ControlMetrics {
+    hooks_completed: Family<NameLabel, Gauge>,
+    hook_failures: Family<NameLabel, Counter>,
+    renewals: Family<ResultLabel, Counter>,
+    authentications: Family<ResultLabel, PlainCounter>,
+    authentication_durations: Histograms<ResultLabel>,
+    authorizations: Family<ResultLabel, Counter>,
+    authorization_durations: Histograms<ResultLabel>,
+}
+
+impl ControlMetrics {
+    pub(super) fn register(registry: &mut Registry) -> ControlMetrics {
+        let m = ControlMetrics {
+            hooks_completed: Family::default(),
+            hook_failures: Family::default(),
+            renewals: Family::default(),
+            authentications: Family::default(),
+            authentication_durations: Family::new_with_constructor(
+                auth_histogram as fn() -> Histogram,
+            ),
+            authorizations: Family::default(),
+            authorization_durations: Family::new_with_constructor(
+                auth_histogram as fn() -> Histogram,
+            ),
+        };
+        registry.register(
+            "kapi_post_start_hook_completed",
+            "Whether each post-start hook has completed (1) or not yet (0).",
+            m.hooks_completed.clone(),
+        );
+        registry.register(
+            "kapi_post_start_hook_failures",
+            "Failed runs of each post-start hook (each is retried with backoff).",
+            m.hook_failures.clone(),
+        );
+        registry.register(
+            "kapi_identity_lease_renewals",
+            "Renewals of this apiserver's identity lease, by result (success or failure).",
+            m.renewals.clone(),
+        );
+        registry.register(
+            "authentication_attempts",
+            "Counter of authenticated attempts.",
+            m.authentications.clone(),
+        );
+        registry.register(
+            "authentication_duration_seconds",
+            "Authentication duration in seconds broken out by result.",
+            m.authentication_durations.clone(),
+        );
+        registry.register(
+            "authorization_attempts",
+            "Counter of authorization attempts broken down by result. It can be either 'allowed', 'denied', 'no-opinion' or 'error'.",
+            m.authorizations.clone(),
+        );
+        registry.register(
+            "authorization_duration_seconds",
+            "Authorization duration in seconds broken out by result.",
+            m.authorization_durations.clone(),
+        );
+        m
+    }
+
+    /// A post-start hook was registered (not completed yet).
+    pub(crate) fn hook_registered(&self, name: &str) {
+        self.hook(name).set(0);
+    }
+
+    /// A post-start hook completed.
+    pub(crate) fn hook_completed(&self, name: &str) {
+        self.hook(name).set(1);
+    }
+
+    /// A run of a post-start hook failed.
+    pub(crate) fn hook_failed(&self, name: &str) {
+        self.hook_failures
+            .get_or_create(&NameLabel { name: name.into() })
+            .inc();
+    }
+
+    fn hook(&self, name: &str) -> Gauge {
+        self.hooks_completed
+            .get_or_create(&NameLabel { name: name.into() })
+            .clone()
+    }
+
+    /// A renewal of the identity lease succeeded or failed.
+    pub(crate) fn identity_renewal(&self, ok: bool) {
+        let result = if ok { "success" } else { "failure" };
+        self.renewals.get_or_create(&ResultLabel { result }).inc();
+    }
+
+    /// One authentication: `result` is `success`, `failure` or `error`.
+    pub(crate) fn authentication(&self, result: &'static str, took: Duration) {
+        let label = ResultLabel { result };
+        self.authentications.get_or_create(&label).inc();
+        self.authentication_durations
+            .get_or_create(&label)
+            .observe(took.as_secs_f64());
+    }
+
+    /// One authorization: `result` is `allowed`, `denied`, `no-opinion` or `error`.
+    pub(crate) fn authorization(&self, result: &'static str, took: Duration) {
+        let label = ResultLabel { result };
+        self.authorizations.get_or_create(&label).inc();
+        self.authorization_durations
+            .get_or_create(&label)
+            .observe(took.as_secs_f64());
+    }
+}
