@@ -32,8 +32,18 @@ impl Server {
 
     /// [`Server::start`] with more `kapi serve` flags (after `KAPI_BENCH_SERVE_ARGS`).
     pub(crate) async fn start_with(data_dir: &Path, args: &[&str]) -> Res<Server> {
+        Server::start_with_env(data_dir, args, &[]).await
+    }
+
+    /// [`Server::start_with`] with more environment variables for the server.
+    pub(crate) async fn start_with_env(
+        data_dir: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Res<Server> {
         let started = Instant::now();
         let mut child = Command::new(kapi_binary())
+            .envs(env.iter().copied())
             .args([
                 "serve",
                 "--bind-address",

@@ -12,6 +12,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 /// A hook's name.
@@ -40,7 +41,15 @@ pub(crate) struct ControlMetrics {
     authentication_durations: Histograms<ResultLabel>,
     authorizations: Family<ResultLabel, Counter>,
     authorization_durations: Histograms<ResultLabel>,
+    /// Each result's counter and histogram, looked up once: every request records both.
+    authn_by_result: [OnceLock<(PlainCounter, Histogram)>; AUTHN_RESULTS.len()],
+    authz_by_result: [OnceLock<(Counter, Histogram)>; AUTHZ_RESULTS.len()],
 }
+
+/// authentication_attempts' results.
+const AUTHN_RESULTS: [&str; 3] = ["success", "failure", "error"];
+/// authorization_attempts_total's results.
+const AUTHZ_RESULTS: [&str; 4] = ["allowed", "denied", "no-opinion", "error"];
 
 impl ControlMetrics {
     pub(super) fn register(registry: &mut Registry) -> ControlMetrics {
@@ -56,6 +65,8 @@ impl ControlMetrics {
             authorization_durations: Family::new_with_constructor(
                 auth_histogram as fn() -> Histogram,
             ),
+            authn_by_result: Default::default(),
+            authz_by_result: Default::default(),
         };
         registry.register(
             "kapi_post_start_hook_completed",
@@ -126,19 +137,39 @@ impl ControlMetrics {
 
     /// One authentication: `result` is `success`, `failure` or `error`.
     pub(crate) fn authentication(&self, result: &'static str, took: Duration) {
-        let label = ResultLabel { result };
-        self.authentications.get_or_create(&label).inc();
-        self.authentication_durations
-            .get_or_create(&label)
-            .observe(took.as_secs_f64());
+        if !super::recording() {
+            return;
+        }
+        let Some(i) = AUTHN_RESULTS.iter().position(|r| *r == result) else {
+            return;
+        };
+        let (count, duration) = self.authn_by_result[i].get_or_init(|| {
+            let label = ResultLabel { result };
+            (
+                self.authentications.get_or_create(&label).clone(),
+                self.authentication_durations.get_or_create(&label).clone(),
+            )
+        });
+        count.inc();
+        duration.observe(took.as_secs_f64());
     }
 
     /// One authorization: `result` is `allowed`, `denied`, `no-opinion` or `error`.
     pub(crate) fn authorization(&self, result: &'static str, took: Duration) {
-        let label = ResultLabel { result };
-        self.authorizations.get_or_create(&label).inc();
-        self.authorization_durations
-            .get_or_create(&label)
-            .observe(took.as_secs_f64());
+        if !super::recording() {
+            return;
+        }
+        let Some(i) = AUTHZ_RESULTS.iter().position(|r| *r == result) else {
+            return;
+        };
+        let (count, duration) = self.authz_by_result[i].get_or_init(|| {
+            let label = ResultLabel { result };
+            (
+                self.authorizations.get_or_create(&label).clone(),
+                self.authorization_durations.get_or_create(&label).clone(),
+            )
+        });
+        count.inc();
+        duration.observe(took.as_secs_f64());
     }
 }

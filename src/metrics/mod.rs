@@ -244,7 +244,7 @@ impl Metrics {
         apply: bool,
         dry_run: bool,
     ) -> Option<Arc<Recorder>> {
-        if !info.is_resource_request || info.resource.is_empty() {
+        if !info.is_resource_request || info.resource.is_empty() || !recording() {
             return None;
         }
         let verb = match info.verb.as_str() {
@@ -385,6 +385,14 @@ impl Metrics {
             )
         }
     }
+}
+
+/// Whether requests are recorded: always, unless the environment sets
+/// `KAPI_METRICS_RECORDING=off`, which only the metrics benchmark does, to measure what
+/// recording costs (`benches/metrics.rs`).
+pub(crate) fn recording() -> bool {
+    static ON: OnceLock<bool> = OnceLock::new();
+    *ON.get_or_init(|| std::env::var("KAPI_METRICS_RECORDING").map_or(true, |v| v != "off"))
 }
 
 /// The process's metrics.

@@ -250,6 +250,9 @@ impl Meter {
         request: impl Future<Output = Result<T, E>>,
         failed: impl Fn(&E) -> bool,
     ) -> Result<T, E> {
+        if !super::recording() {
+            return request.await;
+        }
         let started = Instant::now();
         let result = request.await;
         let m = self.of(op);
