@@ -78,6 +78,7 @@ Register-ArgumentCompleter -Native -CommandName 'kapi' -ScriptBlock {
             [CompletionResult]::new('--compaction-interval', '--compaction-interval', [CompletionResultType]::ParameterName, 'How often old revisions are compacted (0 disables)')
             [CompletionResult]::new('--watch-cache', '--watch-cache', [CompletionResultType]::ParameterName, 'Serve lists and watches from an in-memory cache fed by one backend watch per resource')
             [CompletionResult]::new('--etcd-healthcheck-timeout', '--etcd-healthcheck-timeout', [CompletionResultType]::ParameterName, 'Timeout of the etcd health check')
+            [CompletionResult]::new('--etcd-count-metric-poll-period', '--etcd-count-metric-poll-period', [CompletionResultType]::ParameterName, 'How often the objects of each resource are counted and the database''s size read for the metrics apiserver_storage_objects and apiserver_storage_size_bytes (0 disables)')
             [CompletionResult]::new('--feature-gates', '--feature-gates', [CompletionResultType]::ParameterName, 'Feature gates, e.g. CoordinatedLeaderElection=true,APIServerIdentity=false')
             [CompletionResult]::new('--hostname-override', '--hostname-override', [CompletionResultType]::ParameterName, 'Hostname used for the apiserver ID and the kubernetes.io/hostname label')
             [CompletionResult]::new('--identity-lease-duration-seconds', '--identity-lease-duration-seconds', [CompletionResultType]::ParameterName, 'Duration of this server''s identity lease')

@@ -74,6 +74,7 @@ set edit:completion:arg-completer[kapi] = {|@words|
             cand --compaction-interval 'How often old revisions are compacted (0 disables)'
             cand --watch-cache 'Serve lists and watches from an in-memory cache fed by one backend watch per resource'
             cand --etcd-healthcheck-timeout 'Timeout of the etcd health check'
+            cand --etcd-count-metric-poll-period 'How often the objects of each resource are counted and the database''s size read for the metrics apiserver_storage_objects and apiserver_storage_size_bytes (0 disables)'
             cand --feature-gates 'Feature gates, e.g. CoordinatedLeaderElection=true,APIServerIdentity=false'
             cand --hostname-override 'Hostname used for the apiserver ID and the kubernetes.io/hostname label'
             cand --identity-lease-duration-seconds 'Duration of this server''s identity lease'

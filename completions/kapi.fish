@@ -78,6 +78,7 @@ complete -c kapi -n "__fish_kapi_using_subcommand serve" -l compaction-interval 
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l watch-cache -d 'Serve lists and watches from an in-memory cache fed by one backend watch per resource' -r -f -a "true\t''
 false\t''"
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-healthcheck-timeout -d 'Timeout of the etcd health check' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l etcd-count-metric-poll-period -d 'How often the objects of each resource are counted and the database\'s size read for the metrics apiserver_storage_objects and apiserver_storage_size_bytes (0 disables)' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l feature-gates -d 'Feature gates, e.g. CoordinatedLeaderElection=true,APIServerIdentity=false' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l hostname-override -d 'Hostname used for the apiserver ID and the kubernetes.io/hostname label' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l identity-lease-duration-seconds -d 'Duration of this server\'s identity lease' -r
