@@ -11,7 +11,7 @@ pub(crate) mod protobuf;
 pub(crate) mod query;
 mod status;
 
-pub(crate) use negotiate::wants_aggregated_discovery;
+pub(crate) use negotiate::{add_warning_first, wants_aggregated_discovery};
 
 use crate::api::{Body, RequestContext, Status};
 use crate::registry::{Registry, Resources};

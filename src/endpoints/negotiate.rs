@@ -204,6 +204,25 @@ pub(crate) fn add_warning(resp: &mut Response<Body>, text: &str) {
     }
 }
 
+/// Adds a `Warning: 299 - "<text>"` header before the response's other warnings (one
+/// recorded while authenticating, before any handler ran).
+pub(crate) fn add_warning_first(resp: &mut Response<Body>, text: &str) {
+    let Some(v) = warning_value(text) else {
+        return;
+    };
+    let headers = resp.headers_mut();
+    let later: Vec<HeaderValue> = headers
+        .get_all(http::header::WARNING)
+        .iter()
+        .cloned()
+        .collect();
+    headers.remove(http::header::WARNING);
+    headers.append(http::header::WARNING, v);
+    for w in later {
+        headers.append(http::header::WARNING, w);
+    }
+}
+
 /// A `Warning: 299 - "<text>"` header value (NewWarningHeader).
 fn warning_value(text: &str) -> Option<HeaderValue> {
     let escaped = text.replace('\\', "\\\\").replace('"', "\\\"");

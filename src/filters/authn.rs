@@ -5,6 +5,7 @@
 //! May use: api.
 
 use super::request_header::{self, RequestHeaderAuthenticator};
+use super::sa_tokens::TokenUser;
 use crate::api::UserInfo;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
@@ -242,19 +243,26 @@ impl Authenticator {
         &self,
         token: &str,
         audiences: Option<&[String]>,
-    ) -> Result<(UserInfo, Vec<String>), Error> {
+    ) -> Result<TokenUser, Error> {
         let sa = self.service_accounts.as_ref();
         let api: &[String] = sa.map(|s| s.api_audiences()).unwrap_or_default();
         let audiences = audiences.filter(|a| !a.is_empty()).unwrap_or(api);
         if let Some(user) = self.tokens.lookup(token) {
             // The token file knows no audiences: valid for whichever are asked.
-            return Ok((authenticated(user.clone()), audiences.to_vec()));
+            return Ok(TokenUser {
+                user: authenticated(user.clone()),
+                audiences: audiences.to_vec(),
+                warning: None,
+            });
         }
         match sa
             .ok_or(Error::InvalidToken)?
             .authenticate_for(token, audiences)
         {
-            Ok((user, aud)) => Ok((authenticated(user), aud)),
+            Ok(found) => Ok(TokenUser {
+                user: authenticated(found.user),
+                ..found
+            }),
             Err(e) => {
                 tracing::debug!(error = %e, "service account token refused");
                 Err(Error::InvalidToken)
@@ -266,35 +274,47 @@ impl Authenticator {
     /// all fail are an error (the first failure is reported); none at all is the anonymous
     /// user (when allowed). A front proxy's identity headers are removed from `headers` once
     /// they have named the user.
+    #[cfg(test)]
     pub(crate) fn authenticate(
         &self,
         headers: &mut http::HeaderMap,
         certs: Option<&PeerCertificates>,
     ) -> Result<UserInfo, Error> {
+        self.authenticate_warned(headers, certs)
+            .map(|(user, _)| user)
+    }
+
+    /// [`Self::authenticate`], with the warning the credential earns its client (an
+    /// auto-generated legacy service-account token), for a `Warning` header.
+    pub(crate) fn authenticate_warned(
+        &self,
+        headers: &mut http::HeaderMap,
+        certs: Option<&PeerCertificates>,
+    ) -> Result<(UserInfo, Option<&'static str>), Error> {
         let mut failure = None;
         let peer = certs.filter(|c| !c.chain().is_empty());
         if let (Some(front_proxies), Some(peer)) = (&self.request_header, peer) {
             match front_proxies.authenticate(headers, peer) {
-                Ok(Some(user)) => return Ok(authenticated(user)),
+                Ok(Some(user)) => return Ok((authenticated(user), None)),
                 Ok(None) => {}
                 Err(e) => failure = Some(e.into()),
             }
         }
         if let Some(peer) = peer {
             match self.verify_cert(peer) {
-                Ok(user) => return Ok(authenticated(user)),
+                Ok(user) => return Ok((authenticated(user), None)),
                 Err(e) => failure = failure.or(Some(e)),
             }
         }
         if let Some(token) = bearer_token(headers) {
             match self.authenticate_token(token, None) {
-                Ok((user, _)) => return Ok(user),
+                Ok(found) => return Ok((found.user, found.warning)),
                 Err(e) => failure = failure.or(Some(e)),
             }
         }
         match failure {
             Some(err) => Err(err),
-            None if self.anonymous => Ok(UserInfo::anonymous()),
+            None if self.anonymous => Ok((UserInfo::anonymous(), None)),
             None => Err(Error::AnonymousDisabled),
         }
     }
@@ -350,6 +370,7 @@ impl Authenticator {
 impl crate::api::authorizer::TokenReviewer for Authenticator {
     fn review(&self, token: &str, audiences: &[String]) -> Result<(UserInfo, Vec<String>), String> {
         self.authenticate_token(token, Some(audiences))
+            .map(|found| (found.user, found.audiences))
             .map_err(|e| e.to_string())
     }
 }

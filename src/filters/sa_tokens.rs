@@ -119,6 +119,22 @@ impl Verified {
     }
 }
 
+/// The warning for a legacy token the tokens controller generated for its service account
+/// (one the account lists in `secrets`), as upstream's legacy validator words it.
+pub(crate) const AUTO_GENERATED_WARNING: &str = "Use tokens from the TokenRequest API or manually created secret-based tokens instead of auto-generated secret-based tokens.";
+
+/// Who a verified token names, the audiences it is valid for (of those asked), and what its
+/// client should be warned of.
+#[derive(Debug)]
+pub(crate) struct TokenUser {
+    /// The service account's user.
+    pub(crate) user: UserInfo,
+    /// The audiences asked for that the token names (empty for a cached API token).
+    pub(crate) audiences: Vec<String>,
+    /// [`AUTO_GENERATED_WARNING`] for an auto-generated legacy token.
+    pub(crate) warning: Option<&'static str>,
+}
+
 /// Authenticates bound and legacy service-account tokens.
 pub(crate) struct ServiceAccountTokens {
     issuer: Arc<Issuer>,
@@ -183,7 +199,7 @@ impl ServiceAccountTokens {
         &self,
         token: &str,
         audiences: &[String],
-    ) -> Result<(UserInfo, Vec<String>), Error> {
+    ) -> Result<TokenUser, Error> {
         let api = audiences == self.issuer.audiences.as_slice();
         let cached = if api {
             self.cache
@@ -197,8 +213,12 @@ impl ServiceAccountTokens {
         let verified = match cached {
             // Checked against the API's audiences when it was cached.
             Some(v) if v.expires > now() => {
-                self.still_valid(&v)?;
-                return Ok((v.user.clone(), Vec::new()));
+                let warning = self.still_valid(&v)?;
+                return Ok(TokenUser {
+                    user: v.user.clone(),
+                    audiences: Vec::new(),
+                    warning,
+                });
             }
             _ => Arc::new(match self.kind_of(token) {
                 None => return Err(Error::NotOurs),
@@ -232,7 +252,7 @@ impl ServiceAccountTokens {
         if valid_for.is_empty() {
             return Err(Error::Audience(token_audiences.clone()));
         }
-        self.still_valid(&verified)?;
+        let warning = self.still_valid(&verified)?;
         if api {
             if let Ok(mut cache) = self.cache.write() {
                 if cache.len() >= CACHE_MAX {
@@ -241,12 +261,17 @@ impl ServiceAccountTokens {
                 cache.insert(signature(token).to_string(), verified.clone());
             }
         }
-        Ok((verified.user.clone(), valid_for))
+        Ok(TokenUser {
+            user: verified.user.clone(),
+            audiences: valid_for,
+            warning,
+        })
     }
 
     /// The service account, and the bound secret, exist with the token's UIDs; a legacy
-    /// token's secret still holds it, unlabelled invalid, and is marked used today.
-    fn still_valid(&self, v: &Verified) -> Result<(), Error> {
+    /// token's secret still holds it, unlabelled invalid, and is marked used today. A legacy
+    /// token the account lists in its `secrets` earns [`AUTO_GENERATED_WARNING`].
+    fn still_valid(&self, v: &Verified) -> Result<Option<&'static str>, Error> {
         if let Bound::Legacy { secret } = &v.bound {
             // The secret first, as upstream's legacy validator.
             let Some(held) = self
@@ -265,7 +290,9 @@ impl ServiceAccountTokens {
                 ));
             }
             self.mark_used(secret, &held);
-            return Ok(());
+            let name = secret.rsplit('/').next().unwrap_or(secret);
+            let listed = self.subjects.lists_secret(&v.service_account, name);
+            return Ok(listed.then_some(AUTO_GENERATED_WARNING));
         }
         self.check_service_account(v)?;
         if let Bound::Token {
@@ -276,7 +303,7 @@ impl ServiceAccountTokens {
                 return Err(Error::SecretGone(key.clone()));
             }
         }
-        Ok(())
+        Ok(None)
     }
 
     fn check_service_account(&self, v: &Verified) -> Result<(), Error> {
@@ -369,6 +396,10 @@ mod tests {
                 .unwrap()
                 .push((key.into(), uid.into(), date.into()));
         }
+        fn lists_secret(&self, service_account: &str, secret: &str) -> bool {
+            let key = format!("lists:{service_account}/{secret}");
+            self.0.read().unwrap().contains_key(&key)
+        }
     }
 
     fn issuer() -> Arc<Issuer> {
@@ -413,7 +444,7 @@ mod tests {
         let api = issuer.audiences.clone();
         for _ in 0..2 {
             // The second call is a cache hit.
-            let (user, _) = tokens.authenticate_for(&t, &api).unwrap();
+            let user = tokens.authenticate_for(&t, &api).unwrap().user;
             assert_eq!(user.name, "system:serviceaccount:ci:builder");
             assert_eq!(user.uid, "sa-uid");
             assert_eq!(user.extra[CREDENTIAL_ID], ["JTI=jti-1"]);
@@ -443,9 +474,10 @@ mod tests {
         let api = issuer.audiences.clone();
         let vault = token(&issuer, "vault", None);
         assert!(tokens.authenticate_for(&vault, &api).is_err());
-        let (_, valid) = tokens
+        let valid = tokens
             .authenticate_for(&vault, &["vault".to_string()])
-            .unwrap();
+            .unwrap()
+            .audiences;
         assert_eq!(valid, ["vault"]);
         let bound = token(
             &issuer,
@@ -508,12 +540,32 @@ mod tests {
         };
         held(&t, None, false);
         for _ in 0..2 {
-            let (user, valid) = tokens.authenticate_for(&t, &api).unwrap();
+            let TokenUser {
+                user,
+                audiences,
+                warning,
+            } = tokens.authenticate_for(&t, &api).unwrap();
             assert_eq!(user.name, "system:serviceaccount:ci:builder");
             assert_eq!(user.uid, "sa-uid");
             assert!(user.extra.is_empty());
-            assert!(valid.is_empty() || valid == api);
+            assert!(audiences.is_empty() || audiences == api);
+            // Not listed in the account's secrets: made by hand, no warning.
+            assert_eq!(warning, None);
         }
+        // Listed: auto-generated, warned about (whether verified afresh or cached).
+        live.0
+            .write()
+            .unwrap()
+            .insert("lists:ci/builder/builder-token".into(), Arc::from(""));
+        for _ in 0..2 {
+            let warning = tokens.authenticate_for(&t, &api).unwrap().warning;
+            assert_eq!(warning, Some(AUTO_GENERATED_WARNING));
+        }
+        live.0
+            .write()
+            .unwrap()
+            .remove("lists:ci/builder/builder-token");
+        live.2.lock().unwrap().truncate(2);
         // Both uses asked for today's label; once the secret has it, no more.
         let (today, _) = today_and_tomorrow();
         let marks = std::mem::take(&mut *live.2.lock().unwrap());

@@ -40,6 +40,8 @@ pub(crate) struct Index {
     secrets: RwLock<HashMap<String, Arc<str>>>,
     /// The live token secrets that hold a token.
     token_secrets: RwLock<HashMap<String, Arc<TokenSecret>>>,
+    /// The secrets each service account lists in `secrets` (those that list any).
+    listed_secrets: RwLock<HashMap<String, Vec<String>>>,
     /// Last-used labels to write: `namespace/name` → (UID, date).
     marks: Mutex<HashMap<String, (String, String)>>,
     marked: tokio::sync::Notify,
@@ -113,6 +115,26 @@ impl Index {
         map.get(key).cloned()
     }
 
+    /// Keeps the names a service account lists in `secrets`.
+    fn put_listed_secrets(&self, key: String, obj: Option<&Value>) {
+        let names: Vec<String> = obj
+            .and_then(|o| o.get("secrets"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|r| r.get("name").and_then(Value::as_str).map(str::to_string))
+            .collect();
+        let mut map = self
+            .listed_secrets
+            .write()
+            .unwrap_or_else(|p| p.into_inner());
+        if names.is_empty() {
+            map.remove(&key);
+        } else {
+            map.insert(key, names);
+        }
+    }
+
     fn put_token_secret(&self, key: String, obj: &Value) {
         let mut map = self
             .token_secrets
@@ -179,6 +201,15 @@ impl Index {
                         .token_secrets
                         .write()
                         .unwrap_or_else(|p| p.into_inner()) = tokens;
+                } else {
+                    self.listed_secrets
+                        .write()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .clear();
+                    for &o in &items {
+                        let (ns, name) = ns_name(o);
+                        self.put_listed_secrets(key(ns, name), Some(o));
+                    }
                 }
                 let fresh: HashMap<String, Arc<str>> = items
                     .into_iter()
@@ -194,6 +225,8 @@ impl Index {
                 let (ns, name) = ns_name(o);
                 if kind == Kind::Secrets {
                     self.put_token_secret(key(ns, name), o);
+                } else {
+                    self.put_listed_secrets(key(ns, name), Some(o));
                 }
                 match live_uid(o) {
                     Some(uid) => write().insert(key(ns, name), uid),
@@ -207,6 +240,8 @@ impl Index {
                         .write()
                         .unwrap_or_else(|p| p.into_inner())
                         .remove(&key(ns, name));
+                } else {
+                    self.put_listed_secrets(key(ns, name), None);
                 }
                 write().remove(&key(ns, name));
             }
@@ -241,5 +276,14 @@ impl Subjects for Index {
         pending.insert(key.to_string(), (uid.to_string(), date.to_string()));
         drop(pending);
         self.marked.notify_one();
+    }
+
+    fn lists_secret(&self, service_account: &str, secret: &str) -> bool {
+        let map = self
+            .listed_secrets
+            .read()
+            .unwrap_or_else(|p| p.into_inner());
+        map.get(service_account)
+            .is_some_and(|names| names.iter().any(|n| n == secret))
     }
 }

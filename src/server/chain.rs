@@ -61,7 +61,9 @@ where
 
         let certs = req.extensions().get::<PeerCertificates>().cloned();
         let authenticating = std::time::Instant::now();
-        let authenticated = chain.authn.authenticate(req.headers_mut(), certs.as_ref());
+        let authenticated = chain
+            .authn
+            .authenticate_warned(req.headers_mut(), certs.as_ref());
         metrics::global().control.authentication(
             if authenticated.is_ok() {
                 "success"
@@ -83,8 +85,8 @@ where
             };
             (auditor, request)
         });
-        let user = match authenticated {
-            Ok(user) => user,
+        let (user, warning) = match authenticated {
+            Ok(found) => found,
             Err(err) => {
                 tracing::debug!(path = %info.path, error = %err, "authentication failed");
                 if let Some((auditor, request)) = &request {
@@ -102,7 +104,11 @@ where
             },
             None => None,
         };
-        audit::run(ctx.clone(), serve(chain, req, info, user, ctx, started)).await
+        let mut resp = audit::run(ctx.clone(), serve(chain, req, info, user, ctx, started)).await;
+        if let Some(text) = warning {
+            crate::endpoints::add_warning_first(&mut resp, text);
+        }
+        resp
     })
     .await;
     audit::echo(&mut resp, audit_id);

@@ -102,6 +102,10 @@ pub(crate) trait Subjects: Send + Sync {
     /// (`kubernetes.io/legacy-token-last-used`), in the background: a request never waits
     /// for that write.
     fn mark_used(&self, key: &str, uid: &str, date: &str);
+    /// Whether the service account at `namespace/name` lists the secret named `secret` in
+    /// its `secrets`: the token in it was generated for the account (an auto-generated
+    /// legacy token, which upstream warns about).
+    fn lists_secret(&self, service_account: &str, secret: &str) -> bool;
 }
 
 /// What the legacy-token authenticator reads of a `kubernetes.io/service-account-token`

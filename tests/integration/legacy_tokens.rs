@@ -169,6 +169,34 @@ async fn secret_tokens_are_filled_tracked_and_revoked() {
     })
     .await;
 
+    // A token the account lists in its `secrets` was generated for it: every response warns
+    // its client, as upstream's authenticator does. The one made by hand above is not.
+    let warning = "Warning: Use tokens from the TokenRequest API or manually created \
+                   secret-based tokens instead of auto-generated secret-based tokens.";
+    let o = kubectl_with(&kubeconfig, &["auth", "whoami"]).await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(!text(&o).contains("auto-generated"), "{}", text(&o));
+    server
+        .kubectl_ok(&[
+            "patch",
+            "serviceaccount",
+            "builder",
+            "-p",
+            r#"{"secrets":[{"name":"builder-token"}]}"#,
+        ])
+        .await;
+    let warned = eventually("the warning for an auto-generated token", || async {
+        let o = kubectl_with(&kubeconfig, &["auth", "whoami"]).await;
+        let out = text(&o);
+        (o.status.success() && out.contains("auto-generated")).then_some(out)
+    })
+    .await;
+    assert!(warned.contains(warning), "{warned}");
+    // Forbidden requests carry it too.
+    let o = kubectl_with(&kubeconfig, &["get", "secrets"]).await;
+    assert!(!o.status.success());
+    assert!(text(&o).contains(warning), "{}", text(&o));
+
     // Deleting the service account deletes its token secret and revokes the token.
     server
         .kubectl_ok(&["delete", "serviceaccount", "builder"])
