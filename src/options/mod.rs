@@ -8,10 +8,12 @@ use std::time::Duration;
 
 mod audit;
 mod runtime_config;
+mod tracing;
 pub(crate) use audit::{
     AuditLogFormat, AuditLogMode, AuditLogPath, AuditOptions, DEFAULT_BATCH_BUFFER_SIZE,
 };
 pub(crate) use runtime_config::{RuntimeConfig, RuntimeConfigError};
+pub(crate) use self::tracing::{ParseError as TracingParseError, TracingConfiguration, TracingOptions};
 
 /// All options of `kapi serve`.
 #[derive(Debug, Clone)]
@@ -26,6 +28,8 @@ pub struct ServerOptions {
     pub shutdown: ShutdownOptions,
     /// Audit policy and log.
     pub audit: AuditOptions,
+    /// Request tracing.
+    pub tracing: TracingOptions,
 }
 
 /// One `--authorization-mode` authorizer.
@@ -378,6 +382,7 @@ impl ServerOptions {
             errs.push("--peer-advertise-port requires --peer-advertise-ip".into());
         }
         self.audit.validate(&mut errs);
+        self.tracing.validate(&mut errs);
         errs
     }
 }

@@ -242,6 +242,9 @@ impl Endpoint {
             )
             .body(Full::new(body))
             .map_err(|e| self.transport(e.to_string()))?;
+        let mut request = request;
+        // The traced request's context goes along (otelhttp's transport in upstream's client).
+        crate::api::trace::inject(request.headers_mut());
         let response = sender
             .send_request(request)
             .await
