@@ -55,7 +55,8 @@ pub(crate) fn inject(headers: &mut http::HeaderMap) {
 
 /// The remote span context a request's `traceparent` (and `tracestate`) carries, if valid.
 pub(crate) fn extract(headers: &http::HeaderMap) -> Option<SpanContext> {
-    let cx = TraceContextPropagator::new().extract_with_context(&Context::new(), &HeadersRef(headers));
+    let cx =
+        TraceContextPropagator::new().extract_with_context(&Context::new(), &HeadersRef(headers));
     let span = cx.span();
     let remote = span.span_context();
     remote.is_valid().then(|| remote.clone())
@@ -107,7 +108,12 @@ mod tests {
         let cx = Context::new().with_remote_span_context(remote);
         let _attached = cx.attach();
         let mut out = http::HeaderMap::new();
-        out.insert("traceparent", "00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01".parse().unwrap());
+        out.insert(
+            "traceparent",
+            "00-ffffffffffffffffffffffffffffffff-ffffffffffffffff-01"
+                .parse()
+                .unwrap(),
+        );
         inject(&mut out);
         assert_eq!(out["traceparent"], PARENT);
     }
@@ -119,7 +125,12 @@ mod tests {
         assert!(out.is_empty());
         assert!(!sampled());
         let mut headers = http::HeaderMap::new();
-        headers.insert("traceparent", "00-00000000000000000000000000000000-00f067aa0ba902b7-01".parse().unwrap());
+        headers.insert(
+            "traceparent",
+            "00-00000000000000000000000000000000-00f067aa0ba902b7-01"
+                .parse()
+                .unwrap(),
+        );
         assert!(extract(&headers).is_none());
     }
 

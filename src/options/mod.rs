@@ -9,11 +9,13 @@ use std::time::Duration;
 mod audit;
 mod runtime_config;
 mod tracing;
+pub(crate) use self::tracing::{
+    ParseError as TracingParseError, TracingConfiguration, TracingOptions,
+};
 pub(crate) use audit::{
     AuditLogFormat, AuditLogMode, AuditLogPath, AuditOptions, DEFAULT_BATCH_BUFFER_SIZE,
 };
 pub(crate) use runtime_config::{RuntimeConfig, RuntimeConfigError};
-pub(crate) use self::tracing::{ParseError as TracingParseError, TracingConfiguration, TracingOptions};
 
 /// All options of `kapi serve`.
 #[derive(Debug, Clone)]

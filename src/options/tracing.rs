@@ -85,8 +85,9 @@ impl TracingConfiguration {
     pub(crate) fn parse(bytes: &[u8]) -> Result<TracingConfiguration, ParseError> {
         let mut unknown = Vec::new();
         let de = serde_yaml::Deserializer::from_slice(bytes);
-        let doc: Option<Doc> = serde_ignored::deserialize(de, |path| unknown.push(path.to_string()))
-            .map_err(ParseError::Decode)?;
+        let doc: Option<Doc> =
+            serde_ignored::deserialize(de, |path| unknown.push(path.to_string()))
+                .map_err(ParseError::Decode)?;
         let doc = doc.unwrap_or_default();
         let mut problems: Vec<String> = unknown
             .iter()
@@ -135,9 +136,7 @@ fn validate(doc: Doc, problems: &mut Vec<String>) -> TracingConfiguration {
         Some(endpoint) => match grpc_target(&endpoint) {
             Ok(target) => target,
             Err(problem) => {
-                problems.push(format!(
-                    "endpoint: Invalid value: {endpoint:?}: {problem}"
-                ));
+                problems.push(format!("endpoint: Invalid value: {endpoint:?}: {problem}"));
                 String::new()
             }
         },
@@ -237,9 +236,15 @@ mod tests {
     fn sampling_rate_outside_zero_to_a_million_names_the_field() {
         let p = problems(&format!("{HEADER}samplingRatePerMillion: 1000001\n"));
         assert_eq!(p.len(), 1);
-        assert!(p[0].starts_with("samplingRatePerMillion: Invalid value: 1000001"), "{p:?}");
+        assert!(
+            p[0].starts_with("samplingRatePerMillion: Invalid value: 1000001"),
+            "{p:?}"
+        );
         let p = problems(&format!("{HEADER}samplingRatePerMillion: -1\n"));
-        assert!(p[0].starts_with("samplingRatePerMillion: Invalid value: -1"), "{p:?}");
+        assert!(
+            p[0].starts_with("samplingRatePerMillion: Invalid value: -1"),
+            "{p:?}"
+        );
     }
 
     #[test]
@@ -264,7 +269,8 @@ mod tests {
         assert_eq!(p, ["endpoints: unknown field"]);
         let p = problems("apiVersion: apiserver.config.k8s.io/v2\nkind: TracingConfiguration\n");
         assert!(p[0].starts_with("apiVersion: Unsupported value: \"apiserver.config.k8s.io/v2\""));
-        let p = problems("apiVersion: apiserver.config.k8s.io/v1\nkind: EgressSelectorConfiguration\n");
+        let p =
+            problems("apiVersion: apiserver.config.k8s.io/v1\nkind: EgressSelectorConfiguration\n");
         assert!(p[0].starts_with("kind: Unsupported value"), "{p:?}");
         let p = problems("");
         assert_eq!(p.len(), 2);

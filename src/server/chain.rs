@@ -18,10 +18,10 @@ use crate::filters::authn::{Authenticator, PeerCertificates};
 use crate::filters::{audit, body_limit, impersonation, in_flight::MaxInFlight, panic, timeout};
 use crate::metrics;
 use bytes::Bytes;
+use opentelemetry::context::FutureExt as _;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
-use opentelemetry::context::FutureExt as _;
 use tracing::Instrument;
 
 /// Everything the chain needs, built once by the server.

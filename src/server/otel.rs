@@ -74,7 +74,10 @@ impl Tracing {
     /// # Errors
     ///
     /// [`Error::Exporter`] when the endpoint is not a usable URI.
-    pub(crate) fn install(config: &TracingConfiguration, instance_id: &str) -> Result<Tracing, Error> {
+    pub(crate) fn install(
+        config: &TracingConfiguration,
+        instance_id: &str,
+    ) -> Result<Tracing, Error> {
         let exporter = opentelemetry_otlp::SpanExporter::builder()
             .with_tonic()
             .with_endpoint(format!("http://{}", config.endpoint))
@@ -98,7 +101,10 @@ impl Tracing {
         };
         let resource = Resource::builder()
             .with_service_name(SERVICE_NAME)
-            .with_attribute(KeyValue::new("service.instance.id", instance_id.to_string()))
+            .with_attribute(KeyValue::new(
+                "service.instance.id",
+                instance_id.to_string(),
+            ))
             .build();
         let provider = SdkTracerProvider::builder()
             .with_sampler(Sampler::ParentBased(Box::new(root)))
@@ -122,7 +128,10 @@ impl Tracing {
         }
         let c = &self.counts;
         let ended = c.ended.load(Ordering::Relaxed);
-        let (sent, failed) = (c.sent.load(Ordering::Relaxed), c.failed.load(Ordering::Relaxed));
+        let (sent, failed) = (
+            c.sent.load(Ordering::Relaxed),
+            c.failed.load(Ordering::Relaxed),
+        );
         let lost = ended.saturating_sub(sent);
         if lost > 0 {
             tracing::warn!(
@@ -320,9 +329,8 @@ fn span_name(method: &http::Method, info: &RequestInfo) -> String {
 /// and `audit-id`.
 fn attributes<B>(r: &Received<'_, B>) -> Vec<KeyValue> {
     let req = r.req;
-    let header = |name: http::header::HeaderName| {
-        req.headers().get(name).and_then(|v| v.to_str().ok())
-    };
+    let header =
+        |name: http::header::HeaderName| req.headers().get(name).and_then(|v| v.to_str().ok());
     let target = req
         .uri()
         .path_and_query()
@@ -335,15 +343,22 @@ fn attributes<B>(r: &Received<'_, B>) -> Vec<KeyValue> {
         KeyValue::new("network.protocol.version", protocol_version(req.version())),
         KeyValue::new("audit-id", r.audit_id.to_string()),
     ];
-    let authority = header(http::header::HOST).or_else(|| req.uri().authority().map(|a| a.as_str()));
+    let authority =
+        header(http::header::HOST).or_else(|| req.uri().authority().map(|a| a.as_str()));
     if let Some(authority) = authority.and_then(|a| a.parse::<http::uri::Authority>().ok()) {
-        attrs.push(KeyValue::new("server.address", authority.host().to_string()));
+        attrs.push(KeyValue::new(
+            "server.address",
+            authority.host().to_string(),
+        ));
         if let Some(port) = authority.port_u16() {
             attrs.push(KeyValue::new("server.port", i64::from(port)));
         }
     }
     if let Some(remote) = r.remote {
-        attrs.push(KeyValue::new("network.peer.address", remote.ip().to_string()));
+        attrs.push(KeyValue::new(
+            "network.peer.address",
+            remote.ip().to_string(),
+        ));
         attrs.push(KeyValue::new("network.peer.port", i64::from(remote.port())));
     }
     if let Some(agent) = header(http::header::USER_AGENT) {
@@ -376,7 +391,10 @@ mod tests {
             "GET /api/v1/namespaces/{:namespace}/configmaps/{:name}"
         );
         assert_eq!(
-            name(http::Method::POST, "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"),
+            name(
+                http::Method::POST,
+                "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+            ),
             "POST /apis/coordination.k8s.io/v1/namespaces/{:namespace}/leases"
         );
         assert_eq!(name(http::Method::GET, "/apis"), "GET");

@@ -51,7 +51,8 @@ impl Traced {
         if let Err(e) = &out {
             // As upstream's "... failed" events: a NotFound or a Conflict is an answer, not
             // a failure of the span.
-            cx.span().add_event("failed", vec![Attribute::new("err", e.to_string())]);
+            cx.span()
+                .add_event("failed", vec![Attribute::new("err", e.to_string())]);
         }
         cx.span().end();
         out

@@ -166,10 +166,7 @@ async fn a_traced_request_reaches_the_collector_under_its_traceparent() {
         .await;
     assert_eq!(request.service, "apiserver");
     let span = &request.span;
-    assert_eq!(
-        span.name,
-        "POST /api/v1/namespaces/{:namespace}/configmaps"
-    );
+    assert_eq!(span.name, "POST /api/v1/namespaces/{:namespace}/configmaps");
     assert_eq!(span.kind, SpanKind::Server as i32);
     let attr = |key| string(&span.attributes, key);
     assert_eq!(attr("http.request.method").as_deref(), Some("POST"));
@@ -178,7 +175,10 @@ async fn a_traced_request_reaches_the_collector_under_its_traceparent() {
         Some("/api/v1/namespaces/default/configmaps")
     );
     assert_eq!(attr("http.response.status_code").as_deref(), Some("201"));
-    assert!(attr("audit-id").is_some_and(|id| !id.is_empty()), "{span:?}");
+    assert!(
+        attr("audit-id").is_some_and(|id| !id.is_empty()),
+        "{span:?}"
+    );
 
     let storage = collector
         .wait_for("the storage span", |s| {
@@ -218,7 +218,12 @@ async fn a_sampled_parent_is_traced_at_rate_zero_and_flushed_at_shutdown() {
     let mut server = traced_server(&file).await;
     wait_default(&server).await;
 
-    create_config_map(&server, "unsampled", &format!("00-{TRACE_ID}-{PARENT_ID}-00")).await;
+    create_config_map(
+        &server,
+        "unsampled",
+        &format!("00-{TRACE_ID}-{PARENT_ID}-00"),
+    )
+    .await;
     create_config_map(&server, "sampled", &format!("00-{TRACE_ID}-{PARENT_ID}-01")).await;
     // Stopped at once: the batch's 5 s delay has not passed, the spans go out at shutdown.
     server.signal(libc::SIGTERM);
@@ -235,7 +240,10 @@ async fn a_sampled_parent_is_traced_at_rate_zero_and_flushed_at_shutdown() {
         .iter()
         .filter_map(|r| string(&r.span.attributes, "key"))
         .collect();
-    assert!(keys.contains(&"/registry/configmaps/default/sampled".to_string()), "{keys:?}");
+    assert!(
+        keys.contains(&"/registry/configmaps/default/sampled".to_string()),
+        "{keys:?}"
+    );
     assert!(!keys.iter().any(|k| k.ends_with("/unsampled")), "{keys:?}");
 }
 
@@ -251,10 +259,18 @@ async fn an_unreachable_collector_does_not_hold_requests_up() {
     wait_default(&server).await;
     let started = std::time::Instant::now();
     for i in 0..20 {
-        create_config_map(&server, &format!("cm-{i}"), &format!("00-{TRACE_ID}-{PARENT_ID}-01"))
-            .await;
+        create_config_map(
+            &server,
+            &format!("cm-{i}"),
+            &format!("00-{TRACE_ID}-{PARENT_ID}-01"),
+        )
+        .await;
     }
-    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
     server.signal(libc::SIGTERM);
     let status = server.wait_exit(Duration::from_secs(60)).await;
     assert!(status.success(), "{status}\n{}", server.stderr());
