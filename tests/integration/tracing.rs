@@ -286,6 +286,75 @@ async fn an_unreachable_collector_does_not_hold_requests_up() {
     );
 }
 
+#[tokio::test]
+async fn webhook_calls_are_spans_and_carry_the_traceparent() {
+    use crate::admission::{apply, eventually, webhook, Webhook};
+    let (collector, addr) = Collector::start().await;
+    // Rate 0: only the requests sent with a sampled traceparent are traced.
+    let file = config(addr, 0);
+    let server = traced_server(&file).await;
+    wait_default(&server).await;
+    let hook = Webhook::start().await;
+    let allow = webhook(
+        "allow.example.com",
+        &hook.url("/allow"),
+        &hook.ca_bundle(),
+        "configmaps",
+        serde_json::json!({}),
+    );
+    apply(
+        &server,
+        "ValidatingWebhookConfiguration",
+        "traced-hooks",
+        vec![allow],
+    )
+    .await;
+    let mut attempt = 0;
+    eventually("the webhook to be called", || {
+        attempt += 1;
+        let name = format!("hooked-{attempt}");
+        let server = &server;
+        let hook = &hook;
+        async move {
+            create_config_map(server, &name, &format!("00-{TRACE_ID}-{PARENT_ID}-01")).await;
+            (!hook.sent_to("/allow").is_empty()).then_some(())
+        }
+    })
+    .await;
+
+    let call = collector
+        .wait_for("the webhook call's span", |s| {
+            s.name == "Call validating webhook" && hex(&s.trace_id) == TRACE_ID
+        })
+        .await
+        .span;
+    let attr = |key| string(&call.attributes, key);
+    assert_eq!(attr("webhook").as_deref(), Some("allow.example.com"));
+    assert_eq!(attr("configuration").as_deref(), Some("traced-hooks"));
+    assert_eq!(
+        attr("resource").as_deref(),
+        Some("/v1, Resource=configmaps")
+    );
+    assert_eq!(attr("operation").as_deref(), Some("CREATE"));
+    assert!(attr("UID").is_some_and(|uid| !uid.is_empty()));
+    let request = collector
+        .wait_for("the request's span", |s| s.span_id == call.parent_span_id)
+        .await
+        .span;
+    assert_eq!(
+        request.name,
+        "POST /api/v1/namespaces/{:namespace}/configmaps"
+    );
+    assert_eq!(hex(&request.parent_span_id), PARENT_ID);
+    // The webhook was told the call's span as its parent.
+    let sent = format!("00-{TRACE_ID}-{}-01", hex(&call.span_id));
+    assert!(
+        hook.traceparents().contains(&sent),
+        "{:?}",
+        hook.traceparents()
+    );
+}
+
 /// `kapi serve --tracing-config-file <file with body>`: (exit code, stderr, file path).
 async fn refused(body: Option<&str>) -> (Option<i32>, String, String) {
     let data = tempfile::tempdir().unwrap();
