@@ -451,7 +451,7 @@ _kapi() {
             return 0
             ;;
         kapi__subcmd__serve)
-            opts="-v -h -V --bind-address --secure-port --advertise-address --data-dir --cert-dir --tls-cert-file --tls-private-key-file --disable-http2-serving --http2-max-streams-per-connection --max-requests-inflight --max-mutating-requests-inflight --request-timeout --min-request-timeout --livez-grace-period --client-ca-file --token-auth-file --anonymous-auth --service-account-issuer --service-account-signing-key-file --service-account-key-file --api-audiences --service-account-max-token-expiration --service-account-jwks-uri --requestheader-client-ca-file --requestheader-allowed-names --requestheader-username-headers --requestheader-uid-headers --requestheader-group-headers --requestheader-extra-headers-prefix --proxy-client-cert-file --proxy-client-key-file --authorization-mode --etcd-servers --etcd-prefix --etcd-cafile --etcd-certfile --etcd-keyfile --compaction-interval --watch-cache --etcd-healthcheck-timeout --etcd-count-metric-poll-period --feature-gates --hostname-override --identity-lease-duration-seconds --identity-lease-renew-interval --identity-lease-gc-period --lease-candidate-gc-period --coordinated-leadership-lease-duration --coordinated-leadership-renew-deadline --coordinated-leadership-retry-period --peer-advertise-ip --peer-advertise-port --peer-ca-file --runtime-config --system-namespaces-period --debug-failing-hook --shutdown-delay-duration --audit-policy-file --audit-log-path --audit-log-maxage --audit-log-maxbackup --audit-log-maxsize --audit-log-format --audit-log-mode --audit-log-batch-buffer-size --v --log-format --help --version"
+            opts="-v -h -V --bind-address --secure-port --advertise-address --data-dir --cert-dir --tls-cert-file --tls-private-key-file --disable-http2-serving --http2-max-streams-per-connection --max-requests-inflight --max-mutating-requests-inflight --request-timeout --min-request-timeout --livez-grace-period --client-ca-file --token-auth-file --anonymous-auth --service-account-issuer --service-account-signing-key-file --service-account-key-file --api-audiences --service-account-max-token-expiration --service-account-jwks-uri --requestheader-client-ca-file --requestheader-allowed-names --requestheader-username-headers --requestheader-uid-headers --requestheader-group-headers --requestheader-extra-headers-prefix --proxy-client-cert-file --proxy-client-key-file --authorization-mode --etcd-servers --etcd-prefix --etcd-cafile --etcd-certfile --etcd-keyfile --compaction-interval --watch-cache --etcd-healthcheck-timeout --etcd-count-metric-poll-period --feature-gates --hostname-override --identity-lease-duration-seconds --identity-lease-renew-interval --identity-lease-gc-period --lease-candidate-gc-period --coordinated-leadership-lease-duration --coordinated-leadership-renew-deadline --coordinated-leadership-retry-period --peer-advertise-ip --peer-advertise-port --peer-ca-file --runtime-config --system-namespaces-period --debug-failing-hook --shutdown-delay-duration --audit-policy-file --audit-log-path --audit-log-maxage --audit-log-maxbackup --audit-log-maxsize --audit-log-format --audit-log-mode --audit-log-batch-buffer-size --tracing-config-file --v --log-format --help --version"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -710,6 +710,10 @@ _kapi() {
                     return 0
                     ;;
                 --audit-log-batch-buffer-size)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --tracing-config-file)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -99,6 +99,7 @@ set edit:completion:arg-completer[kapi] = {|@words|
             cand --audit-log-format 'Format of the audit log: json (one audit.k8s.io/v1 Event per line) or legacy (a one-line text summary per event)'
             cand --audit-log-mode 'blocking: a request waits until its events are written (a failed write is counted in apiserver_audit_error_total and the event''s summary logged to stderr); blocking-strict: as blocking, but a request whose first event cannot be written fails with 500; batch: events are queued and written in the background, and dropped (and counted) when the queue is full'
             cand --audit-log-batch-buffer-size 'Events the batch mode''s queue holds before it drops new ones'
+            cand --tracing-config-file 'Request tracing (apiserver.config.k8s.io TracingConfiguration, YAML or JSON: endpoint, the host:port of an OpenTelemetry collector''s OTLP gRPC receiver, default localhost:4317; samplingRatePerMillion, default 0). Spans of the handler chain, storage and webhooks are sent there; a request with a sampled W3C traceparent from system:masters or system:monitoring is traced as part of that trace. Without it, nothing is traced'
             cand --log-format 'Log line format on stderr'
             cand --disable-http2-serving 'Serve HTTP/1.1 only (no h2 in ALPN)'
             cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'

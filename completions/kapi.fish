@@ -106,6 +106,7 @@ complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-log-mode -d 'b
 blocking-strict\t'As blocking; a failed first write fails the request'
 batch\t'Events are queued and written in the background'"
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l audit-log-batch-buffer-size -d 'Events the batch mode\'s queue holds before it drops new ones' -r
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l tracing-config-file -d 'Request tracing (apiserver.config.k8s.io TracingConfiguration, YAML or JSON: endpoint, the host:port of an OpenTelemetry collector\'s OTLP gRPC receiver, default localhost:4317; samplingRatePerMillion, default 0). Spans of the handler chain, storage and webhooks are sent there; a request with a sampled W3C traceparent from system:masters or system:monitoring is traced as part of that trace. Without it, nothing is traced' -r -F
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line'"
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l disable-http2-serving -d 'Serve HTTP/1.1 only (no h2 in ALPN)'

@@ -360,6 +360,7 @@ impl Server {
                 compaction_interval: Duration::ZERO,
                 watch_cache: true,
                 healthcheck_timeout: Duration::from_secs(2),
+                traced: false,
             }))
             .expect("the embedded store opens");
         let registry = Arc::new(Registry::with_prefix(store, "/registry"));

@@ -164,6 +164,8 @@ impl Client {
             .unwrap_or_default();
         *out.headers_mut() = forwarded_headers(req.headers());
         set_identity(out.headers_mut(), user);
+        // A traced request's span becomes the parent of the server's (otelhttp's transport).
+        crate::api::trace::inject(out.headers_mut());
         if let Via::Peer = via {
             out.headers_mut().insert(
                 super::peers::PEER_PROXIED_HEADER,

@@ -11,6 +11,7 @@ pub(crate) mod request_info;
 pub(crate) mod selectors;
 pub(crate) mod status;
 pub(crate) mod time;
+pub(crate) mod trace;
 pub(crate) mod well_known;
 
 pub(crate) use gvk::GroupVersionKind;

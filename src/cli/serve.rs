@@ -4,7 +4,7 @@
 use crate::options::{
     AuditLogFormat, AuditLogMode, AuditLogPath, AuditOptions, AuthorizationMode, Backend,
     ControllerOptions, RequestHeaderOptions, RuntimeConfig, ServerOptions, ServiceAccountOptions,
-    ServingOptions, ShutdownOptions, StorageOptions, DEFAULT_BATCH_BUFFER_SIZE,
+    ServingOptions, ShutdownOptions, StorageOptions, TracingOptions, DEFAULT_BATCH_BUFFER_SIZE,
     REMOTE_EXTRA_PREFIX, REMOTE_GROUP_HEADER, REMOTE_UID_HEADER, REMOTE_USER_HEADER,
 };
 use std::net::IpAddr;
@@ -272,6 +272,15 @@ pub struct ServeArgs {
     /// Events the batch mode's queue holds before it drops new ones.
     #[arg(long, default_value_t = DEFAULT_BATCH_BUFFER_SIZE, help_heading = "Audit")]
     pub audit_log_batch_buffer_size: usize,
+
+    /// Request tracing (apiserver.config.k8s.io TracingConfiguration, YAML or JSON: endpoint,
+    /// the host:port of an OpenTelemetry collector's OTLP gRPC receiver, default
+    /// localhost:4317; samplingRatePerMillion, default 0). Spans of the handler chain,
+    /// storage and webhooks are sent there; a request with a sampled W3C traceparent from
+    /// system:masters or system:monitoring is traced as part of that trace. Without it,
+    /// nothing is traced.
+    #[arg(long, help_heading = "Tracing")]
+    pub tracing_config_file: Option<PathBuf>,
 }
 
 /// `--audit-log-format` values.
@@ -440,6 +449,9 @@ impl ServeArgs {
                     AuditModeArg::Batch => AuditLogMode::Batch,
                 },
                 batch_buffer_size: self.audit_log_batch_buffer_size,
+            },
+            tracing: TracingOptions {
+                config_file: self.tracing_config_file,
             },
         }
     }

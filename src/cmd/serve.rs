@@ -6,7 +6,7 @@ use crate::cli::serve::ServeArgs;
 use crate::controllers;
 use crate::exit::{CodedError, ExitCode};
 use crate::options::ServerOptions;
-use crate::server::{hooks, Config, GenericServer};
+use crate::server::{hooks, otel, Config, GenericServer};
 use crate::storage::{self, KeyValue, Storage, Update};
 use anyhow::Context;
 use bytes::Bytes;
@@ -14,6 +14,9 @@ use futures::future::BoxFuture;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
+
+/// How long pending spans may take to reach the collector at shutdown.
+const TRACING_FLUSH_DEADLINE: Duration = Duration::from_secs(3);
 
 /// Runs the API server to completion.
 pub(super) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
@@ -27,12 +30,50 @@ pub(super) fn run(args: ServeArgs) -> anyhow::Result<ExitCode> {
         return Err(CodedError::new(ExitCode::Usage, last).into());
     }
     let auditor = load_audit(&options)?;
+    let tracing_config = load_tracing(&options)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("while starting the async runtime")?;
-    runtime.block_on(serve(options, auditor))?;
+    let tracing = match tracing_config {
+        Some(config) => {
+            // The exporter's gRPC channel runs on the runtime.
+            let _entered = runtime.enter();
+            let id = crate::apiserver_id(&hostname(&options));
+            Some(otel::Tracing::install(&config, &id).context("while setting up tracing")?)
+        }
+        None => None,
+    };
+    runtime.block_on(serve(options, auditor, tracing))?;
     Ok(ExitCode::Ok)
+}
+
+/// Reads and checks `--tracing-config-file` before anything else is done: a file that
+/// cannot be read or is not a valid TracingConfiguration is a usage error (exit 2), named
+/// with its field in one line.
+fn load_tracing(
+    options: &ServerOptions,
+) -> anyhow::Result<Option<crate::options::TracingConfiguration>> {
+    let Some(path) = &options.tracing.config_file else {
+        return Ok(None);
+    };
+    otel::load(path).map(Some).map_err(|err| {
+        let message = format!("{:#}", anyhow::Error::from(err));
+        CodedError::new(ExitCode::Usage, message).into()
+    })
+}
+
+/// The host name the apiserver ID is made of (`--hostname-override`, else the OS's).
+fn hostname(options: &ServerOptions) -> String {
+    options
+        .controllers
+        .hostname_override
+        .clone()
+        .unwrap_or_else(|| {
+            hostname::get()
+                .map(|h| h.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        })
 }
 
 /// Loads the audit policy and opens the audit log before anything else is done, as options
@@ -53,7 +94,11 @@ fn load_audit(options: &ServerOptions) -> anyhow::Result<Option<Arc<Auditor>>> {
     }
 }
 
-async fn serve(options: ServerOptions, auditor: Option<Arc<Auditor>>) -> anyhow::Result<()> {
+async fn serve(
+    options: ServerOptions,
+    auditor: Option<Arc<Auditor>>,
+    tracing: Option<otel::Tracing>,
+) -> anyhow::Result<()> {
     let debug_hooks = options.controllers.debug_failing_hooks.clone();
     let options_for_controllers = options.clone();
     let mut config = Config::load(options)
@@ -76,6 +121,14 @@ async fn serve(options: ServerOptions, auditor: Option<Arc<Auditor>>) -> anyhow:
     signals.abort();
     if let Some(auditor) = &auditor {
         auditor.shutdown().await;
+    }
+    if let Some(tracing) = tracing {
+        // Pending spans get a short deadline: a collector that is down must not hold the
+        // exit up.
+        let flush = tokio::task::spawn_blocking(move || tracing.shutdown(TRACING_FLUSH_DEADLINE));
+        if let Err(err) = flush.await {
+            ::tracing::warn!(error = %err, "flushing spans failed");
+        }
     }
     result.context("while serving")?;
     Ok(())

@@ -8,6 +8,10 @@ use std::time::Duration;
 
 mod audit;
 mod runtime_config;
+mod tracing;
+pub(crate) use self::tracing::{
+    ParseError as TracingParseError, TracingConfiguration, TracingOptions,
+};
 pub(crate) use audit::{
     AuditLogFormat, AuditLogMode, AuditLogPath, AuditOptions, DEFAULT_BATCH_BUFFER_SIZE,
 };
@@ -26,6 +30,8 @@ pub struct ServerOptions {
     pub shutdown: ShutdownOptions,
     /// Audit policy and log.
     pub audit: AuditOptions,
+    /// Request tracing.
+    pub tracing: TracingOptions,
 }
 
 /// One `--authorization-mode` authorizer.
@@ -380,6 +386,7 @@ impl ServerOptions {
             errs.push("--peer-advertise-port requires --peer-advertise-ip".into());
         }
         self.audit.validate(&mut errs);
+        self.tracing.validate(&mut errs);
         errs
     }
 }

@@ -24,6 +24,7 @@ pub(super) async fn registry_on(
         compaction_interval: Duration::ZERO,
         watch_cache,
         healthcheck_timeout: Duration::from_secs(2),
+        traced: false,
     })
     .await
     .unwrap();

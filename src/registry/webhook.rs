@@ -3,7 +3,8 @@
 //! (or `https://<service>.<namespace>.svc:<port><path>`, resolved through the followed
 //! Services when asked), trusting the caBundle or else the system's roots, over HTTP/1.1
 //! only, within a deadline. Its errors read as client-go's, since they reach users inside
-//! Status messages. May use: the registry's Services.
+//! Status messages; a traced request's `traceparent` goes along. May use: the registry's
+//! Services, api.
 
 use super::services::{ServiceRef, Services};
 use bytes::Bytes;
@@ -232,7 +233,7 @@ impl Endpoint {
         mut sender: Sender,
         body: Bytes,
     ) -> Result<Result<Bytes, WebhookError>, WebhookError> {
-        let request = http::Request::post(self.path.as_str())
+        let mut request = http::Request::post(self.path.as_str())
             .header(http::header::HOST, self.authority.as_str())
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, */*")
@@ -242,6 +243,8 @@ impl Endpoint {
             )
             .body(Full::new(body))
             .map_err(|e| self.transport(e.to_string()))?;
+        // The traced request's context goes along (otelhttp's transport in upstream's client).
+        crate::api::trace::inject(request.headers_mut());
         let response = sender
             .send_request(request)
             .await

@@ -2,9 +2,11 @@
 //! audit ID → panic recovery → request info → authentication → audit → impersonation →
 //! authorization → max-in-flight → request timeout (long-running exempt) → body limit →
 //! routing (health, /version, /metrics, the API); resource requests are counted in the
-//! metrics. May use: filters, endpoints, api, metrics, audit.
+//! metrics, and traced when tracing is on (the span starts after authentication).
+//! May use: filters, endpoints, api, metrics, audit.
 
 use super::health::Health;
+use super::otel::{self, Received, RequestTracer};
 use crate::aggregator::peers::{self, PeerProxy};
 use crate::aggregator::Aggregator;
 use crate::api::authorizer::{Authorizer, Decision};
@@ -16,6 +18,7 @@ use crate::filters::authn::{Authenticator, PeerCertificates};
 use crate::filters::{audit, body_limit, impersonation, in_flight::MaxInFlight, panic, timeout};
 use crate::metrics;
 use bytes::Bytes;
+use opentelemetry::context::FutureExt as _;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
@@ -43,6 +46,8 @@ pub(super) struct Chain {
     pub shutdown: CancellationToken,
     /// The audit policy and log, when auditing is on.
     pub audit: Option<Arc<Auditor>>,
+    /// Starts each request's span, when tracing is on.
+    pub tracer: Option<RequestTracer>,
 }
 
 /// Serves one request through every filter, in order.
@@ -104,7 +109,27 @@ where
             },
             None => None,
         };
-        let mut resp = audit::run(ctx.clone(), serve(chain, req, info, user, ctx, started)).await;
+        // The request's span (WithTracing), after authentication as upstream's: whose trace
+        // context is trusted depends on the user.
+        let span = chain.tracer.as_ref().map(|tracer| {
+            tracer.start(Received {
+                req: &req,
+                info: &info,
+                user: &user,
+                audit_id: &audit::id_text(&id),
+                remote: certs.as_ref().and_then(PeerCertificates::remote),
+                started,
+            })
+        });
+        let served = audit::run(ctx.clone(), serve(chain, req, info, user, ctx, started));
+        let mut resp = match span {
+            None => served.await,
+            Some(cx) => {
+                let resp = served.with_context(cx.clone()).await;
+                otel::finish(&cx, resp.status());
+                resp
+            }
+        };
         if let Some(text) = warning {
             crate::endpoints::add_warning_first(&mut resp, text);
         }

@@ -381,6 +381,7 @@ fn storage_config(options: &ServerOptions) -> storage::Config {
         compaction_interval: s.compaction_interval,
         watch_cache: s.watch_cache,
         healthcheck_timeout: s.healthcheck_timeout,
+        traced: options.tracing.config_file.is_some(),
     }
 }
 

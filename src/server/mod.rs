@@ -20,6 +20,7 @@ mod informers;
 mod lifecycle;
 pub(crate) mod listener;
 mod loopback;
+pub(crate) mod otel;
 pub(crate) mod pki;
 mod service_accounts;
 mod storage_metrics;
@@ -222,6 +223,11 @@ impl GenericServer {
             peers,
             shutdown: watch_shutdown.clone(),
             audit: cfg.audit.clone(),
+            tracer: opts
+                .tracing
+                .config_file
+                .is_some()
+                .then(otel::RequestTracer::new),
         });
         // Set once, here; a second prepare_run cannot happen (it consumes the server).
         let _ = completed.chain.set(chain.clone());

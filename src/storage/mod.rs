@@ -12,6 +12,7 @@ mod error;
 mod etcd;
 mod etcd_endpoints;
 mod remembered;
+mod traced;
 mod watch;
 
 pub use cacher::{Cacher, CacherOptions};
@@ -323,6 +324,8 @@ pub struct Config {
     pub watch_cache: bool,
     /// Timeout of one health probe.
     pub healthcheck_timeout: Duration,
+    /// Make the backend's operations spans of the traced requests (`--tracing-config-file`).
+    pub traced: bool,
 }
 
 /// Backend-specific settings.
@@ -352,7 +355,14 @@ pub enum BackendConfig {
 /// cannot be reached is not: the store is returned, its health check fails, and it reconnects
 /// with backoff by itself.
 pub async fn open(config: Config) -> Result<std::sync::Arc<dyn Storage>> {
-    let backend = open_backend(&config).await?;
+    let mut backend = open_backend(&config).await?;
+    if config.traced {
+        let store = match config.backend {
+            BackendConfig::Etcd { .. } => "etcd3",
+            BackendConfig::Embedded { .. } => "embedded",
+        };
+        backend = std::sync::Arc::new(traced::Traced::new(backend, store));
+    }
     if config.watch_cache {
         return Ok(std::sync::Arc::new(Cacher::new(
             backend,

@@ -17,6 +17,8 @@ pub(crate) struct Webhook {
     port: u16,
     ca: String,
     reviews: Arc<Mutex<Vec<(String, Value)>>>,
+    /// The `traceparent` header of each call that had one.
+    traceparents: Arc<Mutex<Vec<String>>>,
     _server: tokio::task::JoinHandle<()>,
 }
 
@@ -76,11 +78,14 @@ impl Webhook {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let reviews = Arc::new(Mutex::new(Vec::new()));
+        let traceparents = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&reviews);
+        let parents = Arc::clone(&traceparents);
         let server = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
             while let Ok((tcp, _)) = listener.accept().await {
                 let (acceptor, seen) = (acceptor.clone(), Arc::clone(&seen));
+                let parents = Arc::clone(&parents);
                 connections.spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
@@ -88,6 +93,10 @@ impl Webhook {
                     let service = hyper::service::service_fn(
                         move |req: http::Request<hyper::body::Incoming>| {
                             let seen = Arc::clone(&seen);
+                            if let Some(parent) = req.headers().get("traceparent") {
+                                let parent = parent.to_str().unwrap_or_default().to_string();
+                                parents.lock().unwrap().push(parent);
+                            }
                             async move {
                                 let path = req.uri().path().to_string();
                                 let query = req.uri().query().unwrap_or("").to_string();
@@ -120,6 +129,7 @@ impl Webhook {
             port,
             ca,
             reviews,
+            traceparents,
             _server: server,
         }
     }
@@ -130,6 +140,11 @@ impl Webhook {
 
     pub(crate) fn ca_bundle(&self) -> String {
         base64::engine::general_purpose::STANDARD.encode(&self.ca)
+    }
+
+    /// The `traceparent` headers of the calls so far.
+    pub(crate) fn traceparents(&self) -> Vec<String> {
+        self.traceparents.lock().unwrap().clone()
     }
 
     /// The reviews sent to `path` so far.

@@ -6,12 +6,14 @@
 use super::policies::{self, Binding, Params, Policy};
 use super::review::{self, Answer};
 use super::{exempt, Attributes, Error, Request};
+use crate::api::trace;
 use crate::metrics::admission::WebhookOutcome;
 use crate::registry::follow::{follow, Synced};
 use crate::registry::webhook::Endpoint;
 use crate::registry::{GenericStore, Registry, Resource};
 use kube::core::{Selector, SelectorExt};
 use kube_cel::{CompiledVapExpression, VapError, VapEvaluator, VapExpression};
+use opentelemetry::KeyValue;
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -61,6 +63,8 @@ type Condition = (String, Result<CompiledVapExpression, VapError>);
 /// One webhook of a configuration, ready to call.
 struct Hook {
     name: String,
+    /// The configuration it is part of.
+    configuration: String,
     rules: Vec<Value>,
     namespace_selector: Option<Selector>,
     object_selector: Option<Selector>,
@@ -199,14 +203,14 @@ impl Chain {
         }
         let configs = self.configs.lock().unwrap_or_else(|p| p.into_inner())[kind as usize].clone();
         let mut hooks = Vec::new();
-        for config in configs.values() {
+        for (configuration, config) in &configs {
             for w in config
                 .get("webhooks")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
             {
-                hooks.push(Arc::new(self.hook(kind, w)));
+                hooks.push(Arc::new(self.hook(kind, configuration, w)));
             }
         }
         let lock = match kind {
@@ -240,7 +244,7 @@ impl Chain {
         *self.bound.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(bound);
     }
 
-    fn hook(&self, kind: Kind, w: &Value) -> Hook {
+    fn hook(&self, kind: Kind, configuration: &str, w: &Value) -> Hook {
         let timeout = Duration::from_secs(
             w.get("timeoutSeconds")
                 .and_then(Value::as_u64)
@@ -272,6 +276,7 @@ impl Chain {
             .collect();
         Hook {
             name: str_of(w, "name").to_string(),
+            configuration: configuration.to_string(),
             rules: w
                 .get("rules")
                 .and_then(Value::as_array)
@@ -581,12 +586,37 @@ impl Hook {
             .map_err(|e| format!("failed to call webhook: {e}"))?;
         let uid = uuid::Uuid::new_v4().to_string();
         let body = review::request(self.version, &uid, req, attrs, object);
-        let answer = endpoint
-            .post_json(body, self.timeout)
-            .await
-            .map_err(|e| format!("failed to call webhook: {e}"))?;
+        let name = if mutating {
+            "Call mutating webhook"
+        } else {
+            "Call validating webhook"
+        };
+        let answer = trace::in_span(
+            name,
+            || self.span_attributes(req, attrs, &uid),
+            endpoint.post_json(body, self.timeout),
+        )
+        .await
+        .map_err(|e| format!("failed to call webhook: {e}"))?;
         review::answer(self.version, &uid, mutating, &answer)
             .map_err(|e| format!("received invalid webhook response: {e}"))
+    }
+
+    /// The attributes of upstream's "Call mutating/validating webhook" span.
+    fn span_attributes(&self, req: &Request, attrs: &Attributes<'_>, uid: &str) -> Vec<KeyValue> {
+        // schema.GroupVersionResource's String().
+        let resource = format!(
+            "{}/{}, Resource={}",
+            attrs.group, attrs.version, attrs.resource
+        );
+        vec![
+            KeyValue::new("configuration", self.configuration.clone()),
+            KeyValue::new("webhook", self.name.clone()),
+            KeyValue::new("resource", resource),
+            KeyValue::new("subresource", req.subresource.clone()),
+            KeyValue::new("operation", attrs.operation.as_str()),
+            KeyValue::new("UID", uid.to_string()),
+        ]
     }
 
     /// Whether the webhook decides this write: it matches, a dry run may reach it, and its

@@ -6,9 +6,11 @@
 //! failure is a message naming the webhook's kind, as upstream's.
 //! May use: registry's webhook client and validation helpers, api.
 
+use crate::api::trace;
 use crate::registry::validation::{validate_annotations, validate_labels};
 use crate::registry::webhook::{self, Endpoint};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use opentelemetry::KeyValue;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
 
@@ -29,6 +31,8 @@ pub(crate) enum Converter {
 /// A conversion webhook and the ConversionReview version it speaks.
 pub(crate) struct Webhook {
     endpoint: Endpoint,
+    /// The CRD's name, for the call's span.
+    crd: String,
     /// `apiextensions.k8s.io/v1` or `/v1beta1`: the first of them in conversionReviewVersions.
     review_api_version: &'static str,
 }
@@ -64,6 +68,7 @@ impl Converter {
         match Endpoint::new(config) {
             Ok(endpoint) => Converter::Webhook(Box::new(Webhook {
                 endpoint,
+                crd: crd.metadata.name.clone().unwrap_or_default(),
                 review_api_version,
             })),
             Err(e) => Converter::Unusable(e.to_string()),
@@ -112,7 +117,17 @@ impl Webhook {
         });
         let failed = |e: String| format!("conversion webhook for {gvk} failed: {e}");
         let body = serde_json::to_vec(&review).map_err(|e| failed(e.to_string()))?;
-        let answer = webhook::wait(self.endpoint.post_json(body, WEBHOOK_TIMEOUT))
+        // upstream's span of the call (webhook_converter.go); one object per call here.
+        let attributes = || {
+            vec![
+                KeyValue::new("custom-resource-definition", self.crd.clone()),
+                KeyValue::new("desired-api-version", to.to_string()),
+                KeyValue::new("object-count", 1),
+                KeyValue::new("UID", uid.clone()),
+            ]
+        };
+        let call = self.endpoint.post_json(body, WEBHOOK_TIMEOUT);
+        let answer = webhook::wait(trace::in_span("Call conversion webhook", attributes, call))
             .map_err(|e| failed(e.to_string()))?;
         let answer: Value = serde_json::from_slice(&answer).map_err(|e| failed(e.to_string()))?;
         let mut converted = self.converted_objects(&uid, answer).map_err(failed)?;

@@ -20,6 +20,7 @@ fn config(url: String, cache: bool) -> Config {
         compaction_interval: Duration::ZERO,
         watch_cache: cache,
         healthcheck_timeout: Duration::from_secs(2),
+        traced: false,
     }
 }
 

@@ -1,6 +1,6 @@
 //! The storage conformance suite (in the spirit of k8s.io/apiserver pkg/storage/testing): the
-//! same cases run against the embedded store, the embedded store behind the watch cache, a
-//! real etcd 3.5, and etcd behind the watch cache.
+//! same cases run against the embedded store, the embedded store behind the watch cache and
+//! behind the tracing wrapper, a real etcd 3.5, and etcd behind the watch cache.
 
 mod cases;
 mod crash;
@@ -53,6 +53,17 @@ pub(crate) async fn embedded_cached() -> Fixture {
     Fixture {
         store,
         cached: true,
+        ..f
+    }
+}
+
+/// The embedded store behind the tracing wrapper (put there by `--tracing-config-file`).
+pub(crate) async fn embedded_traced() -> Fixture {
+    let f = embedded().await;
+    let store: Arc<dyn Storage> = Arc::new(super::traced::Traced::new(f.backend, "embedded"));
+    Fixture {
+        store: store.clone(),
+        backend: store,
         ..f
     }
 }
@@ -127,5 +138,6 @@ macro_rules! conformance {
 
 conformance!(embedded_store, embedded);
 conformance!(embedded_with_cache, embedded_cached);
+conformance!(embedded_traced_store, embedded_traced);
 conformance!(etcd_store, etcd);
 conformance!(etcd_with_cache, etcd_cached);
