@@ -184,8 +184,17 @@ pub(crate) fn paths(resources: &[&Served], flavor: Flavor) -> Map<String, Value>
                 flavor,
             ),
         );
-        // The token subresource takes and gives a TokenRequest, which the documents do not
-        // describe yet; it is left out rather than described as a ServiceAccount.
+        if r.subresources.iter().any(|(sub, _)| *sub == "token") {
+            let mut params = item_params.clone();
+            if let Some(name) = params.first_mut() {
+                name["description"] = "name of the TokenRequest".into();
+            }
+            out.insert(
+                format!("{collection}/{{name}}/token"),
+                token_request_path(r, params, flavor),
+            );
+        }
+        // The token subresource takes and gives a TokenRequest ([`token_request_path`]).
         let subs = r
             .subresources
             .iter()
@@ -264,6 +273,29 @@ pub(crate) fn paths(resources: &[&Served], flavor: Flavor) -> Map<String, Value>
         }
     }
     out
+}
+
+/// The schema name of authentication.k8s.io/v1 TokenRequest.
+pub(super) const TOKEN_REQUEST: &str = "io.k8s.api.authentication.v1.TokenRequest";
+
+/// `.../serviceaccounts/{name}/token`: a POST that takes and gives a TokenRequest
+/// (createCoreV1NamespacedServiceAccountToken).
+fn token_request_path(r: &Served, params: Vec<Value>, flavor: Flavor) -> Value {
+    let token_ref = format!("{}{TOKEN_REQUEST}", ref_prefix(flavor));
+    let mut post = operation(
+        r,
+        "post",
+        "post",
+        operation_id("create", r, r.namespaced, "Token"),
+        WRITE_PARAMS,
+        Some(&token_ref),
+        &token_ref,
+        flavor,
+    );
+    post["description"] = format!("create token of a {}", r.kind).into();
+    post["x-kubernetes-group-version-kind"] =
+        json!({"group": "authentication.k8s.io", "kind": "TokenRequest", "version": "v1"});
+    json!({"parameters": params, "post": post})
 }
 
 #[allow(clippy::too_many_arguments)]

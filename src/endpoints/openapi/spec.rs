@@ -127,7 +127,19 @@ pub(crate) fn schemas(resources: &[&Served], flavor: Flavor) -> Map<String, Valu
     drop(gen.subschema_for::<meta::DeleteOptions>());
     drop(gen.subschema_for::<meta::Patch>());
     drop(gen.subschema_for::<meta::ListMeta>());
+    let token_requests = resources
+        .iter()
+        .any(|r| r.subresources.iter().any(|(sub, _)| *sub == "token"));
+    if token_requests {
+        drop(gen.subschema_for::<k8s_openapi::api::authentication::v1::TokenRequest>());
+    }
     let mut defs = gen.take_definitions(true);
+    if let Some(Value::Object(schema)) = defs.get_mut(super::paths::TOKEN_REQUEST) {
+        schema.insert(
+            "x-kubernetes-group-version-kind".into(),
+            json!([{"group": "authentication.k8s.io", "kind": "TokenRequest", "version": "v1"}]),
+        );
+    }
     let prefix = ref_prefix(flavor);
     for r in resources {
         let name = r.schema_name();

@@ -196,6 +196,35 @@ fn v3_documents_serve_kubectl() {
         om["ownerReferences"]["x-kubernetes-list-map-keys"],
         json!(["uid"])
     );
+    // serviceaccounts/token takes and gives an authentication.k8s.io/v1 TokenRequest.
+    let token = &core["paths"]["/api/v1/namespaces/{namespace}/serviceaccounts/{name}/token"];
+    let post = &token["post"];
+    assert_eq!(
+        post["operationId"],
+        "createCoreV1NamespacedServiceAccountToken"
+    );
+    assert_eq!(post["description"], "create token of a ServiceAccount");
+    let tr = "#/components/schemas/io.k8s.api.authentication.v1.TokenRequest";
+    assert_eq!(post["requestBody"]["content"]["*/*"]["schema"]["$ref"], tr);
+    assert_eq!(
+        post["responses"]["201"]["content"]["application/json"]["schema"]["$ref"],
+        tr
+    );
+    assert_eq!(
+        post["x-kubernetes-group-version-kind"],
+        json!({"group": "authentication.k8s.io", "kind": "TokenRequest", "version": "v1"})
+    );
+    assert!(token.get("get").is_none() && token.get("put").is_none());
+    assert_eq!(
+        token["parameters"][0]["description"],
+        "name of the TokenRequest"
+    );
+    let request = &schemas["io.k8s.api.authentication.v1.TokenRequest"];
+    assert!(request["properties"]["spec"].is_object(), "{request}");
+    assert_eq!(
+        request["x-kubernetes-group-version-kind"],
+        json!([{"group": "authentication.k8s.io", "kind": "TokenRequest", "version": "v1"}])
+    );
     let sa = &schemas["io.k8s.api.core.v1.ServiceAccount"]["properties"]["secrets"];
     assert_eq!(sa["x-kubernetes-patch-merge-key"], "name");
     // kubectl apply merges a Service's ports by port, as the Go tags say.
