@@ -80,9 +80,9 @@ latency estimated from apiserver_request_duration_seconds as Prometheus' histogr
 -o wide adds 4XX/S and P90. Above the rows, per apiserver: in-flight read-only and mutating \
 requests, long-running requests, resident memory, CPU (100% = one core). On a terminal the table \
 is redrawn in place until Ctrl-C (exit 0; 130 when --count/--once had not finished); otherwise, \
-and with -o json/yaml, one document per sample is printed. Reading /metrics takes the \
-system:monitoring ClusterRole: kubectl create clusterrolebinding kapi-top \
---clusterrole=system:monitoring --user=NAME\n\n",
+and with -o json/yaml, one document per sample is printed. Exits 3 when /metrics cannot be read at the start, or when \
+the last sample reached no apiserver. Reading /metrics takes the system:monitoring ClusterRole: \
+kubectl create clusterrolebinding kapi-top --clusterrole=system:monitoring --user=NAME\n\n",
     "JSON/YAML shape (stable; one document per sample, YAML documents start with ---):\n",
     "  {\"time\": RFC 3339,\n",
     "   \"apiservers\": [{\"apiserver\": URL, \"identity\": lease name|null, \"intervalSeconds\",\n",

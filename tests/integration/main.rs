@@ -44,4 +44,5 @@ mod request_header;
 mod service_accounts;
 mod shutdown;
 mod spinner;
+mod top;
 mod watch;
