@@ -54,23 +54,25 @@ pub(crate) async fn top(args: TopArgs) -> CmdResult {
         }
         return Ok(ExitCode::NoAnswer);
     }
-    let mut notes: Vec<String> = sampler.note().map(String::from).into_iter().collect();
-    notes.extend(
-        failed
-            .iter()
-            .map(|u| format!("{} unreachable: {}", u.apiserver, u.error)),
-    );
+    let failed: Vec<String> = failed
+        .iter()
+        .map(|u| format!("{} unreachable: {}", u.apiserver, u.error))
+        .collect();
     if let Some(screen) = &mut screen {
-        screen.notes = notes;
-        let waiting = format!(
+        // The discovery note holds for the whole run; who is unreachable, only until the
+        // next sample says again.
+        screen.notes = sampler.note().map(String::from).into_iter().collect();
+        let mut waiting: String = failed.iter().map(|f| format!("{f}\n")).collect();
+        waiting.push_str(&format!(
             "waiting {} for the second read of /metrics…\n",
             humantime::format_duration(args.interval)
-        );
+        ));
         if let Some(code) = write_stdout(|w| screen.draw(waiting.as_bytes(), w))? {
             return Ok(code);
         }
     } else {
-        for n in &notes {
+        // Who is unreachable is said with every sample.
+        if let Some(n) = sampler.note() {
             note!("kapi: {n}");
         }
     }

@@ -421,3 +421,107 @@ async fn a_terminal_is_redrawn_in_place_until_ctrl_c() {
     );
     assert!(frames(&out) >= 4, "{dump}");
 }
+
+fn replica(etcd: &str, cert_dir: &Path, host: &str) -> Options {
+    Options::default().args([
+        "--etcd-servers",
+        etcd,
+        "--cert-dir",
+        &cert_dir.display().to_string(),
+        "--hostname-override",
+        host,
+        "--feature-gates",
+        "UnknownVersionInteroperabilityProxy=true",
+        "--peer-advertise-ip",
+        "127.0.0.1",
+        "--identity-lease-renew-interval",
+        "1s",
+    ])
+}
+
+#[tokio::test]
+async fn all_apiservers_samples_every_replica_and_names_the_lost_one() {
+    let etcd = crate::support::etcd::start_etcd().await;
+    let certs = tempfile::tempdir().unwrap();
+    let a = TestServer::start_with(replica(&etcd.url, certs.path(), "node-a")).await;
+    let mut b = TestServer::start_with(replica(&etcd.url, certs.path(), "node-b")).await;
+    let mut urls = vec![a.url.clone(), b.url.clone()];
+    urls.sort();
+    let args = [
+        "top",
+        "--all-apiservers",
+        "-o",
+        "json",
+        "--once",
+        "--interval",
+        "500ms",
+    ];
+
+    // Both replicas once both identity leases carry a peer address.
+    let doc = within(Duration::from_secs(30), "top of two replicas", async {
+        loop {
+            let run = kapi_with(a.kubeconfig(), &args).await;
+            assert_eq!(run.code, 0, "{}", run.stderr);
+            let doc = documents(&run.stdout).remove(0);
+            if doc["apiservers"].as_array().unwrap().len() == 2 {
+                break doc;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    let mut servers: Vec<String> = doc["apiservers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            assert!(
+                s["identity"].as_str().unwrap().starts_with("apiserver-"),
+                "{s}"
+            );
+            assert!(s["residentMemoryBytes"].as_u64().unwrap() > 0, "{s}");
+            s["apiserver"].as_str().unwrap().to_string()
+        })
+        .collect();
+    servers.sort();
+    assert_eq!(servers, urls);
+    assert_eq!(doc["unreachable"], serde_json::json!([]));
+
+    // Replica b goes away; its identity lease stays until it expires.
+    b.signal(9);
+    b.wait_exit(Duration::from_secs(10)).await;
+    let run = kapi_with(a.kubeconfig(), &args).await;
+    assert_eq!(run.code, 0, "a still answers: {}", run.stderr);
+    let doc = &documents(&run.stdout)[0];
+    assert_eq!(doc["apiservers"].as_array().unwrap().len(), 1, "{doc}");
+    assert_eq!(doc["apiservers"][0]["apiserver"], a.url.as_str());
+    assert_eq!(doc["unreachable"][0]["apiserver"], b.url.as_str(), "{doc}");
+    assert!(
+        run.stderr
+            .starts_with(&format!("kapi: {} unreachable: cannot reach", b.url)),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(run.stderr.lines().count(), 1, "{}", run.stderr);
+
+    // On tables, the lost replica is a row of the summary and a line after the rows.
+    let run = kapi_with(
+        a.kubeconfig(),
+        &["top", "--all-apiservers", "--once", "--interval", "500ms"],
+    )
+    .await;
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .lines()
+            .any(|l| l.split_whitespace().eq([b.url.as_str(), "unreachable"])),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout
+            .contains(&format!("\n{} unreachable: cannot reach", b.url)),
+        "{}",
+        run.stdout
+    );
+}
