@@ -47,8 +47,8 @@ pub(crate) async fn top(args: TopArgs) -> CmdResult {
         started = Top::start(&cluster, query) => started,
     };
     let mut sampler = started.map_err(coded)?;
-    let (failed, none) = sampler.failed();
-    if none {
+    let failed = sampler.unanswered();
+    if !sampler.answered() {
         for u in &failed {
             note!("kapi: {} unreachable: {}", u.apiserver, u.error);
         }
@@ -94,7 +94,7 @@ pub(crate) async fn top(args: TopArgs) -> CmdResult {
             } => view,
         };
         taken += 1;
-        if screen.is_none() && args.output != TopFormat::Table && args.output != TopFormat::Wide {
+        if matches!(args.output, TopFormat::Json | TopFormat::Yaml) {
             for u in &view.unreachable {
                 note!("kapi: {} unreachable: {}", u.apiserver, u.error);
             }

@@ -206,6 +206,52 @@ process_resident_memory_bytes_extra 7
         assert_eq!(s.cpu_seconds, Some(1.5));
     }
 
+    /// kube-apiserver's exposition (client_golang): labels sorted, `le` among them, HELP
+    /// lines with stability levels, values in exponent notation.
+    const KUBE_APISERVER: &str = r#"# HELP apiserver_current_inflight_requests [STABLE] Maximal number of currently used inflight request limit of this apiserver per request kind in last second.
+# TYPE apiserver_current_inflight_requests gauge
+apiserver_current_inflight_requests{request_kind="mutating"} 0
+apiserver_current_inflight_requests{request_kind="readOnly"} 1
+# HELP apiserver_request_duration_seconds [STABLE] Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.
+# TYPE apiserver_request_duration_seconds histogram
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1",le="0.005"} 2
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1",le="0.025"} 5
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1",le="60"} 6
+apiserver_request_duration_seconds_bucket{component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1",le="+Inf"} 6
+apiserver_request_duration_seconds_sum{component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1"} 0.123
+apiserver_request_duration_seconds_count{component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1"} 6
+# HELP apiserver_request_total [STABLE] Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="apps",resource="deployments",scope="cluster",subresource="",verb="LIST",version="v1"} 6
+# HELP process_cpu_seconds_total Total user and system CPU time spent in seconds.
+# TYPE process_cpu_seconds_total counter
+process_cpu_seconds_total 1234.56
+# HELP process_resident_memory_bytes Resident memory size in bytes.
+# TYPE process_resident_memory_bytes gauge
+process_resident_memory_bytes 3.4603008e+08
+"#;
+
+    #[test]
+    fn reads_kube_apiserver_too() {
+        let s = Scrape::parse(KUBE_APISERVER);
+        let (labels, buckets) = s.durations.iter().next().unwrap();
+        assert!(labels.contains(&("group".into(), "apps".into())));
+        assert_eq!(
+            buckets,
+            &vec![
+                (0.005, 2.0),
+                (0.025, 5.0),
+                (60.0, 6.0),
+                (f64::INFINITY, 6.0)
+            ]
+        );
+        assert_eq!(s.requests.values().copied().collect::<Vec<_>>(), [6.0]);
+        assert_eq!(s.in_flight_read_only, Some(1.0));
+        assert_eq!(s.in_flight_mutating, Some(0.0));
+        assert_eq!(s.resident_memory_bytes, Some(346_030_080.0));
+        assert_eq!(s.cpu_seconds, Some(1234.56));
+    }
+
     #[test]
     fn kube_apiserver_long_running_requests_are_summed() {
         let text = "# TYPE apiserver_longrunning_requests gauge\n\

@@ -178,7 +178,7 @@ impl Top {
     ///
     /// # Errors
     /// Without `--all-apiservers`, when `/metrics` cannot be read (see [`scrape::fetch`]); with
-    /// it, only when the identity leases cannot be listed (see [`Top::failed`]).
+    /// it, only when the identity leases cannot be listed (see [`Top::unanswered`]).
     pub(crate) async fn start(cluster: &Cluster, query: Query) -> Result<Self> {
         let targets = if query.all_apiservers {
             peers::discover(cluster).await?
@@ -212,13 +212,16 @@ impl Top {
         self.note.as_deref()
     }
 
-    /// The replicas whose first read failed, or that cannot be reached at all; when that is
-    /// every replica, there is nothing to show.
-    pub(crate) fn failed(&self) -> (Vec<Unreachable>, bool) {
+    /// The replicas whose first read failed, and those that cannot be reached at all.
+    pub(crate) fn unanswered(&self) -> Vec<Unreachable> {
         let mut all = self.lost.clone();
         all.extend(self.failed.iter().cloned());
-        let none = self.replicas.iter().all(|r| r.last.is_none());
-        (all, none)
+        all
+    }
+
+    /// Whether any replica answered the first read; if none did, there is nothing to show.
+    pub(crate) fn answered(&self) -> bool {
+        self.replicas.iter().any(|r| r.last.is_some())
     }
 
     /// Reads every replica again and compares with its previous read. Replicas that do not
