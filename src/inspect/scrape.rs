@@ -136,6 +136,9 @@ fn sorted(labels: &prometheus_parse::Labels) -> Labels {
 /// # Errors
 /// No answer; [`Error::MetricsForbidden`] on 403 (the user lacks `system:monitoring`); 401;
 /// [`Error::NotServed`] on 404; [`Error::Failed`] on any other status but 200.
+///
+/// # Cancellation
+/// Dropping the future abandons the request; nothing is kept.
 pub(crate) async fn fetch(cluster: &Cluster) -> Result<(Scrape, Instant)> {
     let (code, body) = match cluster.get_text("/metrics").await {
         Err(Error::Forbidden { server, .. }) => return Err(Error::MetricsForbidden { server }),

@@ -179,6 +179,9 @@ impl Top {
     /// # Errors
     /// Without `--all-apiservers`, when `/metrics` cannot be read (see [`scrape::fetch`]); with
     /// it, only when the identity leases cannot be listed (see [`Top::unanswered`]).
+    ///
+    /// # Cancellation
+    /// Dropping the future abandons the discovery and the reads in flight.
     pub(crate) async fn start(cluster: &Cluster, query: Query) -> Result<Self> {
         let targets = if query.all_apiservers {
             peers::discover(cluster).await?
