@@ -33,6 +33,7 @@ Register-ArgumentCompleter -Native -CommandName 'kapi' -ScriptBlock {
             [CompletionResult]::new('candidates', 'candidates', [CompletionResultType]::ParameterValue, 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)')
             [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Show the post-start hooks of an apiserver and why the failing ones fail')
             [CompletionResult]::new('health', 'health', [CompletionResultType]::ParameterValue, 'Show the health checks of an apiserver; --wait polls until healthy')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Show request rates, latencies and in-flight requests from /metrics, refreshing like top')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write man pages (one per subcommand) into a directory')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -202,6 +203,29 @@ Register-ArgumentCompleter -Native -CommandName 'kapi' -ScriptBlock {
             [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
             break
         }
+        'kapi;top' {
+            [CompletionResult]::new('--kubeconfig', '--kubeconfig', [CompletionResultType]::ParameterName, 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)')
+            [CompletionResult]::new('--context', '--context', [CompletionResultType]::ParameterName, 'The kubeconfig context to use (default: the current context)')
+            [CompletionResult]::new('--request-timeout', '--request-timeout', [CompletionResultType]::ParameterName, 'How long to wait for each request before giving up (e.g. 5s, 1m)')
+            [CompletionResult]::new('-o', '-o', [CompletionResultType]::ParameterName, 'Output format: table, wide (with 4XX/S and P90), json, yaml (one document per sample)')
+            [CompletionResult]::new('--output', '--output', [CompletionResultType]::ParameterName, 'Output format: table, wide (with 4XX/S and P90), json, yaml (one document per sample)')
+            [CompletionResult]::new('--color', '--color', [CompletionResultType]::ParameterName, 'Colour error rates: auto (only on a terminal, and not when NO_COLOR is set), always, never')
+            [CompletionResult]::new('--interval', '--interval', [CompletionResultType]::ParameterName, 'Time between two reads of /metrics: the window every rate is computed over (e.g. 2s, 1m)')
+            [CompletionResult]::new('--count', '--count', [CompletionResultType]::ParameterName, 'Stop after this many samples (default: until Ctrl-C)')
+            [CompletionResult]::new('--sort', '--sort', [CompletionResultType]::ParameterName, 'Row order: rate (requests/s), p99 (latency) or errors (5xx/s), highest first')
+            [CompletionResult]::new('--limit', '--limit', [CompletionResultType]::ParameterName, 'Show at most N rows per apiserver (default: all; on a terminal, as many as fit)')
+            [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
+            [CompletionResult]::new('--no-headers', '--no-headers', [CompletionResultType]::ParameterName, 'Leave out the header lines of the tables')
+            [CompletionResult]::new('--once', '--once', [CompletionResultType]::ParameterName, 'Print one sample and exit (the same as --count 1)')
+            [CompletionResult]::new('--all-apiservers', '--all-apiservers', [CompletionResultType]::ParameterName, 'Reach every apiserver through the peer addresses published in identity leases')
+            [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('--v', '--v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
+            [CompletionResult]::new('-h', '-h', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('--help', '--help', [CompletionResultType]::ParameterName, 'Print help (see more with ''--help'')')
+            [CompletionResult]::new('-V', '-V ', [CompletionResultType]::ParameterName, 'Print version')
+            [CompletionResult]::new('--version', '--version', [CompletionResultType]::ParameterName, 'Print version')
+            break
+        }
         'kapi;completions' {
             [CompletionResult]::new('--log-format', '--log-format', [CompletionResultType]::ParameterName, 'Log line format on stderr')
             [CompletionResult]::new('-v', '-v', [CompletionResultType]::ParameterName, 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)')
@@ -228,6 +252,7 @@ Register-ArgumentCompleter -Native -CommandName 'kapi' -ScriptBlock {
             [CompletionResult]::new('candidates', 'candidates', [CompletionResultType]::ParameterValue, 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)')
             [CompletionResult]::new('hooks', 'hooks', [CompletionResultType]::ParameterValue, 'Show the post-start hooks of an apiserver and why the failing ones fail')
             [CompletionResult]::new('health', 'health', [CompletionResultType]::ParameterValue, 'Show the health checks of an apiserver; --wait polls until healthy')
+            [CompletionResult]::new('top', 'top', [CompletionResultType]::ParameterValue, 'Show request rates, latencies and in-flight requests from /metrics, refreshing like top')
             [CompletionResult]::new('completions', 'completions', [CompletionResultType]::ParameterValue, 'Print a shell completion script')
             [CompletionResult]::new('man', 'man', [CompletionResultType]::ParameterValue, 'Write man pages (one per subcommand) into a directory')
             [CompletionResult]::new('help', 'help', [CompletionResultType]::ParameterValue, 'Print this message or the help of the given subcommand(s)')
@@ -246,6 +271,9 @@ Register-ArgumentCompleter -Native -CommandName 'kapi' -ScriptBlock {
             break
         }
         'kapi;help;health' {
+            break
+        }
+        'kapi;help;top' {
             break
         }
         'kapi;help;completions' {

@@ -40,6 +40,9 @@ _kapi() {
             kapi,serve)
                 cmd="kapi__subcmd__serve"
                 ;;
+            kapi,top)
+                cmd="kapi__subcmd__top"
+                ;;
             kapi__subcmd__help,candidates)
                 cmd="kapi__subcmd__help__subcmd__candidates"
                 ;;
@@ -64,6 +67,9 @@ _kapi() {
             kapi__subcmd__help,serve)
                 cmd="kapi__subcmd__help__subcmd__serve"
                 ;;
+            kapi__subcmd__help,top)
+                cmd="kapi__subcmd__help__subcmd__top"
+                ;;
             *)
                 ;;
         esac
@@ -71,7 +77,7 @@ _kapi() {
 
     case "${cmd}" in
         kapi)
-            opts="-v -h -V --v --log-format --help --version serve leases candidates hooks health completions man help"
+            opts="-v -h -V --v --log-format --help --version serve leases candidates hooks health top completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -211,7 +217,7 @@ _kapi() {
             return 0
             ;;
         kapi__subcmd__help)
-            opts="serve leases candidates hooks health completions man help"
+            opts="serve leases candidates hooks health top completions man help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -323,6 +329,20 @@ _kapi() {
             return 0
             ;;
         kapi__subcmd__help__subcmd__serve)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kapi__subcmd__help__subcmd__top)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -714,6 +734,64 @@ _kapi() {
                     return 0
                     ;;
                 --tracing-config-file)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --log-format)
+                    COMPREPLY=($(compgen -W "text json" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        kapi__subcmd__top)
+            opts="-o -v -h -V --kubeconfig --context --request-timeout --output --no-headers --color --interval --count --once --sort --limit --all-apiservers --v --log-format --help --version"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --kubeconfig)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --context)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --request-timeout)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --output)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                -o)
+                    COMPREPLY=($(compgen -W "table wide json yaml" -- "${cur}"))
+                    return 0
+                    ;;
+                --color)
+                    COMPREPLY=($(compgen -W "auto always never" -- "${cur}"))
+                    return 0
+                    ;;
+                --interval)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --count)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --sort)
+                    COMPREPLY=($(compgen -W "rate p99 errors" -- "${cur}"))
+                    return 0
+                    ;;
+                --limit)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

@@ -30,6 +30,7 @@ set edit:completion:arg-completer[kapi] = {|@words|
             cand candidates 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)'
             cand hooks 'Show the post-start hooks of an apiserver and why the failing ones fail'
             cand health 'Show the health checks of an apiserver; --wait polls until healthy'
+            cand top 'Show request rates, latencies and in-flight requests from /metrics, refreshing like top'
             cand completions 'Print a shell completion script'
             cand man 'Write man pages (one per subcommand) into a directory'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -193,6 +194,28 @@ set edit:completion:arg-completer[kapi] = {|@words|
             cand -V 'Print version'
             cand --version 'Print version'
         }
+        &'kapi;top'= {
+            cand --kubeconfig 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)'
+            cand --context 'The kubeconfig context to use (default: the current context)'
+            cand --request-timeout 'How long to wait for each request before giving up (e.g. 5s, 1m)'
+            cand -o 'Output format: table, wide (with 4XX/S and P90), json, yaml (one document per sample)'
+            cand --output 'Output format: table, wide (with 4XX/S and P90), json, yaml (one document per sample)'
+            cand --color 'Colour error rates: auto (only on a terminal, and not when NO_COLOR is set), always, never'
+            cand --interval 'Time between two reads of /metrics: the window every rate is computed over (e.g. 2s, 1m)'
+            cand --count 'Stop after this many samples (default: until Ctrl-C)'
+            cand --sort 'Row order: rate (requests/s), p99 (latency) or errors (5xx/s), highest first'
+            cand --limit 'Show at most N rows per apiserver (default: all; on a terminal, as many as fit)'
+            cand --log-format 'Log line format on stderr'
+            cand --no-headers 'Leave out the header lines of the tables'
+            cand --once 'Print one sample and exit (the same as --count 1)'
+            cand --all-apiservers 'Reach every apiserver through the peer addresses published in identity leases'
+            cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand --v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+            cand -h 'Print help (see more with ''--help'')'
+            cand --help 'Print help (see more with ''--help'')'
+            cand -V 'Print version'
+            cand --version 'Print version'
+        }
         &'kapi;completions'= {
             cand --log-format 'Log line format on stderr'
             cand -v 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
@@ -217,6 +240,7 @@ set edit:completion:arg-completer[kapi] = {|@words|
             cand candidates 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)'
             cand hooks 'Show the post-start hooks of an apiserver and why the failing ones fail'
             cand health 'Show the health checks of an apiserver; --wait polls until healthy'
+            cand top 'Show request rates, latencies and in-flight requests from /metrics, refreshing like top'
             cand completions 'Print a shell completion script'
             cand man 'Write man pages (one per subcommand) into a directory'
             cand help 'Print this message or the help of the given subcommand(s)'
@@ -230,6 +254,8 @@ set edit:completion:arg-completer[kapi] = {|@words|
         &'kapi;help;hooks'= {
         }
         &'kapi;help;health'= {
+        }
+        &'kapi;help;top'= {
         }
         &'kapi;help;completions'= {
         }

@@ -34,6 +34,7 @@ complete -c kapi -n "__fish_kapi_needs_command" -f -a "leases" -d 'Show apiserve
 complete -c kapi -n "__fish_kapi_needs_command" -f -a "candidates" -d 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)'
 complete -c kapi -n "__fish_kapi_needs_command" -f -a "hooks" -d 'Show the post-start hooks of an apiserver and why the failing ones fail'
 complete -c kapi -n "__fish_kapi_needs_command" -f -a "health" -d 'Show the health checks of an apiserver; --wait polls until healthy'
+complete -c kapi -n "__fish_kapi_needs_command" -f -a "top" -d 'Show request rates, latencies and in-flight requests from /metrics, refreshing like top'
 complete -c kapi -n "__fish_kapi_needs_command" -f -a "completions" -d 'Print a shell completion script'
 complete -c kapi -n "__fish_kapi_needs_command" -f -a "man" -d 'Write man pages (one per subcommand) into a directory'
 complete -c kapi -n "__fish_kapi_needs_command" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
@@ -196,6 +197,30 @@ complete -c kapi -n "__fish_kapi_using_subcommand health" -l all-apiservers -d '
 complete -c kapi -n "__fish_kapi_using_subcommand health" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
 complete -c kapi -n "__fish_kapi_using_subcommand health" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kapi -n "__fish_kapi_using_subcommand health" -s V -l version -d 'Print version'
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l kubeconfig -d 'Path to the kubeconfig file (default: $KUBECONFIG, then ~/.kube/config, then in-cluster)' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l context -d 'The kubeconfig context to use (default: the current context)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l request-timeout -d 'How long to wait for each request before giving up (e.g. 5s, 1m)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand top" -s o -l output -d 'Output format: table, wide (with 4XX/S and P90), json, yaml (one document per sample)' -r -f -a "table\t'Tables, redrawn in place on a terminal'
+wide\t'The tables with 4XX/S and P90 appended'
+json\t'One JSON document per sample'
+yaml\t'One YAML document per sample'"
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l color -d 'Colour error rates: auto (only on a terminal, and not when NO_COLOR is set), always, never' -r -f -a "auto\t'Colour when stdout is a terminal and NO_COLOR is not set'
+always\t'Always colour'
+never\t'Never colour'"
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l interval -d 'Time between two reads of /metrics: the window every rate is computed over (e.g. 2s, 1m)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l count -d 'Stop after this many samples (default: until Ctrl-C)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l sort -d 'Row order: rate (requests/s), p99 (latency) or errors (5xx/s), highest first' -r -f -a "rate\t'Requests per second, highest first'
+p99\t'99th percentile latency, slowest first'
+errors\t'5xx per second (then 4xx per second), highest first'"
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l limit -d 'Show at most N rows per apiserver (default: all; on a terminal, as many as fit)' -r
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
+json\t'One JSON object per line'"
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l no-headers -d 'Leave out the header lines of the tables'
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l once -d 'Print one sample and exit (the same as --count 1)'
+complete -c kapi -n "__fish_kapi_using_subcommand top" -l all-apiservers -d 'Reach every apiserver through the peer addresses published in identity leases'
+complete -c kapi -n "__fish_kapi_using_subcommand top" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
+complete -c kapi -n "__fish_kapi_using_subcommand top" -s h -l help -d 'Print help (see more with \'--help\')'
+complete -c kapi -n "__fish_kapi_using_subcommand top" -s V -l version -d 'Print version'
 complete -c kapi -n "__fish_kapi_using_subcommand completions" -l log-format -d 'Log line format on stderr' -r -f -a "text\t'Human-readable lines'
 json\t'One JSON object per line'"
 complete -c kapi -n "__fish_kapi_using_subcommand completions" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
@@ -206,11 +231,12 @@ json\t'One JSON object per line'"
 complete -c kapi -n "__fish_kapi_using_subcommand man" -s v -l v -d 'Log verbosity: -v debug, -vvvv trace (also --v=N as in kube-apiserver)'
 complete -c kapi -n "__fish_kapi_using_subcommand man" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c kapi -n "__fish_kapi_using_subcommand man" -s V -l version -d 'Print version'
-complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "serve" -d 'Run a Kubernetes-compatible control-plane API server'
-complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "leases" -d 'Show apiserver identity leases (who is alive) and, with --all, the other kube-system leases'
-complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "candidates" -d 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)'
-complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "hooks" -d 'Show the post-start hooks of an apiserver and why the failing ones fail'
-complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "health" -d 'Show the health checks of an apiserver; --wait polls until healthy'
-complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "completions" -d 'Print a shell completion script'
-complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "man" -d 'Write man pages (one per subcommand) into a directory'
-complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health top completions man help" -f -a "serve" -d 'Run a Kubernetes-compatible control-plane API server'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health top completions man help" -f -a "leases" -d 'Show apiserver identity leases (who is alive) and, with --all, the other kube-system leases'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health top completions man help" -f -a "candidates" -d 'Show LeaseCandidates joined with their Lease (who is elected, who is preferred)'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health top completions man help" -f -a "hooks" -d 'Show the post-start hooks of an apiserver and why the failing ones fail'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health top completions man help" -f -a "health" -d 'Show the health checks of an apiserver; --wait polls until healthy'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health top completions man help" -f -a "top" -d 'Show request rates, latencies and in-flight requests from /metrics, refreshing like top'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health top completions man help" -f -a "completions" -d 'Print a shell completion script'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health top completions man help" -f -a "man" -d 'Write man pages (one per subcommand) into a directory'
+complete -c kapi -n "__fish_kapi_using_subcommand help; and not __fish_seen_subcommand_from serve leases candidates hooks health top completions man help" -f -a "help" -d 'Print this message or the help of the given subcommand(s)'

@@ -1,4 +1,4 @@
-//! Arguments of the inspect commands (leases, candidates, hooks, health). Types only.
+//! Arguments of the inspect commands (leases, candidates, hooks, health, top). Types only.
 //! May use: output (Format, ColorChoice).
 
 use std::path::PathBuf;
@@ -67,6 +67,32 @@ kapi health readyz --wait --timeout 60s && deploy\n\n",
     "     \"httpStatus\": 200, \"healthy\": bool,\n",
     "     \"checks\": [{\"name\", \"status\": \"ok\"|\"failed\"|\"excluded\"}], \"warnings\": [string]}],\n",
     "   \"unreachable\": [{\"apiserver\", \"identity\", \"error\"}]}\n\n",
+    exit_codes!()
+);
+
+/// Long help of `kapi top`.
+const TOP_HELP: &str = concat!(
+    "Shows request rates, latencies and in-flight requests of an apiserver from its /metrics \
+(kube-apiserver's metric names, so it works on kube-apiserver too), refreshing every --interval \
+like top. Rates are the difference of two reads of /metrics one interval apart, so the first \
+sample comes after one interval. A row is a verb on a resource: REQ/S, 5XX/S, and the P50/P99 \
+latency estimated from apiserver_request_duration_seconds as Prometheus' histogram_quantile does; \
+-o wide adds 4XX/S and P90. Above the rows, per apiserver: in-flight read-only and mutating \
+requests, long-running requests, resident memory, CPU (100% = one core). On a terminal the table \
+is redrawn in place until Ctrl-C (exit 0; 130 when --count/--once had not finished); otherwise, \
+and with -o json/yaml, one document per sample is printed. Exits 3 when /metrics cannot be read at the start, or when \
+the last sample reached no apiserver. Reading /metrics takes the system:monitoring ClusterRole: \
+kubectl create clusterrolebinding kapi-top --clusterrole=system:monitoring --user=NAME\n\n",
+    "JSON/YAML shape (stable; one document per sample, YAML documents start with ---):\n",
+    "  {\"time\": RFC 3339,\n",
+    "   \"apiservers\": [{\"apiserver\": URL, \"identity\": lease name|null, \"intervalSeconds\",\n",
+    "     \"inFlight\": {\"readOnly\", \"mutating\"}, \"longRunning\", \"residentMemoryBytes\",\n",
+    "     \"cpuPercent\", \"requestsPerSecond\", \"serverErrorsPerSecond\",\n",
+    "     \"requests\": [{\"verb\", \"group\", \"resource\", \"subresource\", \"requestsPerSecond\",\n",
+    "       \"clientErrorsPerSecond\", \"serverErrorsPerSecond\", \"p50Seconds\", \"p90Seconds\",\n",
+    "       \"p99Seconds\"}]}],\n",
+    "   \"unreachable\": [{\"apiserver\", \"identity\", \"error\"}]}\n",
+    "Values the server does not expose, and latencies without observations, are null.\n\n",
     exit_codes!()
 );
 
@@ -211,4 +237,75 @@ pub struct HealthArgs {
     /// Reach every apiserver through the peer addresses published in identity leases.
     #[arg(long)]
     pub all_apiservers: bool,
+}
+
+/// The output formats of `kapi top`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TopFormat {
+    /// Tables, redrawn in place on a terminal.
+    #[default]
+    Table,
+    /// The tables with 4XX/S and P90 appended.
+    Wide,
+    /// One JSON document per sample.
+    Json,
+    /// One YAML document per sample.
+    Yaml,
+}
+
+/// The order of the rows of `kapi top`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum TopSort {
+    /// Requests per second, highest first.
+    #[default]
+    Rate,
+    /// 99th percentile latency, slowest first.
+    P99,
+    /// 5xx per second (then 4xx per second), highest first.
+    Errors,
+}
+
+/// `kapi top`.
+#[derive(Debug, clap::Args)]
+#[command(after_help = super::EXIT_CODES_HELP, after_long_help = TOP_HELP)]
+pub struct TopArgs {
+    /// Cluster access.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// Output format: table, wide (with 4XX/S and P90), json, yaml (one document per sample).
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = TopFormat::Table)]
+    pub output: TopFormat,
+    /// Leave out the header lines of the tables.
+    #[arg(long)]
+    pub no_headers: bool,
+    /// Colour error rates: auto (only on a terminal, and not when NO_COLOR is set), always, never.
+    #[arg(long, value_enum, default_value_t = ColorChoice::Auto, value_name = "WHEN")]
+    pub color: ColorChoice,
+    /// Time between two reads of /metrics: the window every rate is computed over (e.g. 2s, 1m).
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = parse_interval)]
+    pub interval: Duration,
+    /// Stop after this many samples (default: until Ctrl-C).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// Print one sample and exit (the same as --count 1).
+    #[arg(long, conflicts_with = "count")]
+    pub once: bool,
+    /// Row order: rate (requests/s), p99 (latency) or errors (5xx/s), highest first.
+    #[arg(long, value_enum, default_value_t = TopSort::Rate)]
+    pub sort: TopSort,
+    /// Show at most N rows per apiserver (default: all; on a terminal, as many as fit).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Reach every apiserver through the peer addresses published in identity leases.
+    #[arg(long)]
+    pub all_apiservers: bool,
+}
+
+/// A positive duration of at least 100ms: shorter windows hold too few requests to rate.
+fn parse_interval(text: &str) -> Result<Duration, String> {
+    let d = humantime::parse_duration(text).map_err(|e| e.to_string())?;
+    if d < Duration::from_millis(100) {
+        return Err("must be at least 100ms".into());
+    }
+    Ok(d)
 }

@@ -53,6 +53,8 @@ pub enum Command {
     Hooks(inspect::HooksArgs),
     /// Show the health checks of an apiserver; --wait polls until healthy.
     Health(inspect::HealthArgs),
+    /// Show request rates, latencies and in-flight requests from /metrics, refreshing like top.
+    Top(inspect::TopArgs),
     /// Print a shell completion script.
     Completions(generate::CompletionsArgs),
     /// Write man pages (one per subcommand) into a directory.

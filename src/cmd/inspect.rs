@@ -15,7 +15,7 @@ use crate::exit::{CodedError, ExitCode};
 use crate::inspect::{self, candidates, health, hooks, leases, Cluster, ClusterConfig};
 use crate::output::{self, Format, Options};
 
-type CmdResult = anyhow::Result<ExitCode>;
+pub(super) type CmdResult = anyhow::Result<ExitCode>;
 
 /// Runs an inspect command on a fresh single-threaded runtime.
 pub(crate) fn run<F>(fut: F) -> CmdResult
@@ -370,7 +370,7 @@ impl Drop for WaitSpinner {
     }
 }
 
-async fn connect(args: &ClusterArgs) -> anyhow::Result<Cluster> {
+pub(super) async fn connect(args: &ClusterArgs) -> anyhow::Result<Cluster> {
     let cfg = ClusterConfig {
         kubeconfig: args.kubeconfig.clone(),
         context: args.context.clone(),
@@ -380,7 +380,7 @@ async fn connect(args: &ClusterArgs) -> anyhow::Result<Cluster> {
 }
 
 /// Carries an inspect error's exit code and one-line message to the edge.
-fn coded(err: inspect::Error) -> CodedError {
+pub(super) fn coded(err: inspect::Error) -> CodedError {
     CodedError::new(err.exit_code(), err.to_string())
 }
 
@@ -404,7 +404,7 @@ where
     write_stdout(|w| output::render(view, out.output, opts, w))
 }
 
-fn write_stdout(
+pub(super) fn write_stdout(
     f: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> anyhow::Result<Option<ExitCode>> {
     let stdout = io::stdout();

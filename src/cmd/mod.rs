@@ -3,6 +3,7 @@
 mod generate;
 mod inspect;
 mod serve;
+mod top;
 
 use crate::cli::{Cli, Command};
 use crate::exit::ExitCode;
@@ -15,6 +16,7 @@ pub fn dispatch(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Candidates(args) => inspect::run(inspect::candidates(args)),
         Command::Hooks(args) => inspect::run(inspect::hooks(args)),
         Command::Health(args) => inspect::run(inspect::health(args)),
+        Command::Top(args) => inspect::run(top::top(args)),
         Command::Completions(args) => generate::completions(&args),
         Command::Man(args) => generate::man(&args),
     }

@@ -57,6 +57,12 @@ pub(crate) enum Error {
         /// What was asked for.
         what: String,
     },
+    /// 403 on `/metrics`: reading it takes the `system:monitoring` ClusterRole.
+    #[error("{server} forbids reading /metrics (403 Forbidden): the kubeconfig user needs the system:monitoring ClusterRole, e.g. kubectl create clusterrolebinding kapi-top --clusterrole=system:monitoring --user=NAME")]
+    MetricsForbidden {
+        /// The server URL.
+        server: String,
+    },
     /// No answer within --request-timeout.
     #[error("{server} did not answer {what} within {}: check the server or raise --request-timeout", humantime::format_duration(*.timeout))]
     Timeout {

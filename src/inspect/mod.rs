@@ -15,6 +15,10 @@ mod healthtext;
 pub(crate) mod hooks;
 pub(crate) mod leases;
 mod peers;
+mod promql;
+mod scrape;
+pub(crate) mod top;
+mod top_table;
 
 pub(crate) use client::{Cluster, ClusterConfig};
 pub(crate) use error::{one_line, Error, Result};

@@ -89,15 +89,7 @@ where
     V: serde::Serialize + Tabular + ?Sized,
 {
     match format {
-        Format::Table | Format::Wide => {
-            let wide = format == Format::Wide;
-            let headers = if opts.no_headers {
-                None
-            } else {
-                Some(view.headers(wide))
-            };
-            table::write(headers.as_deref(), &view.rows(wide), opts.color, out)
-        }
+        Format::Table | Format::Wide => render_table(view, format == Format::Wide, opts, out),
         Format::Json => {
             serde_json::to_writer_pretty(&mut *out, view).map_err(io::Error::other)?;
             out.write_all(b"\n")
@@ -113,6 +105,27 @@ where
             Ok(())
         }
     }
+}
+
+/// Renders `view` as a table (`wide` for `-o wide`): one of several tables on a screen.
+///
+/// # Errors
+/// Fails only when writing fails.
+pub(crate) fn render_table<V>(
+    view: &V,
+    wide: bool,
+    opts: Options,
+    out: &mut dyn Write,
+) -> io::Result<()>
+where
+    V: Tabular + ?Sized,
+{
+    let headers = if opts.no_headers {
+        None
+    } else {
+        Some(view.headers(wide))
+    };
+    table::write(headers.as_deref(), &view.rows(wide), opts.color, out)
 }
 
 /// Column widths (in characters) of a table with `headers` and `rows`, for [`render_rows`].

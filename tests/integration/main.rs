@@ -44,5 +44,6 @@ mod request_header;
 mod service_accounts;
 mod shutdown;
 mod spinner;
+mod top;
 mod tracing;
 mod watch;
