@@ -364,8 +364,10 @@ fn status_error(code: u16, body: &[u8], text: bool) -> String {
 }
 
 /// Runs a webhook call to completion from synchronous code (a storage codec): on a
-/// multi-threaded runtime the worker hands its other tasks off while it waits; elsewhere a
-/// thread of its own runs the call.
+/// multi-threaded runtime it is first polled once in place, which finishes the work that
+/// never waits (admission policies over cached state, a chain where nothing matches), and
+/// only work that must wait makes the worker hand its other tasks off while it waits;
+/// elsewhere a thread of its own runs the call.
 ///
 /// # Errors
 ///
@@ -379,6 +381,14 @@ where
     use tokio::runtime::{Handle, RuntimeFlavor};
     match Handle::try_current() {
         Ok(h) if h.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            let mut fut = std::pin::pin!(fut);
+            // Polled here with a waker that does nothing: if it is not done, block_on polls
+            // it again at once with its own, on the same runtime, before it parks.
+            let waker = futures::task::noop_waker();
+            let mut cx = std::task::Context::from_waker(&waker);
+            if let std::task::Poll::Ready(out) = fut.as_mut().poll(&mut cx) {
+                return out;
+            }
             tokio::task::block_in_place(|| h.block_on(fut))
         }
         _ => std::thread::scope(|s| {
