@@ -13,6 +13,7 @@
 //! May use: registry (store, follow, webhook client), api.
 
 mod policies;
+mod projection;
 mod review;
 mod webhooks;
 

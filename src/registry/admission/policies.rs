@@ -11,6 +11,7 @@
 //! `status.typeChecking` is not written; `authorizer` is not bound; auditAnnotations and the
 //! Audit action are not recorded (there is no audit log yet).
 
+use super::projection::Projection;
 use super::webhooks::{labels, rule_matches, selector};
 use super::{Attributes, Error, Request};
 use crate::metrics::admission::PolicyOutcome;
@@ -329,13 +330,17 @@ thread_local! {
     static BASE: CelContext<'static> = CelContext::default().with_all();
 }
 
-/// Which variables a policy's expressions read, so a write converts only those.
-#[derive(Default, Clone, Copy)]
+/// Which variables a policy's expressions read, and which parts of the object and the old
+/// object, so a write converts only those.
+#[derive(Default, Clone)]
 struct Uses {
     object: bool,
     old_object: bool,
     request: bool,
     namespace: bool,
+    /// What the expressions can observe of `object` and `oldObject`.
+    object_parts: Projection,
+    old_object_parts: Projection,
 }
 
 impl Uses {
@@ -359,17 +364,21 @@ impl Uses {
             uses.old_object |= r.has_variable("oldObject");
             uses.request |= r.has_variable("request");
             uses.namespace |= r.has_variable("namespaceObject");
+            let expr = p.expression();
+            uses.object_parts.union(&Projection::of(expr, "object"));
+            uses.old_object_parts
+                .union(&Projection::of(expr, "oldObject"));
         }
         uses
     }
 
-    fn union(self, o: Uses) -> Uses {
-        Uses {
-            object: self.object || o.object,
-            old_object: self.old_object || o.old_object,
-            request: self.request || o.request,
-            namespace: self.namespace || o.namespace,
-        }
+    fn union(&mut self, o: &Uses) {
+        self.object |= o.object;
+        self.old_object |= o.old_object;
+        self.request |= o.request;
+        self.namespace |= o.namespace;
+        self.object_parts.union(&o.object_parts);
+        self.old_object_parts.union(&o.old_object_parts);
     }
 }
 
@@ -423,7 +432,8 @@ pub(super) async fn validate(
 ) -> Result<(), Error> {
     // What to evaluate: the matching bindings with their params (read first, as that awaits).
     let mut work: Vec<(&Policy, &Binding, ParamsOf)> = Vec::new();
-    let mut uses = Uses::default();
+    // One policy's uses as they are (the usual case); several policies' merged.
+    let mut uses: Option<std::borrow::Cow<'_, Uses>> = None;
     for (policy, binding) in bound {
         if !policy
             .constraints
@@ -434,16 +444,19 @@ pub(super) async fn validate(
         {
             continue;
         }
-        uses = uses.union(policy.uses);
+        match &mut uses {
+            None => uses = Some(std::borrow::Cow::Borrowed(&policy.uses)),
+            Some(u) => u.to_mut().union(&policy.uses),
+        }
         work.push((
             policy,
             binding,
             params_of(policy, binding, params, attrs).await,
         ));
     }
-    if work.is_empty() {
+    let Some(uses) = uses.filter(|_| !work.is_empty()) else {
         return Ok(());
-    }
+    };
     type Decided<'p> = (&'p Policy, &'p Binding, Result<Decision, String>, Duration);
     let decisions: Vec<Decided<'_>> = BASE.with(|base| {
         let mut ctx = base.new_inner_scope();
@@ -452,8 +465,11 @@ pub(super) async fn validate(
                 ctx.add_variable_from_value(name.to_string(), v.map_or(CelValue::Null, json));
             }
         };
-        bind(&mut ctx, "object", uses.object, object);
-        bind(&mut ctx, "oldObject", uses.old_object, attrs.old_object);
+        // Only the parts of the objects the expressions can observe are converted.
+        let object = object.map(|o| uses.object_parts.apply(o));
+        let old_object = attrs.old_object.map(|o| uses.old_object_parts.apply(o));
+        bind(&mut ctx, "object", uses.object, object.as_ref());
+        bind(&mut ctx, "oldObject", uses.old_object, old_object.as_ref());
         bind(&mut ctx, "namespaceObject", uses.namespace, namespace);
         if uses.request {
             ctx.add_variable_from_value("request", json(&cel_request(req, attrs)));

@@ -1,0 +1,247 @@
+//! Which parts of a variable (`object`, `oldObject`) a policy's expressions can observe, so a
+//! write converts only those into CEL values: with `object.metadata.name` and `object.data`
+//! the only uses, `{"metadata": {"name": ...}, "data": ...}` is all an expression could ever
+//! tell apart, and managedFields and the rest are never converted.
+//!
+//! Read off the parsed expressions: a chain of field selections rooted at the variable
+//! (`object.a.b`, `has(object.a.b)`) keeps the subtree at its end; the variable used any other
+//! way (compared whole, passed to a function, iterated, or shadowed by a comprehension's
+//! variable) keeps everything. Selecting a field of a map is a key lookup, so a projection that
+//! keeps every selected path's subtree answers every expression as the whole value does.
+
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+
+/// The parts of a variable that are kept.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(super) struct Projection {
+    /// Everything under this node.
+    all: bool,
+    /// Only these fields (each with its own projection).
+    fields: BTreeMap<String, Projection>,
+}
+
+impl Projection {
+    /// Everything.
+    pub(super) fn all() -> Projection {
+        Projection {
+            all: true,
+            fields: BTreeMap::new(),
+        }
+    }
+
+    /// What `expr` observes of the variable `name` (nothing when it does not use it).
+    pub(super) fn of(expr: &IdedExpr, name: &str) -> Projection {
+        let mut p = Projection::default();
+        p.visit(expr, name);
+        p
+    }
+
+    /// Keeps what either keeps.
+    pub(super) fn union(&mut self, other: &Projection) {
+        if self.all {
+            return;
+        }
+        if other.all {
+            *self = Projection::all();
+            return;
+        }
+        for (field, p) in &other.fields {
+            self.fields.entry(field.clone()).or_default().union(p);
+        }
+    }
+
+    fn keep(&mut self, path: &[&str]) {
+        let mut node = self;
+        for field in path {
+            if node.all {
+                return;
+            }
+            node = node.fields.entry((*field).to_string()).or_default();
+        }
+        *node = Projection::all();
+    }
+
+    fn visit(&mut self, expr: &IdedExpr, name: &str) {
+        if self.all {
+            return;
+        }
+        if let Some(path) = selection(expr, name) {
+            self.keep(&path);
+            return;
+        }
+        match &expr.expr {
+            Expr::Ident(id) if id == name => *self = Projection::all(),
+            Expr::Select(s) => self.visit(&s.operand, name),
+            Expr::Call(c) => {
+                if let Some(t) = &c.target {
+                    self.visit(t, name);
+                }
+                for a in &c.args {
+                    self.visit(a, name);
+                }
+            }
+            Expr::Comprehension(c) => {
+                let shadowed = c.iter_var == name
+                    || c.accu_var == name
+                    || c.iter_var2.as_deref() == Some(name);
+                if shadowed {
+                    *self = Projection::all();
+                    return;
+                }
+                for e in [
+                    &c.iter_range,
+                    &c.accu_init,
+                    &c.loop_cond,
+                    &c.loop_step,
+                    &c.result,
+                ] {
+                    self.visit(e, name);
+                }
+            }
+            Expr::List(l) => {
+                for e in &l.elements {
+                    self.visit(e, name);
+                }
+            }
+            Expr::Map(m) => {
+                for entry in &m.entries {
+                    match &entry.expr {
+                        EntryExpr::MapEntry(e) => {
+                            self.visit(&e.key, name);
+                            self.visit(&e.value, name);
+                        }
+                        EntryExpr::StructField(f) => self.visit(&f.value, name),
+                    }
+                }
+            }
+            Expr::Struct(s) => {
+                for entry in &s.entries {
+                    match &entry.expr {
+                        EntryExpr::MapEntry(e) => {
+                            self.visit(&e.key, name);
+                            self.visit(&e.value, name);
+                        }
+                        EntryExpr::StructField(f) => self.visit(&f.value, name),
+                    }
+                }
+            }
+            Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+        }
+    }
+
+    /// The kept parts of `value` (`value` itself when everything is kept).
+    pub(super) fn apply(&self, value: &Value) -> Value {
+        if self.all {
+            return value.clone();
+        }
+        match value {
+            Value::Object(map) => {
+                let kept: Map<String, Value> = self
+                    .fields
+                    .iter()
+                    .filter_map(|(field, p)| Some((field.clone(), p.apply(map.get(field)?))))
+                    .collect();
+                Value::Object(kept)
+            }
+            // Selecting a field of anything else fails the same way on the whole value.
+            other => other.clone(),
+        }
+    }
+}
+
+/// The fields of a chain of selections rooted at the variable `name`
+/// (`object.metadata.name` → `["metadata", "name"]`), None for anything else.
+fn selection<'e>(expr: &'e IdedExpr, name: &str) -> Option<Vec<&'e str>> {
+    let mut path = Vec::new();
+    let mut cur = expr;
+    loop {
+        match &cur.expr {
+            Expr::Select(s) => {
+                path.push(s.field.as_str());
+                cur = &s.operand;
+            }
+            Expr::Ident(id) if id == name && !path.is_empty() => {
+                path.reverse();
+                return Some(path);
+            }
+            _ => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube_cel::cel::Program;
+    use serde_json::json;
+
+    fn projection(exprs: &[&str]) -> Projection {
+        let mut p = Projection::default();
+        for e in exprs {
+            let program = Program::compile(e).unwrap();
+            p.union(&Projection::of(program.expression(), "object"));
+        }
+        p
+    }
+
+    fn object() -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "a", "labels": {"team": "x"},
+                            "managedFields": [{"manager": "kubectl"}]},
+               "data": {"k": "v"}})
+    }
+
+    #[test]
+    fn selections_keep_only_their_subtrees() {
+        let p = projection(&[
+            "object.metadata.name.size() < 64",
+            "!has(object.data) || size(object.data) < 100",
+            "request.userInfo.username != 'nobody'",
+        ]);
+        assert_eq!(
+            p.apply(&object()),
+            json!({"metadata": {"name": "a"}, "data": {"k": "v"}})
+        );
+        // Index and method calls end the chain: the subtree before them is kept.
+        let p = projection(&["object.metadata.labels['team'] == 'x'"]);
+        assert_eq!(
+            p.apply(&object()),
+            json!({"metadata": {"labels": {"team": "x"}}})
+        );
+        // A field the object lacks stays absent, so has() answers the same.
+        let p = projection(&["has(object.spec.replicas)"]);
+        assert_eq!(p.apply(&object()), json!({}));
+    }
+
+    #[test]
+    fn the_variable_used_whole_or_shadowed_keeps_everything() {
+        for e in [
+            "object == oldObject",
+            "size(object) > 0",
+            "object.metadata.name == 'a' && [object].size() == 1",
+            "[1, 2].all(object, object > 0) && object.data.k == 'v'",
+            "object.metadata.all(k, k != 'x')",
+        ] {
+            let p = projection(&[e]);
+            let kept = p.apply(&object());
+            let whole = e.contains("object.metadata.all");
+            if whole {
+                // `metadata` is iterated: it is kept whole, the rest is not.
+                assert_eq!(
+                    kept,
+                    json!({"metadata": object()["metadata"].clone()}),
+                    "{e}"
+                );
+            } else {
+                assert_eq!(kept, object(), "{e}");
+            }
+        }
+        // Another variable's use keeps nothing of this one.
+        assert_eq!(
+            projection(&["oldObject.data.k == 'v'"]).apply(&object()),
+            json!({})
+        );
+    }
+}
