@@ -245,6 +245,12 @@ impl Endpoint {
             .map_err(|e| self.transport(e.to_string()))?;
         // The traced request's context goes along (otelhttp's transport in upstream's client).
         crate::api::trace::inject(request.headers_mut());
+        // A kept connection becomes ready again only once its task has finished the previous
+        // exchange; sending before that fails, and would open a new connection needlessly.
+        sender
+            .ready()
+            .await
+            .map_err(|e| self.transport(e.to_string()))?;
         let response = sender
             .send_request(request)
             .await
