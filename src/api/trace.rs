@@ -28,6 +28,37 @@ where
     F: Future,
     A: FnOnce() -> Vec<KeyValue>,
 {
+    traced(name, attributes, fut, |_| None).await
+}
+
+/// [`in_span`] for a fallible step: an error is recorded as upstream's `failed` event (with
+/// `err`); the span's status is left alone, as a NotFound or a Conflict is an answer.
+pub(crate) async fn in_fallible_span<F, A, T, E>(
+    name: &'static str,
+    attributes: A,
+    fut: F,
+) -> F::Output
+where
+    F: Future<Output = Result<T, E>>,
+    A: FnOnce() -> Vec<KeyValue>,
+    E: std::fmt::Display,
+{
+    traced(name, attributes, fut, |out| {
+        out.as_ref().err().map(ToString::to_string)
+    })
+    .await
+}
+
+async fn traced<F, A>(
+    name: &'static str,
+    attributes: A,
+    fut: F,
+    failure: impl FnOnce(&F::Output) -> Option<String>,
+) -> F::Output
+where
+    F: Future,
+    A: FnOnce() -> Vec<KeyValue>,
+{
     if !sampled() {
         return fut.await;
     }
@@ -38,6 +69,10 @@ where
         .start(&tracer);
     let cx = Context::current_with_span(span);
     let out = fut.with_context(cx.clone()).await;
+    if let Some(err) = failure(&out) {
+        cx.span()
+            .add_event("failed", vec![KeyValue::new("err", err)]);
+    }
     cx.span().end();
     out
 }

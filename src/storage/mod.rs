@@ -2,7 +2,8 @@
 //! k8s.io/apiserver pkg/storage, over bytes only. One global, strictly increasing revision per
 //! store is the resourceVersion clients see. Backends: an embedded durable store (default) and a
 //! real etcd v3; a watch cache sits in front of either.
-//! May use: metrics (a leaf: its figures are recorded where the work happens).
+//! May use: metrics (a leaf: its figures are recorded where the work happens), api (trace
+//! spans).
 
 mod cacher;
 #[cfg(test)]
@@ -357,11 +358,8 @@ pub enum BackendConfig {
 pub async fn open(config: Config) -> Result<std::sync::Arc<dyn Storage>> {
     let mut backend = open_backend(&config).await?;
     if config.traced {
-        let store = match config.backend {
-            BackendConfig::Etcd { .. } => "etcd3",
-            BackendConfig::Embedded { .. } => "embedded",
-        };
-        backend = std::sync::Arc::new(traced::Traced::new(backend, store));
+        let etcd = matches!(config.backend, BackendConfig::Etcd { .. });
+        backend = std::sync::Arc::new(traced::Traced::new(backend, etcd));
     }
     if config.watch_cache {
         return Ok(std::sync::Arc::new(Cacher::new(

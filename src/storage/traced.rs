@@ -3,59 +3,64 @@
 //! tracing.Start). Put in front of the backend only when tracing is on, so an untraced server
 //! pays nothing; with tracing on, a span is made only under the request's sampled span (the
 //! task's current OpenTelemetry context), else the call goes straight through.
-//! May use: nothing internal.
+//! May use: api (its trace spans).
 
 use super::{
     DeleteCheck, KeyValue, ListOptions, ListResult, ListRevision, Result, Revision, Storage,
     UpdateFn, WatchStream,
 };
+use crate::api::trace::in_fallible_span;
 use bytes::Bytes;
-use opentelemetry::context::FutureExt as _;
-use opentelemetry::trace::{TraceContextExt as _, Tracer as _};
-use opentelemetry::{global, Context, KeyValue as Attribute};
+use opentelemetry::KeyValue as Attribute;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Instrumentation scope of the spans (upstream's component-base/tracing).
-const SCOPE: &str = "k8s.io/component-base/tracing";
+/// The operations that make spans.
+#[derive(Clone, Copy)]
+enum Op {
+    Get,
+    List,
+    Create,
+    GuaranteedUpdate,
+    Delete,
+}
 
 /// A backend whose reads and writes are spans of the traced requests that make them.
 pub(super) struct Traced {
     inner: Arc<dyn Storage>,
-    /// The store in span names: `etcd3` as upstream, or `embedded`.
-    store: &'static str,
+    /// Span names, `<operation> <store>` (`etcd3` as upstream, or `embedded`), by [`Op`].
+    names: &'static [&'static str; 5],
 }
 
+const ETCD3: [&str; 5] = [
+    "Get etcd3",
+    "List(recursive=true) etcd3",
+    "Create etcd3",
+    "GuaranteedUpdate etcd3",
+    "Delete etcd3",
+];
+const EMBEDDED: [&str; 5] = [
+    "Get embedded",
+    "List(recursive=true) embedded",
+    "Create embedded",
+    "GuaranteedUpdate embedded",
+    "Delete embedded",
+];
+
 impl Traced {
-    /// Wraps `inner`, naming spans `<Operation> <store>`.
-    pub(super) fn new(inner: Arc<dyn Storage>, store: &'static str) -> Traced {
-        Traced { inner, store }
+    /// Wraps `inner`; `etcd`: it is etcd (spans named `... etcd3`), else the embedded store.
+    pub(super) fn new(inner: Arc<dyn Storage>, etcd: bool) -> Traced {
+        let names = if etcd { &ETCD3 } else { &EMBEDDED };
+        Traced { inner, names }
     }
 
-    async fn span<F, A, T>(&self, op: &str, attributes: A, fut: F) -> Result<T>
+    async fn span<F, A, T>(&self, op: Op, attributes: A, fut: F) -> Result<T>
     where
         F: Future<Output = Result<T>>,
         A: FnOnce() -> Vec<Attribute>,
     {
-        if !Context::map_current(|cx| cx.span().span_context().is_sampled()) {
-            return fut.await;
-        }
-        let tracer = global::tracer(SCOPE);
-        let span = tracer
-            .span_builder(format!("{op} {}", self.store))
-            .with_attributes(attributes())
-            .start(&tracer);
-        let cx = Context::current_with_span(span);
-        let out = fut.with_context(cx.clone()).await;
-        if let Err(e) = &out {
-            // As upstream's "... failed" events: a NotFound or a Conflict is an answer, not
-            // a failure of the span.
-            cx.span()
-                .add_event("failed", vec![Attribute::new("err", e.to_string())]);
-        }
-        cx.span().end();
-        out
+        in_fallible_span(self.names[op as usize], attributes, fut).await
     }
 }
 
@@ -75,7 +80,7 @@ fn resource_version(revision: ListRevision) -> String {
 #[async_trait::async_trait]
 impl Storage for Traced {
     async fn get(&self, k: &str) -> Result<KeyValue> {
-        self.span("Get", key(k), self.inner.get(k)).await
+        self.span(Op::Get, key(k), self.inner.get(k)).await
     }
 
     async fn get_cached(&self, k: &str) -> Result<KeyValue> {
@@ -101,7 +106,7 @@ impl Storage for Traced {
             ]
         };
         let list = self.inner.list(prefix, opts);
-        self.span("List(recursive=true)", attributes, list).await
+        self.span(Op::List, attributes, list).await
     }
 
     async fn create(&self, k: &str, value: Bytes, ttl: Option<Duration>) -> Result<KeyValue> {
@@ -113,7 +118,7 @@ impl Storage for Traced {
             ]
         };
         let create = self.inner.create(k, value, ttl);
-        self.span("Create", attributes, create).await
+        self.span(Op::Create, attributes, create).await
     }
 
     async fn guaranteed_update(
@@ -123,11 +128,11 @@ impl Storage for Traced {
         update: UpdateFn<'_>,
     ) -> Result<KeyValue> {
         let update = self.inner.guaranteed_update(k, ignore_not_found, update);
-        self.span("GuaranteedUpdate", key(k), update).await
+        self.span(Op::GuaranteedUpdate, key(k), update).await
     }
 
     async fn delete(&self, k: &str, check: DeleteCheck<'_>) -> Result<KeyValue> {
-        self.span("Delete", key(k), self.inner.delete(k, check))
+        self.span(Op::Delete, key(k), self.inner.delete(k, check))
             .await
     }
 
@@ -153,5 +158,13 @@ impl Storage for Traced {
 
     async fn check_health(&self) -> Result<()> {
         self.inner.check_health().await
+    }
+
+    async fn count(&self, prefix: &str) -> Result<i64> {
+        self.inner.count(prefix).await
+    }
+
+    async fn db_size(&self) -> Result<Option<(String, i64)>> {
+        self.inner.db_size().await
     }
 }

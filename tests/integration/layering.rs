@@ -10,7 +10,8 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ("api", &[]),
     // The store records its own figures (fsync latency, commit batches, the watch cache's
     // dispatches) in the metrics, a leaf that names only api.
-    ("storage", &["metrics"]),
+    // and the spans of traced requests (api::trace).
+    ("storage", &["metrics", "api"]),
     ("output", &[]),
     ("options", &[]),
     ("exit", &[]),

@@ -60,7 +60,7 @@ pub(crate) async fn embedded_cached() -> Fixture {
 /// The embedded store behind the tracing wrapper (put there by `--tracing-config-file`).
 pub(crate) async fn embedded_traced() -> Fixture {
     let f = embedded().await;
-    let store: Arc<dyn Storage> = Arc::new(super::traced::Traced::new(f.backend, "embedded"));
+    let store: Arc<dyn Storage> = Arc::new(super::traced::Traced::new(f.backend, false));
     Fixture {
         store: store.clone(),
         backend: store,
@@ -120,6 +120,7 @@ macro_rules! conformance {
                 };
             }
             case!(crud);
+            case!(counts_and_size);
             case!(preconditions_and_conflicts);
             case!(concurrent_updates_lose_nothing);
             case!(list_paging_at_fixed_revision);
