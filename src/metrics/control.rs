@@ -37,19 +37,85 @@ pub(crate) struct ControlMetrics {
     hooks_completed: Family<NameLabel, Gauge>,
     hook_failures: Family<NameLabel, Counter>,
     renewals: Family<ResultLabel, Counter>,
-    authentications: Family<ResultLabel, PlainCounter>,
-    authentication_durations: Histograms<ResultLabel>,
-    authorizations: Family<ResultLabel, Counter>,
-    authorization_durations: Histograms<ResultLabel>,
-    /// Each result's counter and histogram, looked up once: every request records both.
-    authn_by_result: [OnceLock<(PlainCounter, Histogram)>; AUTHN_RESULTS.len()],
-    authz_by_result: [OnceLock<(Counter, Histogram)>; AUTHZ_RESULTS.len()],
+    authentications: Attempts<PlainCounter>,
+    authorizations: Attempts<Counter>,
 }
 
-/// authentication_attempts' results.
-const AUTHN_RESULTS: [&str; 3] = ["success", "failure", "error"];
-/// authorization_attempts_total's results.
-const AUTHZ_RESULTS: [&str; 4] = ["allowed", "denied", "no-opinion", "error"];
+/// Something counted up by one.
+trait Inc {
+    fn add_one(&self);
+}
+
+impl Inc for Counter {
+    fn add_one(&self) {
+        self.inc();
+    }
+}
+
+impl Inc for PlainCounter {
+    fn add_one(&self) {
+        self.inc();
+    }
+}
+
+/// Attempts counted and timed by result (authentication's, authorization's); each result's
+/// counter and histogram are looked up once, as every request records both.
+struct Attempts<C> {
+    counts: Family<ResultLabel, C>,
+    durations: Histograms<ResultLabel>,
+    results: &'static [&'static str],
+    by_result: Vec<OnceLock<(C, Histogram)>>,
+}
+
+impl<C> Attempts<C>
+where
+    C: Inc
+        + Clone
+        + Default
+        + prometheus_client::encoding::EncodeMetric
+        + prometheus_client::metrics::TypedMetric
+        + Send
+        + Sync
+        + std::fmt::Debug
+        + 'static,
+{
+    /// Registers `<name>` (the counter) and `<duration>` (the histogram) for `results`.
+    fn register(
+        registry: &mut Registry,
+        (name, help): (&str, &str),
+        (duration, duration_help): (&str, &str),
+        results: &'static [&'static str],
+    ) -> Attempts<C> {
+        let a = Attempts {
+            counts: Family::default(),
+            durations: Family::new_with_constructor(auth_histogram as fn() -> Histogram),
+            results,
+            by_result: results.iter().map(|_| OnceLock::new()).collect(),
+        };
+        registry.register(name, help, a.counts.clone());
+        registry.register(duration, duration_help, a.durations.clone());
+        a
+    }
+
+    /// One attempt with `result` (one of the registered results) that took `took`.
+    fn record(&self, result: &'static str, took: Duration) {
+        if !super::recording() {
+            return;
+        }
+        let Some(i) = self.results.iter().position(|r| *r == result) else {
+            return;
+        };
+        let (count, duration) = self.by_result[i].get_or_init(|| {
+            let label = ResultLabel { result };
+            (
+                self.counts.get_or_create(&label).clone(),
+                self.durations.get_or_create(&label).clone(),
+            )
+        });
+        count.add_one();
+        duration.observe(took.as_secs_f64());
+    }
+}
 
 impl ControlMetrics {
     pub(super) fn register(registry: &mut Registry) -> ControlMetrics {
@@ -57,16 +123,27 @@ impl ControlMetrics {
             hooks_completed: Family::default(),
             hook_failures: Family::default(),
             renewals: Family::default(),
-            authentications: Family::default(),
-            authentication_durations: Family::new_with_constructor(
-                auth_histogram as fn() -> Histogram,
+            authentications: Attempts::register(
+                registry,
+                ("authentication_attempts", "Counter of authenticated attempts."),
+                (
+                    "authentication_duration_seconds",
+                    "Authentication duration in seconds broken out by result.",
+                ),
+                &["success", "failure", "error"],
             ),
-            authorizations: Family::default(),
-            authorization_durations: Family::new_with_constructor(
-                auth_histogram as fn() -> Histogram,
+            authorizations: Attempts::register(
+                registry,
+                (
+                    "authorization_attempts",
+                    "Counter of authorization attempts broken down by result. It can be either 'allowed', 'denied', 'no-opinion' or 'error'.",
+                ),
+                (
+                    "authorization_duration_seconds",
+                    "Authorization duration in seconds broken out by result.",
+                ),
+                &["allowed", "denied", "no-opinion", "error"],
             ),
-            authn_by_result: Default::default(),
-            authz_by_result: Default::default(),
         };
         registry.register(
             "kapi_post_start_hook_completed",
@@ -82,26 +159,6 @@ impl ControlMetrics {
             "kapi_identity_lease_renewals",
             "Renewals of this apiserver's identity lease, by result (success or failure).",
             m.renewals.clone(),
-        );
-        registry.register(
-            "authentication_attempts",
-            "Counter of authenticated attempts.",
-            m.authentications.clone(),
-        );
-        registry.register(
-            "authentication_duration_seconds",
-            "Authentication duration in seconds broken out by result.",
-            m.authentication_durations.clone(),
-        );
-        registry.register(
-            "authorization_attempts",
-            "Counter of authorization attempts broken down by result. It can be either 'allowed', 'denied', 'no-opinion' or 'error'.",
-            m.authorizations.clone(),
-        );
-        registry.register(
-            "authorization_duration_seconds",
-            "Authorization duration in seconds broken out by result.",
-            m.authorization_durations.clone(),
         );
         m
     }
@@ -137,39 +194,11 @@ impl ControlMetrics {
 
     /// One authentication: `result` is `success`, `failure` or `error`.
     pub(crate) fn authentication(&self, result: &'static str, took: Duration) {
-        if !super::recording() {
-            return;
-        }
-        let Some(i) = AUTHN_RESULTS.iter().position(|r| *r == result) else {
-            return;
-        };
-        let (count, duration) = self.authn_by_result[i].get_or_init(|| {
-            let label = ResultLabel { result };
-            (
-                self.authentications.get_or_create(&label).clone(),
-                self.authentication_durations.get_or_create(&label).clone(),
-            )
-        });
-        count.inc();
-        duration.observe(took.as_secs_f64());
+        self.authentications.record(result, took);
     }
 
     /// One authorization: `result` is `allowed`, `denied`, `no-opinion` or `error`.
     pub(crate) fn authorization(&self, result: &'static str, took: Duration) {
-        if !super::recording() {
-            return;
-        }
-        let Some(i) = AUTHZ_RESULTS.iter().position(|r| *r == result) else {
-            return;
-        };
-        let (count, duration) = self.authz_by_result[i].get_or_init(|| {
-            let label = ResultLabel { result };
-            (
-                self.authorizations.get_or_create(&label).clone(),
-                self.authorization_durations.get_or_create(&label).clone(),
-            )
-        });
-        count.inc();
-        duration.observe(took.as_secs_f64());
+        self.authorizations.record(result, took);
     }
 }
