@@ -286,6 +286,25 @@ async fn metrics_cover_watches_storage_and_the_control_plane() {
         Some(0.0)
     );
 
+    // A list the backend answers is a store request; one the watch cache serves is not.
+    let list = [
+        ("operation", "list"),
+        ("group", ""),
+        ("resource", "configmaps"),
+    ];
+    let lists = |samples: &[Value]| sample(samples, "etcd_requests_total", &list).unwrap_or(0.0);
+    let before = lists(&scrape(&server).await.1);
+    for query in ["", "?resourceVersion=0"] {
+        let resp = server
+            .admin_http()
+            .get(server.url(&format!("/api/v1/namespaces/default/configmaps{query}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(resp.status(), 200);
+    }
+    assert_eq!(lists(&scrape(&server).await.1), before + 1.0);
+
     // The objects of each resource are counted on the poll period.
     let listed = server
         .kubectl_ok(&["get", "configmaps", "-A", "-o", "name"])

@@ -264,16 +264,13 @@ impl GenericStore {
         let mut list_rev = None;
         'pages: loop {
             let page = self
-                .metered(
-                    crate::metrics::storage::Operation::List,
-                    self.storage.list(
-                        &prefix,
-                        storage::ListOptions {
-                            revision,
-                            limit: opts.limit,
-                            start_key: start.clone(),
-                        },
-                    ),
+                .list_storage(
+                    &prefix,
+                    storage::ListOptions {
+                        revision,
+                        limit: opts.limit,
+                        start_key: start.clone(),
+                    },
                 )
                 .await
                 .map_err(|e| self.list_error(e, continuing))?;
@@ -373,16 +370,13 @@ impl GenericStore {
                 n => ListRevision::NotOlderThan(parse_rv(n)?),
             };
             let all = self
-                .metered(
-                    crate::metrics::storage::Operation::List,
-                    self.storage.list(
-                        &prefix,
-                        storage::ListOptions {
-                            revision,
-                            limit: 0,
-                            start_key: None,
-                        },
-                    ),
+                .list_storage(
+                    &prefix,
+                    storage::ListOptions {
+                        revision,
+                        limit: 0,
+                        start_key: None,
+                    },
                 )
                 .await
                 .map_err(|e| self.list_error(e, false))?;

@@ -125,6 +125,27 @@ impl GenericStore {
         self.meter.time(op, request, failed).await
     }
 
+    /// Lists from storage; a list the backend answers (the latest state, or an exact
+    /// revision) is an etcd request in the metrics, one the watch cache serves is not, as
+    /// upstream counts them.
+    async fn list_storage(
+        &self,
+        prefix: &str,
+        opts: storage::ListOptions,
+    ) -> storage::Result<storage::ListResult> {
+        let backend = matches!(
+            opts.revision,
+            storage::ListRevision::Latest | storage::ListRevision::Exact(_)
+        );
+        let list = self.storage.list(prefix, opts);
+        if backend {
+            self.metered(crate::metrics::storage::Operation::List, list)
+                .await
+        } else {
+            list.await
+        }
+    }
+
     /// Records how many objects the store holds (apiserver_storage_objects); -1 when they
     /// cannot be counted, as upstream.
     pub(crate) async fn record_count(&self) {
