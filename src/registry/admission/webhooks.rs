@@ -656,6 +656,24 @@ impl Hook {
     }
 }
 
+/// Runs one admission step, mutating (admit) or validating, timed in the metrics
+/// (apiserver_admission_step_admission_duration_seconds).
+async fn timed_step(
+    mutating: bool,
+    attrs: &Attributes<'_>,
+    step: impl std::future::Future<Output = Result<(), crate::registry::Error>>,
+) -> Result<(), crate::registry::Error> {
+    let started = std::time::Instant::now();
+    let result = step.await;
+    crate::metrics::global().admission.step(
+        mutating,
+        attrs.operation.as_str(),
+        result.is_err(),
+        started.elapsed(),
+    );
+    result
+}
+
 impl Request {
     /// Mutating admission of `object` (None for a delete): each matching mutating webhook in
     /// order, its JSON patch applied and the result made canonical again by `redecode`; the
@@ -669,15 +687,7 @@ impl Request {
         if exempt(attrs.group, attrs.resource) {
             return Ok(());
         }
-        let started = std::time::Instant::now();
-        let result = self.mutate_all(attrs, object, redecode).await;
-        crate::metrics::global().admission.step(
-            true,
-            attrs.operation.as_str(),
-            result.is_err(),
-            started.elapsed(),
-        );
-        result
+        timed_step(true, attrs, self.mutate_all(attrs, object, redecode)).await
     }
 
     /// [`Self::mutate`] without the metrics.
@@ -769,15 +779,7 @@ impl Request {
         if exempt(attrs.group, attrs.resource) {
             return Ok(());
         }
-        let started = std::time::Instant::now();
-        let result = self.validate_all(attrs, object).await;
-        crate::metrics::global().admission.step(
-            false,
-            attrs.operation.as_str(),
-            result.is_err(),
-            started.elapsed(),
-        );
-        result
+        timed_step(false, attrs, self.validate_all(attrs, object)).await
     }
 
     /// [`Self::validate`] without the metrics.
