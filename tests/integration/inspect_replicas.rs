@@ -9,23 +9,6 @@ use serde_json::Value;
 use crate::support::etcd::start_etcd;
 use crate::support::{within, Options, TestServer};
 
-fn replica(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Options {
-    Options::default().args([
-        "--etcd-servers",
-        etcd,
-        "--cert-dir",
-        &cert_dir.display().to_string(),
-        "--hostname-override",
-        host,
-        "--feature-gates",
-        "UnknownVersionInteroperabilityProxy=true",
-        "--peer-advertise-ip",
-        "127.0.0.1",
-        "--identity-lease-renew-interval",
-        "1s",
-    ])
-}
-
 async fn kapi(server: &TestServer, args: &[&str]) -> (i32, String, String) {
     let run = crate::inspect::kapi_with(server.kubeconfig(), args).await;
     (run.code, run.stdout, run.stderr)
@@ -35,8 +18,9 @@ async fn kapi(server: &TestServer, args: &[&str]) -> (i32, String, String) {
 async fn all_apiservers_reaches_every_replica_and_names_the_lost_one() {
     let etcd = start_etcd().await;
     let certs = tempfile::tempdir().unwrap();
-    let a = TestServer::start_with(replica(&etcd.url, certs.path(), "node-a")).await;
-    let mut b = TestServer::start_with(replica(&etcd.url, certs.path(), "node-b")).await;
+    let a = TestServer::start_with(Options::peer_replica(&etcd.url, certs.path(), "node-a")).await;
+    let mut b =
+        TestServer::start_with(Options::peer_replica(&etcd.url, certs.path(), "node-b")).await;
 
     // Both identity leases carry a peer address.
     let peers = within(Duration::from_secs(30), "two peer addresses", async {

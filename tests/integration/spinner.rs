@@ -4,14 +4,13 @@
 //! `--quiet` nothing of it is drawn. Every screen is rendered with a terminal emulator, so the
 //! assertions are about what a person would see, not about particular escape sequences.
 
-use std::io::Read;
 use std::num::NonZeroU16;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use portable_pty::{native_pty_system, CommandBuilder, PtySize};
+use crate::support::pty;
 
 use crate::support::etcd::free_port;
 use crate::support::{within, Options, TestServer};
@@ -117,59 +116,26 @@ fn spinner_frame(row: &str) -> Option<char> {
 
 /// Runs `kapi <args>` with stdin, stdout and stderr on a fresh pseudo-terminal; blocking.
 fn run_in_pty(kubeconfig: &Path, args: &[&str]) -> PtyRun {
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: ROWS,
-            cols: COLS,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .expect("open a pseudo-terminal");
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_kapi"));
-    cmd.args(args);
-    cmd.env("KUBECONFIG", kubeconfig);
-    cmd.env("TERM", "xterm-256color");
-    cmd.env_remove("NO_COLOR");
-    cmd.cwd(std::env::temp_dir());
-    let mut child = pair
-        .slave
-        .spawn_command(cmd)
-        .expect("spawn kapi on the pty");
-    // Only the child holds the terminal's slave side now: its exit ends the reader below.
-    drop(pair.slave);
-
-    let mut reader = pair.master.try_clone_reader().expect("pty reader");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        // Linux answers EIO once the slave side is closed: that is the end of the output.
-        while let Ok(n @ 1..) = reader.read(&mut buf) {
-            if tx.send((Instant::now(), buf[..n].to_vec())).is_err() {
-                break;
-            }
-        }
-    });
-
+    let mut run = pty::spawn(kubeconfig, args, ROWS, COLS);
     let deadline = Instant::now() + Duration::from_secs(60);
     let status = loop {
-        if let Some(status) = child.try_wait().expect("wait for kapi") {
+        if let Some(status) = run.child.try_wait().expect("wait for kapi") {
             break status;
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
+            let _ = run.child.kill();
             panic!("kapi {args:?} did not exit within 60s");
         }
         std::thread::sleep(Duration::from_millis(20));
     };
     let mut chunks = Vec::new();
     loop {
-        match rx.recv_timeout(Duration::from_secs(10)) {
+        match run.output.recv_timeout(Duration::from_secs(10)) {
             Ok(chunk) => chunks.push(chunk),
             Err(mpsc::RecvTimeoutError::Disconnected) => break,
             Err(mpsc::RecvTimeoutError::Timeout) => panic!("the pty output did not end"),
         }
     }
-    drop(pair.master);
     PtyRun {
         code: status.exit_code(),
         chunks,

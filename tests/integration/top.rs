@@ -4,16 +4,15 @@
 //! /metrics once bound to it; usage errors exit 2; on a terminal the tables are redrawn in place
 //! until Ctrl-C, which exits 0.
 
-use std::io::{Read, Write};
 use std::num::NonZeroU16;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::support::pty;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::Api;
-use portable_pty::{native_pty_system, CommandBuilder, PtySize};
 use serde_json::Value;
 
 use crate::inspect::{kapi_with, Run};
@@ -305,53 +304,23 @@ fn ctrl_c_on_a_pty(
     args: &[&str],
     ready: impl Fn(&[u8]) -> bool,
 ) -> (u32, Vec<u8>) {
-    let pair = native_pty_system()
-        .openpty(PtySize {
-            rows: ROWS,
-            cols: COLS,
-            pixel_width: 0,
-            pixel_height: 0,
-        })
-        .expect("open a pseudo-terminal");
-    let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_kapi"));
-    cmd.args(args);
-    cmd.env("KUBECONFIG", kubeconfig);
-    cmd.env("TERM", "xterm-256color");
-    cmd.env_remove("NO_COLOR");
-    cmd.cwd(std::env::temp_dir());
-    let mut child = pair
-        .slave
-        .spawn_command(cmd)
-        .expect("spawn kapi on the pty");
-    drop(pair.slave);
-    let mut reader = pair.master.try_clone_reader().expect("pty reader");
-    let mut writer = pair.master.take_writer().expect("pty writer");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut buf = [0u8; 4096];
-        while let Ok(n @ 1..) = reader.read(&mut buf) {
-            if tx.send(buf[..n].to_vec()).is_err() {
-                break;
-            }
-        }
-    });
+    let mut run = pty::spawn(kubeconfig, args, ROWS, COLS);
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut out = Vec::new();
     let mut typed = false;
     let status = loop {
-        while let Ok(chunk) = rx.try_recv() {
+        while let Ok((_, chunk)) = run.output.try_recv() {
             out.extend(chunk);
         }
         if !typed && ready(&out) {
-            writer.write_all(b"\x03").expect("type Ctrl-C");
-            writer.flush().unwrap();
+            run.type_keys(b"\x03");
             typed = true;
         }
-        if let Some(status) = child.try_wait().expect("wait for kapi") {
+        if let Some(status) = run.child.try_wait().expect("wait for kapi") {
             break status;
         }
         if Instant::now() > deadline {
-            let _ = child.kill();
+            let _ = run.child.kill();
             panic!(
                 "kapi {args:?} did not end within 60s: {:?}",
                 String::from_utf8_lossy(&out)
@@ -359,7 +328,7 @@ fn ctrl_c_on_a_pty(
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    while let Ok(chunk) = rx.recv_timeout(Duration::from_secs(5)) {
+    while let Ok((_, chunk)) = run.output.recv_timeout(Duration::from_secs(5)) {
         out.extend(chunk);
     }
     assert!(
@@ -422,29 +391,13 @@ async fn a_terminal_is_redrawn_in_place_until_ctrl_c() {
     assert!(frames(&out) >= 4, "{dump}");
 }
 
-fn replica(etcd: &str, cert_dir: &Path, host: &str) -> Options {
-    Options::default().args([
-        "--etcd-servers",
-        etcd,
-        "--cert-dir",
-        &cert_dir.display().to_string(),
-        "--hostname-override",
-        host,
-        "--feature-gates",
-        "UnknownVersionInteroperabilityProxy=true",
-        "--peer-advertise-ip",
-        "127.0.0.1",
-        "--identity-lease-renew-interval",
-        "1s",
-    ])
-}
-
 #[tokio::test]
 async fn all_apiservers_samples_every_replica_and_names_the_lost_one() {
     let etcd = crate::support::etcd::start_etcd().await;
     let certs = tempfile::tempdir().unwrap();
-    let a = TestServer::start_with(replica(&etcd.url, certs.path(), "node-a")).await;
-    let mut b = TestServer::start_with(replica(&etcd.url, certs.path(), "node-b")).await;
+    let a = TestServer::start_with(Options::peer_replica(&etcd.url, certs.path(), "node-a")).await;
+    let mut b =
+        TestServer::start_with(Options::peer_replica(&etcd.url, certs.path(), "node-b")).await;
     let mut urls = vec![a.url.clone(), b.url.clone()];
     urls.sort();
     let args = [

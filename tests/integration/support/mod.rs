@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod etcd;
+pub(crate) mod pty;
 
 use base64::Engine;
 use std::io::BufRead;
@@ -55,6 +56,26 @@ impl Default for Options {
 }
 
 impl Options {
+    /// A replica on the etcd at `etcd` sharing the PKI in `cert_dir`, named `host`, that
+    /// publishes its peer address in its identity lease (renewed every second): what
+    /// `--all-apiservers` finds.
+    pub(crate) fn peer_replica(etcd: &str, cert_dir: &std::path::Path, host: &str) -> Options {
+        Options::default().args([
+            "--etcd-servers",
+            etcd,
+            "--cert-dir",
+            &cert_dir.display().to_string(),
+            "--hostname-override",
+            host,
+            "--feature-gates",
+            "UnknownVersionInteroperabilityProxy=true",
+            "--peer-advertise-ip",
+            "127.0.0.1",
+            "--identity-lease-renew-interval",
+            "1s",
+        ])
+    }
+
     /// Adds `kapi serve` arguments.
     pub(crate) fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
         self.args.extend(args.into_iter().map(Into::into));
