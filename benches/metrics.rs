@@ -58,15 +58,20 @@ async fn counted_gets(server: &Server) -> Res<f64> {
         .await?
         .text()
         .await?;
-    Ok(text
-        .lines()
-        .filter(|l| l.starts_with("apiserver_request_total{"))
-        .filter(|l| {
-            l.contains(r#"verb="GET""#)
-                && l.contains(r#"resource="configmaps""#)
-                && l.contains(r#"code="200""#)
+    let scrape = prometheus_parse::Scrape::parse(text.lines().map(|l| Ok(l.to_string())))?;
+    Ok(scrape
+        .samples
+        .iter()
+        .filter(|s| s.metric == "apiserver_request_total")
+        .filter(|s| {
+            s.labels.get("verb") == Some("GET")
+                && s.labels.get("resource") == Some("configmaps")
+                && s.labels.get("code") == Some("200")
         })
-        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .filter_map(|s| match s.value {
+            prometheus_parse::Value::Counter(v) => Some(v),
+            _ => None,
+        })
         .fold(0.0, |sum, v| sum + v))
 }
 
