@@ -43,6 +43,8 @@ pub(crate) struct Request<'a> {
     pub remote: Option<SocketAddr>,
     /// The parsed request info.
     pub info: &'a RequestInfo,
+    /// An annotation authentication added (the secret of a legacy service-account token).
+    pub annotation: Option<(&'static str, &'a str)>,
 }
 
 /// What the request body is decoded for.
@@ -110,6 +112,9 @@ fn new_event(req: &Request<'_>, level: Level, user: Option<&UserInfo>) -> Event 
             api_version: info.api_version.clone(),
             ..ObjectReference::default()
         });
+    }
+    if let Some((key, value)) = req.annotation {
+        ev.annotations.insert(key, value.to_string());
     }
     ev
 }

@@ -92,6 +92,7 @@ mod tests {
             headers: &HeaderMap::new(),
             remote: None,
             info: &info,
+            annotation: None,
         };
         let user = crate::api::UserInfo::anonymous();
         auditor.begin(&req, &user).unwrap().unwrap()

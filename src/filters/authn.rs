@@ -5,7 +5,7 @@
 //! May use: api.
 
 use super::request_header::{self, RequestHeaderAuthenticator};
-use super::sa_tokens::TokenUser;
+use super::sa_tokens::{LegacyUse, TokenUser};
 use crate::api::UserInfo;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
@@ -252,7 +252,7 @@ impl Authenticator {
             return Ok(TokenUser {
                 user: authenticated(user.clone()),
                 audiences: audiences.to_vec(),
-                warning: None,
+                legacy: None,
             });
         }
         match sa
@@ -280,17 +280,17 @@ impl Authenticator {
         headers: &mut http::HeaderMap,
         certs: Option<&PeerCertificates>,
     ) -> Result<UserInfo, Error> {
-        self.authenticate_warned(headers, certs)
+        self.authenticate_noting_legacy(headers, certs)
             .map(|(user, _)| user)
     }
 
-    /// [`Self::authenticate`], with the warning the credential earns its client (an
-    /// auto-generated legacy service-account token), for a `Warning` header.
-    pub(crate) fn authenticate_warned(
+    /// [`Self::authenticate`], with the use of a secret-based service-account token (for its
+    /// `Warning` header, audit annotation and counter).
+    pub(crate) fn authenticate_noting_legacy(
         &self,
         headers: &mut http::HeaderMap,
         certs: Option<&PeerCertificates>,
-    ) -> Result<(UserInfo, Option<&'static str>), Error> {
+    ) -> Result<(UserInfo, Option<LegacyUse>), Error> {
         let mut failure = None;
         let peer = certs.filter(|c| !c.chain().is_empty());
         if let (Some(front_proxies), Some(peer)) = (&self.request_header, peer) {
@@ -308,7 +308,7 @@ impl Authenticator {
         }
         if let Some(token) = bearer_token(headers) {
             match self.authenticate_token(token, None) {
-                Ok(found) => return Ok((found.user, found.warning)),
+                Ok(found) => return Ok((found.user, found.legacy)),
                 Err(e) => failure = failure.or(Some(e)),
             }
         }

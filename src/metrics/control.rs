@@ -3,7 +3,9 @@
 //! this server's identity lease (kapi_identity_lease_renewals_total), plus the
 //! authentication and authorization attempts of k8s.io/apiserver pkg/endpoints/filters
 //! (authentication_attempts, authentication_duration_seconds, authorization_attempts_total,
-//! authorization_duration_seconds).
+//! authorization_duration_seconds), and the uses of secret-based service-account tokens of
+//! pkg/serviceaccount (serviceaccount_legacy_auto_token_uses_total,
+//! serviceaccount_legacy_manual_token_uses_total).
 
 use super::{Histograms, PlainCounter};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -39,6 +41,8 @@ pub(crate) struct ControlMetrics {
     renewals: Family<ResultLabel, Counter>,
     authentications: Attempts<PlainCounter>,
     authorizations: Attempts<Counter>,
+    legacy_auto_tokens: Counter,
+    legacy_manual_tokens: Counter,
 }
 
 /// Something counted up by one.
@@ -144,7 +148,19 @@ impl ControlMetrics {
                 ),
                 &["allowed", "denied", "no-opinion", "error"],
             ),
+            legacy_auto_tokens: Counter::default(),
+            legacy_manual_tokens: Counter::default(),
         };
+        registry.register(
+            "serviceaccount_legacy_auto_token_uses",
+            "Cumulative auto-generated legacy tokens used",
+            m.legacy_auto_tokens.clone(),
+        );
+        registry.register(
+            "serviceaccount_legacy_manual_token_uses",
+            "Cumulative manually created legacy tokens used",
+            m.legacy_manual_tokens.clone(),
+        );
         registry.register(
             "kapi_post_start_hook_completed",
             "Whether each post-start hook has completed (1) or not yet (0).",
@@ -190,6 +206,16 @@ impl ControlMetrics {
     pub(crate) fn identity_renewal(&self, ok: bool) {
         let result = if ok { "success" } else { "failure" };
         self.renewals.get_or_create(&ResultLabel { result }).inc();
+    }
+
+    /// A request authenticated with a secret-based service-account token, auto-generated (the
+    /// account lists its secret) or made by hand.
+    pub(crate) fn legacy_token_used(&self, auto_generated: bool) {
+        if auto_generated {
+            self.legacy_auto_tokens.inc();
+        } else {
+            self.legacy_manual_tokens.inc();
+        }
     }
 
     /// One authentication: `result` is `success`, `failure` or `error`.

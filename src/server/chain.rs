@@ -15,6 +15,7 @@ use crate::audit::context::{self as audit_context, auth_methods};
 use crate::audit::Auditor;
 use crate::endpoints::ApiServer;
 use crate::filters::authn::{Authenticator, PeerCertificates};
+use crate::filters::sa_tokens::LegacyUse;
 use crate::filters::{audit, body_limit, impersonation, in_flight::MaxInFlight, panic, timeout};
 use crate::metrics;
 use bytes::Bytes;
@@ -68,7 +69,7 @@ where
         let authenticating = std::time::Instant::now();
         let authenticated = chain
             .authn
-            .authenticate_warned(req.headers_mut(), certs.as_ref());
+            .authenticate_noting_legacy(req.headers_mut(), certs.as_ref());
         metrics::global().control.authentication(
             if authenticated.is_ok() {
                 "success"
@@ -77,6 +78,13 @@ where
             },
             authenticating.elapsed(),
         );
+        // Cloned (rare: secret-based tokens only) for the audit request that outlives the match.
+        let legacy = authenticated.as_ref().ok().and_then(|(_, l)| l.clone());
+        if let Some(used) = &legacy {
+            metrics::global()
+                .control
+                .legacy_token_used(used.auto_generated);
+        }
         let audit_id = chain.audit.as_ref().map(|_| audit::id_text(&id));
         let auditing = chain.audit.as_ref().zip(received).zip(audit_id.as_deref());
         let request = auditing.map(|((auditor, received), audit_id)| {
@@ -87,10 +95,11 @@ where
                 headers: req.headers(),
                 remote: certs.as_ref().and_then(PeerCertificates::remote),
                 info: &info,
+                annotation: legacy.as_ref().map(LegacyUse::audit_annotation),
             };
             (auditor, request)
         });
-        let (user, warning) = match authenticated {
+        let (user, _) = match authenticated {
             Ok(found) => found,
             Err(err) => {
                 tracing::debug!(path = %info.path, error = %err, "authentication failed");
@@ -130,7 +139,7 @@ where
                 resp
             }
         };
-        if let Some(text) = warning {
+        if let Some(text) = legacy.as_ref().and_then(LegacyUse::warning) {
             crate::endpoints::add_warning_first(&mut resp, text);
         }
         resp
