@@ -68,6 +68,13 @@ pub(crate) struct OmitRenewals;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CollectorEvents;
 
+/// Response extension: annotations for the request's audit event that the handler learnt
+/// (admission webhooks' `auditAnnotations`, admission policies' audit annotations and
+/// failures), as `audit.AddAuditAnnotation` adds them in k8s. Keys are qualified names; the
+/// first value of a key wins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct AuditAnnotations(pub Vec<(String, String)>);
+
 /// A user `name` in `groups`, for tests.
 #[cfg(test)]
 pub(crate) fn test_user(name: &str, groups: &[&str]) -> UserInfo {

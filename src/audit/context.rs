@@ -14,7 +14,9 @@ use super::event::{Event, ObjectReference, ResponseStatus, User};
 use super::policy::{Level, RequestConfig, Stage};
 use super::Auditor;
 use crate::api::authorizer::Decision;
-use crate::api::{Body, RequestInfo, Status, StatusCause, StatusDetails, UserInfo};
+use crate::api::{
+    AuditAnnotations, Body, RequestInfo, Status, StatusCause, StatusDetails, UserInfo,
+};
 use crate::metrics;
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
@@ -114,7 +116,7 @@ fn new_event(req: &Request<'_>, level: Level, user: Option<&UserInfo>) -> Event 
         });
     }
     if let Some((key, value)) = req.annotation {
-        ev.annotations.insert(key, value.to_string());
+        ev.annotations.insert(key.into(), value.to_string());
     }
     ev
 }
@@ -278,8 +280,9 @@ impl Context {
             "forbid"
         };
         self.with_event(|_, ev| {
-            ev.annotations.insert(DECISION, verdict.into());
-            ev.annotations.insert(REASON, decision.reason().into());
+            ev.annotations.insert(DECISION.into(), verdict.into());
+            ev.annotations
+                .insert(REASON.into(), decision.reason().into());
         });
     }
 
@@ -333,8 +336,14 @@ impl Context {
             ResponseStatus::from_status,
         );
         let long_running = self.long_running;
+        let annotations = resp.extensions().get::<AuditAnnotations>();
         self.with_event(|ctx, ev| {
             ev.response_status = Some(status);
+            for (key, value) in annotations.into_iter().flat_map(|a| &a.0) {
+                ev.annotations
+                    .entry(key.clone().into())
+                    .or_insert_with(|| value.clone());
+            }
             if long_running {
                 ctx.emit(ev, Stage::ResponseStarted);
             }

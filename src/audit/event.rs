@@ -9,6 +9,7 @@ use crate::api::{StatusDetails, UserInfo};
 use chrono::{DateTime, Utc};
 use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -63,7 +64,7 @@ pub(crate) struct Event {
     pub stage_timestamp: DateTime<Utc>,
     /// Notes of the filters, e.g. the authorization decision and its reason.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
-    pub annotations: BTreeMap<&'static str, String>,
+    pub annotations: BTreeMap<Cow<'static, str>, String>,
 }
 
 /// authentication.k8s.io/v1 UserInfo: every field is omitted when empty.
@@ -336,9 +337,9 @@ mod tests {
         ));
         ev.stage_timestamp = at(2_000_001);
         ev.annotations
-            .insert("authorization.k8s.io/decision", "allow".into());
+            .insert("authorization.k8s.io/decision".into(), "allow".into());
         ev.annotations
-            .insert("authorization.k8s.io/reason", String::new());
+            .insert("authorization.k8s.io/reason".into(), String::new());
         let line = String::from_utf8(ev.to_json_line()).unwrap();
         assert_eq!(
             line,

@@ -235,6 +235,7 @@ impl Registry {
             subresource: subresource.to_string(),
             field_manager: field_manager.map(str::to_string),
             warnings: std::sync::Mutex::new(Vec::new()),
+            audit_annotations: std::sync::Mutex::new(Vec::new()),
         }))
     }
 

@@ -59,6 +59,9 @@ fn answer(path: &str, review: &Value) -> Vec<u8> {
         }
         "/bad-patch" => json!({"uid": uid, "allowed": true, "patchType": "JSONPatch",
             "patch": patch_of(json!([{"op": "remove", "path": "/spec/nothing"}]))}),
+        // Allows, with audit annotations (one whose key is not a qualified name).
+        "/annotate" => json!({"uid": uid, "allowed": true,
+            "auditAnnotations": {"checked-by": "annotate", "not a key!": "dropped"}}),
         "/garbage" => return b"this is not an AdmissionReview".to_vec(),
         _ => json!({"uid": uid, "allowed": true}),
     };

@@ -67,7 +67,8 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
     ctx.dry_run |= body_dry_run.unwrap_or(false);
     ctx.admission = super::write::admission_of(req, &ctx);
     let info = store.strategy().info();
-    match store.delete(&ctx, req.name(), &opts).await {
+    let result = store.delete(&ctx, req.name(), &opts).await;
+    super::write::admitted(&ctx, Vec::new(), |warnings| match result {
         Ok(w) if w.created_or_gone && !store.strategy().return_deleted_object() => {
             let uid = w
                 .object
@@ -87,17 +88,17 @@ pub(crate) async fn delete(store: &GenericStore, req: &Req<'_>) -> Response<Body
                 req,
                 200,
                 &serde_json::to_value(status).unwrap_or(Value::Null),
-                &[],
+                warnings,
             )
         }
         // 202 when the object stays and the client asked for cascading deletion through the
         // legacy orphanDependents=false (kube keeps this for old clients).
         Ok(w) if !w.created_or_gone && opts.orphan_dependents == Some(false) => {
-            respond_object(req, 202, &w.object, &[])
+            respond_object(req, 202, &w.object, warnings)
         }
-        Ok(w) => respond_object(req, 200, &w.object, &[]),
-        Err(e) => error_response(&e),
-    }
+        Ok(w) => respond_object(req, 200, &w.object, warnings),
+        Err(e) => crate::endpoints::status::error_response_warning(&e, warnings),
+    })
 }
 
 /// DELETE a collection: every object matching the selectors, one by one.

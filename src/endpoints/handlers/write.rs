@@ -65,12 +65,24 @@ pub(super) fn admission_of(
         .admission_request(&user, req.ctx.info.subresource.as_str(), field_manager)
 }
 
-/// `warnings` and the admission webhooks' warnings of the write.
-pub(super) fn with_admission_warnings(ctx: &Context, mut warnings: Vec<String>) -> Vec<String> {
-    if let Some(a) = &ctx.admission {
-        warnings.extend(a.take_warnings());
+/// The response of a write: `respond` is given `warnings` and admission's warnings, and
+/// admission's audit annotations are attached for the audit filter.
+pub(super) fn admitted(
+    ctx: &Context,
+    mut warnings: Vec<String>,
+    respond: impl FnOnce(&[String]) -> Response<Body>,
+) -> Response<Body> {
+    let Some(a) = &ctx.admission else {
+        return respond(&warnings);
+    };
+    warnings.extend(a.take_warnings());
+    let mut resp = respond(&warnings);
+    let annotations = a.take_audit_annotations();
+    if !annotations.is_empty() {
+        resp.extensions_mut()
+            .insert(crate::api::AuditAnnotations(annotations));
     }
-    warnings
+    resp
 }
 
 /// managedFields of a non-apply write (operation Update).
@@ -156,11 +168,10 @@ pub(crate) async fn create(store: &GenericStore, req: &Req<'_>) -> Response<Body
     };
     track_managed_fields(store, None, &mut obj, &manager(req), "");
     let result = store.create(&ctx, obj).await;
-    let warnings = with_admission_warnings(&ctx, warnings);
-    match result {
-        Ok(o) => respond_object(req, 201, &o, &warnings),
-        Err(e) => error_response_warning(&e, &warnings),
-    }
+    admitted(&ctx, warnings, |warnings| match result {
+        Ok(o) => respond_object(req, 201, &o, warnings),
+        Err(e) => error_response_warning(&e, warnings),
+    })
 }
 
 /// PUT an object or a subresource.
@@ -239,16 +250,15 @@ pub(crate) async fn update(store: &GenericStore, req: &Req<'_>) -> Response<Body
     let result = store
         .update(&ctx, req.name(), sub, allow_create, &transform)
         .await;
-    let warnings = with_admission_warnings(&ctx, warnings);
-    match result {
+    admitted(&ctx, warnings, |warnings| match result {
         Ok(w) => respond_object(
             req,
             if w.created_or_gone { 201 } else { 200 },
             &w.object,
-            &warnings,
+            warnings,
         ),
-        Err(e) => error_response_warning(&e, &warnings),
-    }
+        Err(e) => error_response_warning(&e, warnings),
+    })
 }
 
 /// PATCH an object or a subresource.
@@ -302,11 +312,10 @@ pub(crate) async fn patch(store: &GenericStore, req: &Req<'_>) -> Response<Body>
     };
     let result = store.update(&ctx, req.name(), sub, false, &transform).await;
     let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
-    let warnings = with_admission_warnings(&ctx, warnings);
-    match result {
-        Ok(w) => respond_object(req, 200, &w.object, &warnings),
-        Err(e) => error_response_warning(&e, &warnings),
-    }
+    admitted(&ctx, warnings, |warnings| match result {
+        Ok(w) => respond_object(req, 200, &w.object, warnings),
+        Err(e) => error_response_warning(&e, warnings),
+    })
 }
 
 /// Server-side apply (`application/apply-patch+yaml`): creates a missing object (201).
@@ -359,16 +368,15 @@ async fn apply(store: &GenericStore, req: &Req<'_>) -> Response<Body> {
         )
         .await;
     let warnings = warnings.lock().map(|w| w.clone()).unwrap_or_default();
-    let warnings = with_admission_warnings(&ctx, warnings);
-    match result {
+    admitted(&ctx, warnings, |warnings| match result {
         Ok(w) => respond_object(
             req,
             if w.created_or_gone { 201 } else { 200 },
             &w.object,
-            &warnings,
+            warnings,
         ),
-        Err(e) => error_response_warning(&e, &warnings),
-    }
+        Err(e) => error_response_warning(&e, warnings),
+    })
 }
 
 /// A body of kind `gvk` (apiVersion and kind checked when given, then set).

@@ -9,7 +9,9 @@
 //! The webhook configurations, policies and bindings are followed from storage ([`Chain::follow`]), so a new one
 //! applies to the next request on every replica. A write's [`Request`] travels in its
 //! [`super::Context`]; the store calls [`Request::mutate`] and [`Request::validate`] at
-//! upstream's points (before and after `BeforeCreate`/`BeforeUpdate`).
+//! upstream's points (before and after `BeforeCreate`/`BeforeUpdate`). What admission learns
+//! for the audit log (webhooks' `auditAnnotations`, each mutating call, webhooks that failed
+//! open) is gathered in the [`Request`] and attached to the response for the audit filter.
 //! May use: registry (store, follow, webhook client), api.
 
 mod policies;
@@ -113,6 +115,8 @@ pub(crate) struct Request {
     pub field_manager: Option<String>,
     /// Warnings for the client (Warning headers).
     pub warnings: Mutex<Vec<String>>,
+    /// Annotations for the audit event (key, value), first value of a key kept.
+    pub audit_annotations: Mutex<Vec<(String, String)>>,
 }
 
 impl std::fmt::Debug for Request {
@@ -131,6 +135,33 @@ impl Request {
             .lock()
             .map(|mut w| std::mem::take(&mut *w))
             .unwrap_or_default()
+    }
+
+    /// The audit annotations so far.
+    pub(crate) fn take_audit_annotations(&self) -> Vec<(String, String)> {
+        self.audit_annotations
+            .lock()
+            .map(|mut a| std::mem::take(&mut *a))
+            .unwrap_or_default()
+    }
+
+    /// Adds an audit annotation (attributes.AddAnnotation in k8s): a key that is not a
+    /// qualified name, or that is already set to another value, is refused with a log line,
+    /// as upstream's dispatchers only log it.
+    fn annotate(&self, key: String, value: String) {
+        if !crate::api::selectors::qualified_name_errors(&key).is_empty() {
+            tracing::warn!(%key, "audit annotation refused: the key is not a qualified name");
+            return;
+        }
+        if let Ok(mut all) = self.audit_annotations.lock() {
+            match all.iter().find(|(k, _)| *k == key) {
+                Some((_, v)) if *v != value => {
+                    tracing::warn!(%key, "audit annotation refused: the key is already set to another value");
+                }
+                Some(_) => {}
+                None => all.push((key, value)),
+            }
+        }
     }
 
     fn warn(&self, more: Vec<String>) {

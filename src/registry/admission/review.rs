@@ -18,6 +18,8 @@ pub(super) struct Answer {
     pub patch: Option<Vec<u8>>,
     /// Warnings for the client.
     pub warnings: Vec<String>,
+    /// `auditAnnotations` (key, value), keys as the webhook wrote them.
+    pub audit_annotations: Vec<(String, String)>,
 }
 
 /// `group`, `version` and `kind` or `resource`.
@@ -195,6 +197,15 @@ pub(super) fn answer(
                 w.iter()
                     .filter_map(Value::as_str)
                     .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
+        audit_annotations: response
+            .get("auditAnnotations")
+            .and_then(Value::as_object)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
                     .collect()
             })
             .unwrap_or_default(),

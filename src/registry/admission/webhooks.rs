@@ -19,6 +19,14 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
+/// The audit annotation prefix of a mutating webhook's call (MutationAuditAnnotationPrefix).
+const MUTATION_ANNOTATION_PREFIX: &str = "mutation.webhook.admission.k8s.io/";
+
+/// The audit annotation key of the (round, index)-th webhook call under `prefix`.
+fn call_key(prefix: &str, (round, index): (usize, usize)) -> String {
+    format!("{prefix}round_{round}_index_{index}")
+}
+
 /// The group of the configurations.
 const GROUP: &str = "admissionregistration.k8s.io";
 
@@ -654,6 +662,26 @@ impl Hook {
             Ok(())
         }
     }
+
+    /// A call that failed ([`Self::failed`]); failing open is recorded in the request's
+    /// audit event under `failed_open_key`.
+    fn call_failed(
+        &self,
+        req: &Request,
+        failed_open_key: String,
+        cause: String,
+    ) -> Result<(), Error> {
+        self.failed(cause)?;
+        req.annotate(failed_open_key, self.name.clone());
+        Ok(())
+    }
+
+    /// The webhook's `auditAnnotations`, each under `<webhook name>/<key>`.
+    fn annotate(&self, req: &Request, annotations: Vec<(String, String)>) {
+        for (key, value) in annotations {
+            req.annotate(format!("{}/{key}", self.name), value);
+        }
+    }
 }
 
 /// Runs one admission step, mutating (admit) or validating, timed in the metrics
@@ -709,7 +737,10 @@ impl Request {
             {
                 continue;
             }
-            if self.mutate_once(hook, attrs, object, redecode).await? {
+            if self
+                .mutate_once(hook, (0, i), attrs, object, redecode)
+                .await?
+            {
                 changes += 1;
             }
             if hook.if_needed {
@@ -719,7 +750,10 @@ impl Request {
         for (i, seen) in called {
             if changes > seen {
                 let hook = &hooks[i];
-                if self.mutate_once(hook, attrs, object, redecode).await? {
+                if self
+                    .mutate_once(hook, (1, i), attrs, object, redecode)
+                    .await?
+                {
                     changes += 1;
                 }
             }
@@ -727,18 +761,50 @@ impl Request {
         Ok(())
     }
 
-    /// One call of a mutating webhook; whether it changed the object.
+    /// One call of a mutating webhook, the `at` = (round, index)-th, recorded in the audit
+    /// event as upstream's dispatcher does; whether it changed the object.
     async fn mutate_once(
         &self,
         hook: &Hook,
+        at: (usize, usize),
         attrs: &Attributes<'_>,
         object: &mut Option<Value>,
         redecode: &(dyn Fn(Value) -> Result<Value, crate::registry::Error> + Sync),
     ) -> Result<bool, crate::registry::Error> {
+        let result = self.call_mutating(hook, at, attrs, object, redecode).await;
+        let mutated = matches!(result, Ok(true));
+        self.annotate(
+            call_key(MUTATION_ANNOTATION_PREFIX, at),
+            serde_json::json!({
+                "configuration": hook.configuration,
+                "webhook": hook.name,
+                "mutated": mutated,
+            })
+            .to_string(),
+        );
+        result
+    }
+
+    /// [`Self::mutate_once`] without the mutation annotation.
+    async fn call_mutating(
+        &self,
+        hook: &Hook,
+        at: (usize, usize),
+        attrs: &Attributes<'_>,
+        object: &mut Option<Value>,
+        redecode: &(dyn Fn(Value) -> Result<Value, crate::registry::Error> + Sync),
+    ) -> Result<bool, crate::registry::Error> {
+        let failed_open_key = || call_key(&format!("failed-open.{MUTATION_ANNOTATION_PREFIX}"), at);
         let answer = match hook.call(true, self, attrs, object.as_ref()).await {
             Ok(a) => a,
-            Err(cause) => return hook.failed(cause).map(|()| false).map_err(Into::into),
+            Err(cause) => {
+                return hook
+                    .call_failed(self, failed_open_key(), cause)
+                    .map(|()| false)
+                    .map_err(Into::into)
+            }
         };
+        hook.annotate(self, answer.audit_annotations);
         self.warn(answer.warnings);
         if !answer.allowed {
             return Err(review::denied(&hook.name, answer.status.as_ref()).into());
@@ -757,7 +823,7 @@ impl Request {
             Ok(p) => p,
             Err(e) => {
                 return hook
-                    .failed(format!("JSONPatch failed: {e}"))
+                    .call_failed(self, failed_open_key(), format!("JSONPatch failed: {e}"))
                     .map(|()| false)
                     .map_err(Into::into)
             }
@@ -813,9 +879,10 @@ impl Request {
                 deciding.push(hook.clone());
             }
         }
-        let calls = deciding.iter().map(|hook| async move {
+        let calls = deciding.iter().enumerate().map(|(i, hook)| async move {
             match hook.call(false, self, attrs, object).await {
                 Ok(answer) => {
+                    hook.annotate(self, answer.audit_annotations);
                     self.warn(answer.warnings);
                     if answer.allowed {
                         Ok(())
@@ -823,7 +890,11 @@ impl Request {
                         Err(review::denied(&hook.name, answer.status.as_ref()))
                     }
                 }
-                Err(cause) => hook.failed(cause),
+                Err(cause) => hook.call_failed(
+                    self,
+                    call_key("failed-open.validating.webhook.admission.k8s.io/", (0, i)),
+                    cause,
+                ),
             }
         });
         for result in futures::future::join_all(calls).await {
