@@ -109,6 +109,9 @@ impl Webhook {
                                 if path == "/slow" {
                                     tokio::time::sleep(Duration::from_secs(5)).await;
                                 }
+                                if path == "/pause" {
+                                    tokio::time::sleep(Duration::from_millis(400)).await;
+                                }
                                 let out = answer(&path, &review);
                                 seen.lock()
                                     .unwrap()

@@ -5,6 +5,7 @@ mod support;
 mod admission;
 mod admission_audit;
 mod admission_policies;
+mod admission_updates;
 mod admissionregistration;
 mod aggregation;
 mod apiregistration;

@@ -66,49 +66,10 @@ impl GenericStore {
             .await
     }
 
-    /// [`Self::admit_mutating`] from inside a storage update function, which cannot await.
-    pub(super) fn admit_mutating_now(
-        &self,
-        ctx: &Context,
-        operation: Operation,
-        name: &str,
-        obj: Value,
-        old: Option<&Value>,
-    ) -> Result<Value> {
-        // Blocking a runtime thread on a webhook is costly: only when one may be called.
-        if !ctx
-            .admission
+    /// Whether admission of a write in `ctx` may call a webhook (and so wait on the network).
+    pub(super) fn may_call_webhooks(&self, ctx: &Context) -> bool {
+        ctx.admission
             .as_ref()
-            .is_some_and(|a| a.chain.has_mutating())
-        {
-            return Ok(obj);
-        }
-        let mutated = crate::registry::webhook::wait(async {
-            self.admit_mutating(ctx, operation, name, Some(obj), old)
-                .await
-        })?;
-        Ok(mutated.unwrap_or(Value::Null))
-    }
-
-    /// [`Self::admit_validating`] from inside a storage update function.
-    pub(super) fn admit_validating_now(
-        &self,
-        ctx: &Context,
-        operation: Operation,
-        name: &str,
-        obj: &Value,
-        old: Option<&Value>,
-    ) -> Result<()> {
-        if !ctx
-            .admission
-            .as_ref()
-            .is_some_and(|a| a.chain.has_validating())
-        {
-            return Ok(());
-        }
-        crate::registry::webhook::wait(async {
-            self.admit_validating(ctx, operation, name, Some(obj), old)
-                .await
-        })
+            .is_some_and(|a| a.chain.has_webhooks())
     }
 }
