@@ -3,8 +3,9 @@
 //! (cluster-scoped: `<prefix>/<resource>/<name>`), values are JSON without
 //! resourceVersion; the storage revision is the resourceVersion. Create runs, in order:
 //! decode → namespace match → NamespaceLifecycle → generateName → system fields →
-//! PrepareForCreate → validate → write. Updates (update.rs) re-run a caller's transform on fresh state
-//! inside GuaranteedUpdate. This file is the storage::Error → registry::Error boundary.
+//! PrepareForCreate → validate → write. Updates (update.rs) re-run a caller's transform on
+//! fresh state inside GuaranteedUpdate. This file is the storage::Error → registry::Error
+//! boundary.
 //! Creates live in create.rs, list and watch in list.rs, deletes in delete.rs, encoding in
 //! codec.rs. May use: storage, api.
 
