@@ -5,12 +5,13 @@
 //! first: listed as the caller, explained, and validated against the merged OpenAPI v2.
 
 use crate::admission::eventually;
-use crate::support::{get_text, output_text, TestServer};
+use crate::support::{get_text, output_text, within, TestServer};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The name the proxy verifies the backend under (`<service>.<namespace>.svc`).
 const SERVICE_DNS: &str = "ext.default.svc";
@@ -471,6 +472,16 @@ async fn a_second_kapis_openapi_v2_joins_the_firsts() {
         "only the APIService's group/version is taken"
     );
     assert!(paths.contains_key("/api/v1/namespaces/{namespace}/configmaps"));
+    let renamed: Vec<&String> = v2["definitions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.ends_with("_v2"))
+        .collect();
+    assert!(
+        renamed.is_empty(),
+        "two kapis share their common definitions: {renamed:?}"
+    );
     let gadget = &v2["definitions"]["org.example.v1.Gadget"];
     assert_eq!(
         gadget["x-kubernetes-group-version-kind"][0]["kind"], "Gadget",
@@ -540,14 +551,15 @@ async fn a_second_kapis_openapi_v2_joins_the_firsts() {
         .is_some());
     let (status, _) = available_as(&front, "v1.example.org").await;
     assert_eq!(status, "False");
-    let resp = front
+    let req = front
         .admin_http()
         .get(front.url("/openapi/v2"))
         .header(
             "accept",
             "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
         )
-        .send()
+        .send();
+    let resp = within(Duration::from_secs(30), "/openapi/v2 in protobuf", req)
         .await
         .unwrap();
     assert_eq!(resp.status(), 200);
