@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 /// How often every APIService is checked besides changes.
 const RESYNC: Duration = Duration::from_secs(30);
 /// How long a backend's discovery check may take (upstream's client timeout).
-const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
+pub(super) const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The Available condition an APIService should have.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,7 +31,7 @@ pub(crate) struct Condition {
 }
 
 /// Runs `check` over the APIServices on every change and every [`RESYNC`], until `cancel`.
-async fn each_change<F, Fut>(agg: &Aggregator, cancel: &CancellationToken, mut check: F)
+pub(super) async fn each_change<F, Fut>(agg: &Aggregator, cancel: &CancellationToken, mut check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = ()>,

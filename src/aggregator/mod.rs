@@ -5,12 +5,14 @@
 //! the front-proxy client certificate ([`proxy`]). kapi has no cluster IPs: a Service of type
 //! ExternalName resolves to `externalName:port`, a headless one to an address of its
 //! EndpointSlices ([`resolve`]). Discovery merges the remote groups ([`discovery`]); the
-//! Available condition is kept by probing each backend ([`available`]); every group/version
-//! this server serves gets a Local APIService ([`register`]).
+//! Available condition is kept by probing each backend ([`available`]); the OpenAPI v2
+//! document of each available backend is kept for the merged /openapi/v2 ([`openapi`]); every
+//! group/version this server serves gets a Local APIService ([`register`]).
 //! May use: registry, api.
 
 pub(crate) mod available;
 mod discovery;
+pub(crate) mod openapi;
 pub(crate) mod peers;
 mod proxy;
 pub(crate) mod register;
@@ -152,6 +154,8 @@ pub(crate) struct Aggregator {
     services: Arc<Services>,
     identity: Option<ProxyIdentity>,
     discovery: discovery::Cache,
+    /// The OpenAPI v2 documents of the available remote APIServices.
+    openapi: openapi::Specs,
     /// Notified when the APIServices change.
     changed: Notify,
     synced: Synced,
@@ -187,6 +191,7 @@ impl Aggregator {
             services,
             identity,
             discovery: discovery::Cache::default(),
+            openapi: openapi::Specs::default(),
             changed: Notify::new(),
             synced: Synced::default(),
         }
@@ -413,6 +418,12 @@ impl Aggregator {
     /// Whether any APIService is remote (discovery and OpenAPI documents need merging).
     pub(crate) fn has_remote(&self) -> bool {
         !self.table().remote.is_empty()
+    }
+
+    /// The OpenAPI v2 documents of the available remote APIServices, in merge order, for
+    /// /openapi/v2.
+    pub(crate) fn openapi_v2(&self) -> Arc<openapi::RemoteSpecs> {
+        self.openapi.current()
     }
 
     /// Adds the remote group/versions to this server's OpenAPI v3 index.

@@ -200,11 +200,26 @@ impl Client {
         accept: &str,
         limit: Duration,
     ) -> Result<http::Response<Bytes>, String> {
+        self.get_with(target, path, &[(http::header::ACCEPT, accept)], limit)
+            .await
+    }
+
+    /// [`Client::get`] with the request headers `headers` (Accept, If-None-Match, ...).
+    pub(super) async fn get_with(
+        &self,
+        target: &str,
+        path: &str,
+        headers: &[(http::header::HeaderName, &str)],
+        limit: Duration,
+    ) -> Result<http::Response<Bytes>, String> {
         let uri: http::Uri = format!("https://{target}{path}")
             .parse()
             .map_err(|e| format!("{e}"))?;
-        let mut req = http::Request::get(uri)
-            .header(http::header::ACCEPT, accept)
+        let mut req = http::Request::get(uri);
+        for (name, value) in headers {
+            req = req.header(name, *value);
+        }
+        let mut req = req
             .body(Full::new(Bytes::new()))
             .map_err(|e| e.to_string())?;
         let checker = UserInfo {

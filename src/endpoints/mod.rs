@@ -71,6 +71,20 @@ impl ApiServer {
         slot.clone()
     }
 
+    /// Serves `/openapi/v2` with the documents of remote APIServices merged into this
+    /// server's (kube-aggregator's OpenAPI aggregation): `remotes` holds each one's path prefix
+    /// and document in merge order, `generation` changes whenever they do.
+    pub(crate) fn openapi_v2_merged(
+        &self,
+        headers: &http::HeaderMap,
+        generation: u64,
+        remotes: &[(String, Arc<serde_json::Value>)],
+    ) -> http::Response<Body> {
+        self.docs(&self.registry.resources())
+            .openapi
+            .handle_v2_merged(headers, generation, remotes)
+    }
+
     /// Serves one authenticated, authorized request whose body was read already
     /// (bounded by the chain). Unknown paths answer 404 Status.
     pub(crate) async fn handle(

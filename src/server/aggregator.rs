@@ -3,6 +3,7 @@
 //! `apiservice-registration-controller` (done once the APIServices are listed: requests
 //! route by them from then on), `apiservice-status-local-available-controller`,
 //! `apiservice-status-remote-available-controller`, `apiservice-discovery-controller`,
+//! `apiservice-openapi-controller` (the remote OpenAPI v2 documents),
 //! `kube-apiserver-autoregistration`, and the boot-sequence check `autoregister-completion`.
 //! May use: registry.
 
@@ -10,7 +11,7 @@ use super::health::{CheckFn, HealthCheck};
 use super::hooks::{HookContext, PostStartHookFn};
 use super::informers::retrying;
 use crate::aggregator::peers::PeerProxy;
-use crate::aggregator::{available, register, Aggregator, Kind};
+use crate::aggregator::{available, openapi, register, Aggregator, Kind};
 use crate::registry::Registry;
 use std::future::Future;
 use std::sync::Arc;
@@ -96,6 +97,10 @@ pub(crate) fn hooks(
             spawning(&agg, |agg, ctx| {
                 available::run_discovery(agg, ctx.cancel.clone())
             }),
+        ),
+        (
+            "apiservice-openapi-controller",
+            spawning(&agg, |agg, ctx| openapi::run(agg, ctx.cancel.clone())),
         ),
         ("kube-apiserver-autoregistration", autoregistration),
     ];

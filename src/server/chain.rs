@@ -293,6 +293,15 @@ async fn route(
             }
         }
     }
+    if path.trim_end_matches('/') == "/openapi/v2" {
+        let remote = chain.aggregator.openapi_v2();
+        if !remote.specs.is_empty() {
+            let (generation, specs) = (remote.generation, &remote.specs);
+            return chain
+                .api
+                .openapi_v2_merged(req.headers(), generation, specs);
+        }
+    }
     if path.starts_with("/openapi/v3") && chain.aggregator.has_remote() {
         if let Some(resp) = chain.aggregator.serve_openapi(&req).await {
             return resp;

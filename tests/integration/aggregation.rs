@@ -1,15 +1,17 @@
-//! The aggregation layer against a small extension API server: an HTTPS server that serves
-//! the group example.com/v1 (widgets) and records the identity headers it gets. kubectl
-//! finds the group through kapi's discovery, reads widgets through the proxy, and the
-//! APIService turns unavailable when the backend stops.
+//! The aggregation layer against extension API servers. A small HTTPS server serves the group
+//! example.com/v1 (widgets) and records the identity headers it gets: kubectl finds the group
+//! through kapi's discovery, reads widgets through the proxy, and the APIService turns
+//! unavailable when the backend stops. A second `kapi serve` serves a CRD group through the
+//! first: listed as the caller, explained, and validated against the merged OpenAPI v2.
 
 use crate::admission::eventually;
-use crate::support::{output_text, TestServer};
+use crate::support::{get_text, output_text, within, TestServer};
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{json, Value};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// The name the proxy verifies the backend under (`<service>.<namespace>.svc`).
 const SERVICE_DNS: &str = "ext.default.svc";
@@ -135,13 +137,18 @@ impl Extension {
     }
 }
 
-async fn apply(server: &TestServer, manifest: Value) {
+/// `kubectl apply -f` of `manifest`.
+async fn try_apply(server: &TestServer, manifest: Value) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("m.json");
     std::fs::write(&file, manifest.to_string()).unwrap();
-    let out = server
+    server
         .kubectl(&["apply", "-f", file.to_str().unwrap()])
-        .await;
+        .await
+}
+
+async fn apply(server: &TestServer, manifest: Value) {
+    let out = try_apply(server, manifest).await;
     assert!(out.status.success(), "{}", output_text(&out));
 }
 
@@ -168,8 +175,13 @@ async fn register(server: &TestServer, ext: &Extension) {
 }
 
 async fn available(server: &TestServer) -> (String, String) {
+    available_as(server, "v1.example.com").await
+}
+
+/// Status and message of the Available condition of the APIService `name`.
+async fn available_as(server: &TestServer, name: &str) -> (String, String) {
     let out = server
-        .kubectl_ok(&["get", "apiservice", "v1.example.com", "-o", "json"])
+        .kubectl_ok(&["get", "apiservice", name, "-o", "json"])
         .await;
     let v: Value = serde_json::from_str(&out).unwrap();
     let c = v["status"]["conditions"]
@@ -323,11 +335,10 @@ async fn a_backend_with_the_wrong_certificate_is_unavailable() {
 
 /// A second `kapi serve` as the extension API server: it trusts the first's front-proxy CA
 /// (request-header authentication, as any k8s.io/apiserver-based server would through the
-/// auth-trust ConfigMap) and serves a CRD group the first does not. Through the first,
-/// kubectl lists its objects as the caller (RBAC on the backend decides), finds the group
-/// in discovery and explains the kind from the backend's OpenAPI.
-#[tokio::test]
-async fn a_second_kapi_serves_a_group_through_the_first() {
+/// auth-trust ConfigMap) and serves a CRD group the first does not, example.org/v1 gadgets
+/// (one, `g1`), registered in the first as the APIService `v1.example.org`. Returns the
+/// first (the front) and the second (the backend).
+async fn gadgets_behind_the_front() -> (TestServer, TestServer) {
     use crate::support::Options;
     let front = TestServer::start().await;
     let ca = front.dir.path().join("pki").join("front-proxy-ca.crt");
@@ -377,6 +388,15 @@ async fn a_second_kapi_serves_a_group_through_the_first() {
                 "service": {"namespace": "default", "name": "gadgets", "port": backend.port}}}),
     )
     .await;
+    (front, backend)
+}
+
+/// Through the first kapi, kubectl lists the second's objects as the caller (RBAC on the
+/// backend decides), finds the group in discovery and explains the kind from the backend's
+/// OpenAPI.
+#[tokio::test]
+async fn a_second_kapi_serves_a_group_through_the_first() {
+    let (front, _backend) = gadgets_behind_the_front().await;
     let out = eventually("kubectl to list gadgets through the front", || async {
         let out = front.kubectl(&["get", "gadgets", "-n", "default"]).await;
         out.status.success().then(|| output_text(&out))
@@ -423,4 +443,124 @@ async fn a_second_kapi_serves_a_group_through_the_first() {
         !out.status.success() && text.contains("\"bob\"") && text.contains("forbidden"),
         "{text}"
     );
+}
+
+/// The gadgets' collection path in OpenAPI v2.
+const GADGETS: &str = "/apis/example.org/v1/namespaces/{namespace}/gadgets";
+
+/// `/openapi/v2` of `server` in JSON, when it answers 200.
+async fn openapi_v2(server: &TestServer) -> Option<Value> {
+    let (code, text) = get_text(&server.admin_http(), &server.url("/openapi/v2")).await;
+    (code == 200).then(|| serde_json::from_str(&text).ok())?
+}
+
+/// The backend's OpenAPI v2 document is merged into the front's as kube-aggregator merges
+/// it: kubectl validates a List holding a Gadget against it (in protobuf), and the gadgets
+/// leave it when the backend stops, the rest of the document still served.
+#[tokio::test]
+async fn a_second_kapis_openapi_v2_joins_the_firsts() {
+    let (front, backend) = gadgets_behind_the_front().await;
+    let v2 = eventually("the front's /openapi/v2 to hold the gadgets", || async {
+        let doc = openapi_v2(&front).await?;
+        doc["paths"].get(GADGETS).is_some().then_some(doc)
+    })
+    .await;
+    let paths = v2["paths"].as_object().unwrap();
+    assert!(
+        paths.keys().all(|p| !p.starts_with("/apis/example.org/")
+            || p.starts_with("/apis/example.org/v1/")),
+        "only the APIService's group/version is taken"
+    );
+    assert!(paths.contains_key("/api/v1/namespaces/{namespace}/configmaps"));
+    let renamed: Vec<&String> = v2["definitions"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.ends_with("_v2"))
+        .collect();
+    assert!(
+        renamed.is_empty(),
+        "two kapis share their common definitions: {renamed:?}"
+    );
+    let gadget = &v2["definitions"]["org.example.v1.Gadget"];
+    assert_eq!(
+        gadget["x-kubernetes-group-version-kind"][0]["kind"], "Gadget",
+        "{gadget}"
+    );
+
+    let explained = front
+        .kubectl_ok(&["explain", "gadgets.spec", "--output", "plaintext-openapiv2"])
+        .await;
+    assert!(explained.contains("What the gadget does."), "{explained}");
+
+    apply(
+        &front,
+        json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "listed", "namespace": "default"}, "data": {"a": "b"}},
+            {"apiVersion": "example.org/v1", "kind": "Gadget",
+                "metadata": {"name": "g2", "namespace": "default"}, "spec": {"size": 5}}]}),
+    )
+    .await;
+    let size = backend
+        .kubectl_ok(&[
+            "get",
+            "gadget",
+            "g2",
+            "-n",
+            "default",
+            "-o",
+            "jsonpath={.spec.size}",
+        ])
+        .await;
+    assert_eq!(size, "5");
+    // kubectl checks each item against the merged document before sending anything: a Gadget
+    // whose size is a string is refused by kubectl itself.
+    let out = try_apply(
+        &front,
+        json!({"apiVersion": "v1", "kind": "List", "items": [
+            {"apiVersion": "example.org/v1", "kind": "Gadget",
+                "metadata": {"name": "g3", "namespace": "default"}, "spec": {"size": "big"}}]}),
+    )
+    .await;
+    let text = output_text(&out);
+    assert!(
+        !out.status.success() && text.contains("ValidationError(Gadget.spec.size)"),
+        "{text}"
+    );
+
+    // The backend stops. Touching the APIService has it checked at once rather than at the
+    // next resync; it turns unavailable and its document leaves /openapi/v2.
+    drop(backend);
+    front
+        .kubectl_ok(&[
+            "annotate",
+            "apiservice",
+            "v1.example.org",
+            "example.org/touched=1",
+        ])
+        .await;
+    let v2 = eventually("the gadgets to leave the front's /openapi/v2", || async {
+        let doc = openapi_v2(&front).await?;
+        doc["paths"].get(GADGETS).is_none().then_some(doc)
+    })
+    .await;
+    assert!(v2["definitions"].get("org.example.v1.Gadget").is_none());
+    assert!(v2["paths"]
+        .get("/api/v1/namespaces/{namespace}/configmaps")
+        .is_some());
+    let (status, _) = available_as(&front, "v1.example.org").await;
+    assert_eq!(status, "False");
+    let req = front
+        .admin_http()
+        .get(front.url("/openapi/v2"))
+        .header(
+            "accept",
+            "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+        )
+        .send();
+    let resp = within(Duration::from_secs(30), "/openapi/v2 in protobuf", req)
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
 }

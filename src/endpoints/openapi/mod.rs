@@ -4,9 +4,11 @@
 //! the hash of the JSON as ETag of both; the v3 index of group versions with those hashes; a
 //! v3 document fetched by its current hash is immutable-cached, one fetched with a stale hash
 //! redirected to it. Documents list only what the registry serves and are built once, on
-//! first use.
+//! first use. With remote APIServices, /openapi/v2 is this server's document with their
+//! documents merged in ([`merge`]), built again when one of them changes.
 //! May use: api.
 
+mod merge;
 mod negotiate;
 mod paths;
 mod proto;
@@ -19,7 +21,7 @@ use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
 use spec::Served;
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// The protobuf media types a client may ask the v2 document in: the `.` form and the
 /// deprecated `@` form (kube-openapi's subTypeProtobuf and subTypeProtobufDeprecated).
@@ -107,6 +109,9 @@ fn etag_of(bytes: &[u8]) -> String {
 pub(crate) struct OpenApi {
     served: Vec<Served>,
     docs: OnceLock<Docs>,
+    /// The v2 document with the remote documents merged in, and the generation of the remote
+    /// documents it was built from.
+    merged_v2: Mutex<Option<(u64, Arc<Forms>)>>,
 }
 
 impl OpenApi {
@@ -115,6 +120,7 @@ impl OpenApi {
         OpenApi {
             served: resources.into_iter().map(Served::from).collect(),
             docs: OnceLock::new(),
+            merged_v2: Mutex::new(None),
         }
     }
 
@@ -152,14 +158,7 @@ impl OpenApi {
         let path = path.trim_end_matches('/');
         let docs = self.docs();
         if path == "/openapi/v2" {
-            let clauses = negotiate::accept_clauses(headers);
-            return Some(match negotiate::choose(&clauses, &V2_OFFERS) {
-                Some(form) => {
-                    let (doc, content_type) = docs.v2.pick(form);
-                    respond(doc, content_type, headers, false)
-                }
-                None => bare(StatusCode::NOT_ACCEPTABLE),
-            });
+            return Some(v2(&docs.v2, headers));
         }
         if path == "/openapi/v3" {
             return Some(respond(&docs.v3_index, "application/json", headers, false));
@@ -169,6 +168,46 @@ impl OpenApi {
             return Some(Status::not_found_path().into_response());
         };
         Some(group_version(gv, forms, query, headers))
+    }
+
+    /// Serves /openapi/v2 with the remote APIServices' documents merged in: `remotes` holds each
+    /// one's path prefix (`/apis/<group>/<version>/`) and downloaded document, in merge order;
+    /// `generation` changes whenever they do. The merged document is built on the first request
+    /// of each generation and kept.
+    pub(crate) fn handle_v2_merged(
+        &self,
+        headers: &HeaderMap,
+        generation: u64,
+        remotes: &[(String, Arc<Value>)],
+    ) -> Response<Body> {
+        let forms = {
+            // Held while building, so concurrent requests wait for one build.
+            let mut slot = self.merged_v2.lock().unwrap_or_else(|e| e.into_inner());
+            match slot.as_ref() {
+                Some((built, forms)) if *built == generation => forms.clone(),
+                _ => {
+                    let local = spec::v2_document(&self.served, SPEC_VERSION);
+                    let remotes = remotes.iter().map(|(p, s)| (p.as_str(), s.as_ref()));
+                    let merged = merge::merge_remotes(local, remotes);
+                    let forms = Arc::new(Forms::new(&merged, proto::encode_v2));
+                    *slot = Some((generation, forms.clone()));
+                    forms
+                }
+            }
+        };
+        v2(&forms, headers)
+    }
+}
+
+/// /openapi/v2 in the form the Accept header picks.
+fn v2(forms: &Forms, headers: &HeaderMap) -> Response<Body> {
+    let clauses = negotiate::accept_clauses(headers);
+    match negotiate::choose(&clauses, &V2_OFFERS) {
+        Some(form) => {
+            let (doc, content_type) = forms.pick(form);
+            respond(doc, content_type, headers, false)
+        }
+        None => bare(StatusCode::NOT_ACCEPTABLE),
     }
 }
 

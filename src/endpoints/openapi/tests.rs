@@ -506,3 +506,47 @@ fn documents_leave_out_what_the_registry_does_not_serve() {
         .get("apis/coordination.k8s.io/v1beta1")
         .is_none());
 }
+
+#[test]
+fn remote_documents_are_merged_into_v2_once_per_generation() {
+    let api = OpenApi::new(built_in().iter().map(|b| b.info()));
+    let thing = "io.r.v1.Thing";
+    let get_thing = json!({"get": {"responses": {"200": {"schema": {"$ref": format!("#/definitions/{thing}")}}}}});
+    let remote = Arc::new(json!({
+        "swagger": "2.0",
+        "paths": {"/apis/r.io/v1/things": get_thing, "/apis/other.io/v1/things": get_thing},
+        "definitions": {thing: {"type": "object", "description": "A remote thing.",
+            "x-kubernetes-group-version-kind": [{"group": "r.io", "version": "v1", "kind": "Thing"}]}},
+    }));
+    let remotes = vec![("/apis/r.io/v1/".to_string(), remote)];
+    let none = HeaderMap::new();
+    let etag = |resp: &Response<Body>| resp.headers()[header::ETAG].clone();
+    let local = etag(&api.handle("/openapi/v2", &none).unwrap());
+
+    let resp = api.handle_v2_merged(&none, 1, &remotes);
+    let merged_etag = etag(&resp);
+    assert_ne!(merged_etag, local);
+    let v2 = json_of(resp);
+    let paths = v2["paths"].as_object().unwrap();
+    assert!(paths.contains_key("/apis/r.io/v1/things"));
+    assert!(!paths.contains_key("/apis/other.io/v1/things"));
+    assert!(paths.contains_key("/api/v1/namespaces/{namespace}/configmaps"));
+    assert_eq!(v2["definitions"][thing]["description"], "A remote thing.");
+
+    let mut pb = HeaderMap::new();
+    pb.insert(header::ACCEPT, HeaderValue::from_static(PROTO_V2));
+    let resp = api.handle_v2_merged(&pb, 1, &remotes);
+    assert_eq!(etag(&resp), merged_etag, "both forms carry the JSON's hash");
+    let doc = proto::decode_v2(&body(resp)).expect("decodes as openapi_v2.Document");
+    let defs = doc.definitions.unwrap().additional_properties;
+    assert!(defs.iter().any(|d| d.name == thing));
+
+    let mut cached = HeaderMap::new();
+    cached.insert(header::IF_NONE_MATCH, merged_etag.clone());
+    let resp = api.handle_v2_merged(&cached, 1, &remotes);
+    assert_eq!(resp.status(), StatusCode::NOT_MODIFIED);
+
+    // Built once per generation: the same generation answers the same document.
+    assert_eq!(etag(&api.handle_v2_merged(&none, 1, &[])), merged_etag);
+    assert_eq!(etag(&api.handle_v2_merged(&none, 2, &[])), local);
+}
