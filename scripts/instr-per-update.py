@@ -8,9 +8,12 @@ bench rather than replacing it.
 
     .tools/venv/bin/python scripts/instr-per-update.py target/release/kapi [THREADS] [PER_THREAD] [-- serve flags]
     .tools/venv/bin/python scripts/instr-per-update.py --create target/release/kapi ...
+    .tools/venv/bin/python scripts/instr-per-update.py --policy target/release/kapi 2 300
 
 With --create it counts instructions per CREATE instead: a POST of the API bench's ConfigMap
 (`generateName`, so every create makes a new object) to the namespace `default`. With
+--policy it counts per UPDATE of a ConfigMap (as --configmap) with the admission bench's
+ValidatingAdmissionPolicy (three rules) and its binding in force. With
 --crontab it counts per UPDATE of the CRD bench's CronTab (schema, defaults, one CEL rule)
 instead of a lease, and with --configmap per UPDATE of a ConfigMap of the same fields (the
 bench's other half).
@@ -52,6 +55,10 @@ def main():
     if configmap:
         args.remove("--configmap")
         crontab = "configmap"
+    policy = "--policy" in head
+    if policy:
+        args.remove("--policy")
+        crontab = "configmap"
     serve_flags = []
     if "--" in args:
         at = args.index("--")
@@ -68,7 +75,7 @@ def main():
          f"{tmp}/data"] + serve_flags,
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
-        run(server, tmp, threads, per, create, crontab)
+        run(server, tmp, threads, per, create, crontab, policy)
     finally:
         server.terminate()
         server.wait()
@@ -107,7 +114,30 @@ CRONTAB_CRD = {
 }
 
 
-def run(server, tmp, threads, per, create, crontab=False):
+POLICY = {
+    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+    "metadata": {"name": "bench-policy"},
+    "spec": {
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [{
+            "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+            "resources": ["configmaps"]}]},
+        "validations": [
+            {"expression": "object.metadata.name.size() < 64", "message": "name too long"},
+            {"expression": "!has(object.data) || size(object.data) < 100", "message": "too many keys"},
+            {"expression": "request.userInfo.username != 'nobody'"},
+        ],
+    },
+}
+
+BINDING = {
+    "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+    "metadata": {"name": "bench-policy"},
+    "spec": {"policyName": "bench-policy", "validationActions": ["Deny"]},
+}
+
+
+def run(server, tmp, threads, per, create, crontab=False, policy=False):
     kubeconfig = None
     for line in server.stderr:
         if line.startswith("export KUBECONFIG="):
@@ -149,6 +179,22 @@ def run(server, tmp, threads, per, create, crontab=False):
 
     if crontab == "configmap":
         base = url + "/api/v1/namespaces/default/configmaps"
+        if policy:
+            group = url + "/apis/admissionregistration.k8s.io/v1/"
+            for path, body in [("validatingadmissionpolicies", POLICY),
+                               ("validatingadmissionpolicybindings", BINDING)]:
+                r = admin.post(group + path, json=body)
+                if r.status_code != 201:
+                    sys.exit(f"creating the {path}: {r.status_code} {r.text}")
+            # In force once a ConfigMap with 100 keys is refused (a dry run stores nothing).
+            probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"},
+                     "data": {f"k{i}": "v" for i in range(100)}}
+            for _ in range(600):
+                if admin.post(base + "?dryRun=All", json=probe).status_code == 422:
+                    break
+                time.sleep(0.2)
+            else:
+                sys.exit("the policy did not come into force")
     elif crontab:
         r = admin.post(url + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=CRONTAB_CRD)
         if r.status_code != 201:

@@ -138,6 +138,17 @@ impl Chain {
             && self.bound.read().map(|b| b.is_empty()).unwrap_or(true)
     }
 
+    /// Whether any mutating webhook is configured.
+    pub(crate) fn has_mutating(&self) -> bool {
+        !self.hooks(Kind::Mutating).is_empty()
+    }
+
+    /// Whether any validating webhook or bound policy is configured.
+    pub(crate) fn has_validating(&self) -> bool {
+        !self.hooks(Kind::Validating).is_empty()
+            || self.bound.read().map(|b| !b.is_empty()).unwrap_or(false)
+    }
+
     /// Whether any webhook, mutating or validating, is configured.
     pub(crate) fn has_webhooks(&self) -> bool {
         !self.hooks(Kind::Mutating).is_empty() || !self.hooks(Kind::Validating).is_empty()

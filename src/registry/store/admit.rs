@@ -40,7 +40,7 @@ impl GenericStore {
         obj: Option<Value>,
         old: Option<&Value>,
     ) -> Result<Option<Value>> {
-        let Some(req) = &ctx.admission else {
+        let Some(req) = ctx.admission.as_ref().filter(|a| a.chain.has_mutating()) else {
             return Ok(obj);
         };
         let attrs = self.attributes(ctx, operation, name, old);
@@ -59,7 +59,7 @@ impl GenericStore {
         obj: Option<&Value>,
         old: Option<&Value>,
     ) -> Result<()> {
-        let Some(req) = &ctx.admission else {
+        let Some(req) = ctx.admission.as_ref().filter(|a| a.chain.has_validating()) else {
             return Ok(());
         };
         req.validate(&self.attributes(ctx, operation, name, old), obj)
