@@ -177,6 +177,12 @@ impl Policy {
         policy.uses = Uses::of(&policy);
         policy
     }
+
+    /// Whether evaluating it needs the namespace object (its namespaceSelector, or
+    /// `namespaceObject` in an expression).
+    pub(super) fn needs_namespace(&self) -> bool {
+        self.uses.namespace || self.constraints.namespace_selector.is_some()
+    }
 }
 
 /// A ValidatingAdmissionPolicyBinding.
@@ -211,6 +217,11 @@ impl Binding {
     pub(super) fn policy(&self) -> &str {
         &self.policy
     }
+
+    /// Whether its matchResources select by namespace labels.
+    pub(super) fn needs_namespace(&self) -> bool {
+        self.resources.namespace_selector.is_some()
+    }
 }
 
 /// What the params of a binding are looked up with.
@@ -237,20 +248,34 @@ fn json(v: &Value) -> CelValue {
     kube_cel::cel::to_value(v).unwrap_or(CelValue::Null)
 }
 
-fn cel_request(req: &Request, attrs: &Attributes<'_>) -> Value {
-    serde_json::json!({
-        "operation": attrs.operation.as_str(),
-        "name": attrs.name,
-        "namespace": attrs.namespace,
-        "dryRun": attrs.dry_run,
-        "kind": {"group": attrs.group, "version": attrs.version, "kind": attrs.kind},
-        "resource": {"group": attrs.group, "version": attrs.version, "resource": attrs.resource},
-        "subResource": req.subresource,
-        "requestKind": {"group": attrs.group, "version": attrs.version, "kind": attrs.kind},
-        "requestResource": {"group": attrs.group, "version": attrs.version, "resource": attrs.resource},
-        "userInfo": {"username": req.user.name, "uid": req.user.uid, "groups": req.user.groups,
-                     "extra": req.user.extra},
-    })
+/// The `request` variable, with only the top-level fields `parts` keeps (each is made only
+/// when kept: the whole request costs more to build and convert than three rules do to run).
+fn cel_request(req: &Request, attrs: &Attributes<'_>, parts: &Projection) -> Value {
+    let kind =
+        || serde_json::json!({"group": attrs.group, "version": attrs.version, "kind": attrs.kind});
+    let resource = || serde_json::json!({"group": attrs.group, "version": attrs.version, "resource": attrs.resource});
+    let fields: [(&str, &dyn Fn() -> Value); 11] = [
+        ("operation", &|| attrs.operation.as_str().into()),
+        ("name", &|| attrs.name.into()),
+        ("namespace", &|| attrs.namespace.into()),
+        ("dryRun", &|| attrs.dry_run.into()),
+        ("kind", &kind),
+        ("resource", &resource),
+        ("subResource", &|| req.subresource.clone().into()),
+        ("requestKind", &kind),
+        ("requestResource", &resource),
+        ("requestSubResource", &|| req.subresource.clone().into()),
+        ("userInfo", &|| {
+            serde_json::json!({"username": req.user.name, "uid": req.user.uid,
+                               "groups": req.user.groups, "extra": req.user.extra})
+        }),
+    ];
+    let kept = fields
+        .iter()
+        .filter(|(name, _)| parts.keeps(name))
+        .map(|(name, make)| (name.to_string(), make()))
+        .collect();
+    parts.apply(&Value::Object(kept))
 }
 
 /// Runs `program`; an expression the interpreter cannot run (it panics on some, such as
@@ -270,39 +295,44 @@ fn decide(
 ) -> Result<Decision, String> {
     let mut ctx = base.new_inner_scope();
     ctx.add_variable_from_value("params", params.map_or(CelValue::Null, json));
-    let run = |ctx: &CelContext<'_>, p: &Compiled, what: &str| -> Result<CelValue, String> {
-        let program = p.as_ref().map_err(|e| format!("{what}: {e}"))?;
-        execute(program, ctx).map_err(|e| format!("{what} resulted in error: {e}"))
+    // The label of an expression is formatted only for an error.
+    let run = |ctx: &CelContext<'_>,
+               p: &Compiled,
+               what: &dyn Fn() -> String|
+     -> Result<CelValue, String> {
+        let program = p.as_ref().map_err(|e| format!("{}: {e}", what()))?;
+        execute(program, ctx).map_err(|e| format!("{} resulted in error: {e}", what()))
     };
-    let mut variables: HashMap<String, CelValue> = HashMap::new();
-    for (name, p) in &policy.variables {
-        if let Ok(v) = run(&ctx, p, name) {
-            variables.insert(name.clone(), v);
-            ctx.add_variable_from_value("variables", variables.clone());
+    if !policy.variables.is_empty() {
+        let mut variables: HashMap<String, CelValue> = HashMap::new();
+        for (name, p) in &policy.variables {
+            if let Ok(v) = run(&ctx, p, &|| name.clone()) {
+                variables.insert(name.clone(), v);
+                ctx.add_variable_from_value("variables", variables.clone());
+            }
         }
+        ctx.add_variable_from_value("variables", variables);
     }
-    ctx.add_variable_from_value("variables", variables);
     for (name, p) in &policy.conditions {
-        match run(&ctx, p, &format!("matchCondition '{name}'"))? {
+        match run(&ctx, p, &|| format!("matchCondition '{name}'"))? {
             CelValue::Bool(true) => {}
             CelValue::Bool(false) => return Ok(Decision::Admit),
             _ => return Err(format!("matchCondition '{name}' must evaluate to bool")),
         }
     }
     for v in &policy.validations {
-        let what = format!("expression '{}'", v.expression);
+        let what = || format!("expression '{}'", v.expression);
         match run(&ctx, &v.program, &what)? {
             CelValue::Bool(true) => continue,
             CelValue::Bool(false) => {}
-            _ => return Err(format!("{what} must evaluate to bool")),
+            _ => return Err(format!("{} must evaluate to bool", what())),
         }
-        let from_expression =
-            v.message_program
-                .as_ref()
-                .and_then(|p| match run(&ctx, p, "messageExpression") {
-                    Ok(CelValue::String(s)) if !s.trim().is_empty() => Some(s.to_string()),
-                    _ => None,
-                });
+        let from_expression = v.message_program.as_ref().and_then(|p| {
+            match run(&ctx, p, &|| "messageExpression".to_string()) {
+                Ok(CelValue::String(s)) if !s.trim().is_empty() => Some(s.to_string()),
+                _ => None,
+            }
+        });
         let message = from_expression
             .or_else(|| (!v.message.is_empty()).then(|| v.message.clone()))
             .unwrap_or_else(|| format!("failed expression: {}", v.expression));
@@ -338,9 +368,10 @@ struct Uses {
     old_object: bool,
     request: bool,
     namespace: bool,
-    /// What the expressions can observe of `object` and `oldObject`.
+    /// What the expressions can observe of `object`, `oldObject` and `request`.
     object_parts: Projection,
     old_object_parts: Projection,
+    request_parts: Projection,
 }
 
 impl Uses {
@@ -368,6 +399,7 @@ impl Uses {
             uses.object_parts.union(&Projection::of(expr, "object"));
             uses.old_object_parts
                 .union(&Projection::of(expr, "oldObject"));
+            uses.request_parts.union(&Projection::of(expr, "request"));
         }
         uses
     }
@@ -379,6 +411,7 @@ impl Uses {
         self.namespace |= o.namespace;
         self.object_parts.union(&o.object_parts);
         self.old_object_parts.union(&o.old_object_parts);
+        self.request_parts.union(&o.request_parts);
     }
 }
 
@@ -472,7 +505,8 @@ pub(super) async fn validate(
         bind(&mut ctx, "oldObject", uses.old_object, old_object.as_ref());
         bind(&mut ctx, "namespaceObject", uses.namespace, namespace);
         if uses.request {
-            ctx.add_variable_from_value("request", json(&cel_request(req, attrs)));
+            let request = cel_request(req, attrs, &uses.request_parts);
+            ctx.add_variable_from_value("request", json(&request));
         }
         let mut out = Vec::new();
         for (policy, binding, params) in &work {

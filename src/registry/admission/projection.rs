@@ -123,6 +123,11 @@ impl Projection {
         }
     }
 
+    /// Whether anything under the top-level field `field` is kept.
+    pub(super) fn keeps(&self, field: &str) -> bool {
+        self.all || self.fields.contains_key(field)
+    }
+
     /// The kept parts of `value` (`value` itself when everything is kept).
     pub(super) fn apply(&self, value: &Value) -> Value {
         if self.all {

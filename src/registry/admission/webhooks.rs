@@ -867,9 +867,15 @@ impl Request {
             .unwrap_or_default();
         let ns = NamespaceCell::new();
         if !bound.is_empty() {
+            // The namespace is read only when a selector or an expression looks at it.
+            let wanted = bound
+                .iter()
+                .any(|(p, b)| p.needs_namespace() || b.needs_namespace());
             let namespace = match attrs.namespace {
-                "" => &None,
-                name => ns.get_or_init(|| self.chain.namespace(name)).await,
+                name if wanted && !name.is_empty() => {
+                    ns.get_or_init(|| self.chain.namespace(name)).await
+                }
+                _ => &None,
             };
             let namespace = namespace.as_ref().map(|n| &n.obj);
             policies::validate(&bound, self.chain.as_ref(), self, attrs, object, namespace).await?;
