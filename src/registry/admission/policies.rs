@@ -590,6 +590,48 @@ mod tests {
     use super::*;
 
     #[test]
+    fn request_is_built_with_the_fields_expressions_select() {
+        let req = Request {
+            chain: Arc::new(super::super::Chain::default()),
+            user: Arc::new(crate::api::test_user("alice", &["devs"])),
+            subresource: String::new(),
+            field_manager: None,
+            warnings: Default::default(),
+            audit_annotations: Default::default(),
+        };
+        let attrs = Attributes {
+            operation: super::super::Operation::Update,
+            group: "",
+            version: "v1",
+            kind: "ConfigMap",
+            resource: "configmaps",
+            namespace: "team",
+            name: "cm",
+            dry_run: false,
+            old_object: None,
+        };
+        let parts =
+            |expr: &str| Projection::of(Program::compile(expr).unwrap().expression(), "request");
+        let v = cel_request(&req, &attrs, &parts("request.userInfo.username == 'x'"));
+        assert_eq!(v, serde_json::json!({"userInfo": {"username": "alice"}}));
+        let v = cel_request(
+            &req,
+            &attrs,
+            &parts("request.operation == 'UPDATE' && request.kind.kind != ''"),
+        );
+        assert_eq!(
+            v,
+            serde_json::json!({"operation": "UPDATE", "kind": {"kind": "ConfigMap"}})
+        );
+        // Used whole: every field, as upstream's request variable has them.
+        let v = cel_request(&req, &attrs, &parts("request != null"));
+        let keys: Vec<&String> = v.as_object().unwrap().keys().collect();
+        assert_eq!(keys.len(), 11, "{keys:?}");
+        assert_eq!(v["userInfo"]["groups"], serde_json::json!(["devs"]));
+        assert_eq!(v["requestResource"]["resource"], "configmaps");
+    }
+
+    #[test]
     fn expressions_the_interpreter_cannot_run_are_errors_not_panics() {
         let ctx = CelContext::default().with_all();
         let ok = Program::compile("1 + 1 == 2").unwrap();
