@@ -13,7 +13,9 @@ bench rather than replacing it.
 With --create it counts instructions per CREATE instead: a POST of the API bench's ConfigMap
 (`generateName`, so every create makes a new object) to the namespace `default`. With
 --policy it counts per UPDATE of a ConfigMap (as --configmap) with the admission bench's
-ValidatingAdmissionPolicy (three rules) and its binding in force. With
+ValidatingAdmissionPolicy (three rules) and its binding in force, and with --webhook with a
+validating webhook for ConfigMap updates instead (served by this script over TLS, HTTP/1.1,
+a certificate made with the openssl command; its own work is not counted). With
 --crontab it counts per UPDATE of the CRD bench's CronTab (schema, defaults, one CEL rule)
 instead of a lease, and with --configmap per UPDATE of a ConfigMap of the same fields (the
 bench's other half).
@@ -59,6 +61,10 @@ def main():
     if policy:
         args.remove("--policy")
         crontab = "configmap"
+    if "--webhook" in head:
+        args.remove("--webhook")
+        crontab = "configmap"
+        policy = "webhook"
     serve_flags = []
     if "--" in args:
         at = args.index("--")
@@ -81,7 +87,7 @@ def main():
         server.wait()
         # Only the dump stays: the server's data dir and the admin credentials go.
         shutil.rmtree(f"{tmp}/data", ignore_errors=True)
-        for name in ("ca", "crt", "key"):
+        for name in ("ca", "crt", "key", "hook.key", "hook-ca.key"):
             if os.path.exists(f"{tmp}/{name}"):
                 os.remove(f"{tmp}/{name}")
 
@@ -137,6 +143,62 @@ BINDING = {
 }
 
 
+def webhook_config(tmp):
+    """Starts the webhook (a thread of this process) and returns its configuration: it allows
+    every review, and refuses a ConfigMap of 100 keys as the policy does, for the probe."""
+    import http.server
+    import ssl
+    # A CA and a certificate for 127.0.0.1 it signs (webpki refuses a CA as the server's).
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    with open(f"{tmp}/hook.ext", "w") as f:
+        f.write("subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\n")
+    for cmd in (["req", "-x509", *ec, "-days", "1", "-subj", "/CN=instr-ca",
+                 "-keyout", f"{tmp}/hook-ca.key", "-out", f"{tmp}/hook-ca.crt"],
+                ["req", *ec, "-subj", "/CN=127.0.0.1", "-keyout", f"{tmp}/hook.key",
+                 "-out", f"{tmp}/hook.csr"],
+                ["x509", "-req", "-in", f"{tmp}/hook.csr", "-CA", f"{tmp}/hook-ca.crt",
+                 "-CAkey", f"{tmp}/hook-ca.key", "-CAcreateserial", "-days", "1",
+                 "-extfile", f"{tmp}/hook.ext", "-out", f"{tmp}/hook.crt"]):
+        subprocess.run(["openssl", *cmd], check=True, capture_output=True)
+
+    class Hook(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_POST(self):
+            review = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            request = review["request"]
+            allowed = len((request.get("object") or {}).get("data") or {}) < 100
+            body = json.dumps({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                               "response": {"uid": request["uid"], "allowed": allowed,
+                                            "status": {"code": 400, "message": "too many keys"}}})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(f"{tmp}/hook.crt", f"{tmp}/hook.key")
+    httpd.socket = ctx.wrap_socket(httpd.socket, server_side=True)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    ca = base64.b64encode(open(f"{tmp}/hook-ca.crt", "rb").read()).decode()
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": "bench-webhook"},
+        "webhooks": [{"name": "validate.bench.example.com",
+                      "clientConfig": {"url": f"https://127.0.0.1:{httpd.server_port}/validate",
+                                       "caBundle": ca},
+                      "rules": [{"operations": ["CREATE", "UPDATE"], "apiGroups": [""],
+                                 "apiVersions": ["v1"], "resources": ["configmaps"]}],
+                      "failurePolicy": "Fail", "sideEffects": "None",
+                      "admissionReviewVersions": ["v1"], "timeoutSeconds": 10}],
+    }
+
+
 def run(server, tmp, threads, per, create, crontab=False, policy=False):
     kubeconfig = None
     for line in server.stderr:
@@ -181,8 +243,11 @@ def run(server, tmp, threads, per, create, crontab=False, policy=False):
         base = url + "/api/v1/namespaces/default/configmaps"
         if policy:
             group = url + "/apis/admissionregistration.k8s.io/v1/"
-            for path, body in [("validatingadmissionpolicies", POLICY),
-                               ("validatingadmissionpolicybindings", BINDING)]:
+            configs = [("validatingadmissionpolicies", POLICY),
+                       ("validatingadmissionpolicybindings", BINDING)]
+            if policy == "webhook":
+                configs = [("validatingwebhookconfigurations", webhook_config(tmp))]
+            for path, body in configs:
                 r = admin.post(group + path, json=body)
                 if r.status_code != 201:
                     sys.exit(f"creating the {path}: {r.status_code} {r.text}")
@@ -190,11 +255,12 @@ def run(server, tmp, threads, per, create, crontab=False, policy=False):
             probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"},
                      "data": {f"k{i}": "v" for i in range(100)}}
             for _ in range(600):
-                if admin.post(base + "?dryRun=All", json=probe).status_code == 422:
+                r = admin.post(base + "?dryRun=All", json=probe)
+                if r.status_code in (422, 400):
                     break
                 time.sleep(0.2)
             else:
-                sys.exit("the policy did not come into force")
+                sys.exit(f"the admission configuration did not come into force: {r.status_code} {r.text}")
     elif crontab:
         r = admin.post(url + "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", json=CRONTAB_CRD)
         if r.status_code != 201:

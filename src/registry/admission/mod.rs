@@ -208,6 +208,8 @@ pub(crate) struct Attributes<'a> {
     pub dry_run: bool,
     /// The object before the write (updates, deletes).
     pub old_object: Option<&'a Value>,
+    /// `old_object`'s JSON when it was made already (the memo's): sent to webhooks as it is.
+    pub old_json: Option<&'a [u8]>,
 }
 
 /// Whether admission webhooks may see writes of `group`/`resource`: never the admission

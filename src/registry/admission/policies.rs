@@ -609,6 +609,7 @@ mod tests {
             name: "cm",
             dry_run: false,
             old_object: None,
+            old_json: None,
         };
         let parts =
             |expr: &str| Projection::of(Program::compile(expr).unwrap().expression(), "request");

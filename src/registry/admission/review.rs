@@ -65,9 +65,11 @@ struct AdmissionRequest<'a> {
     operation: &'a str,
     user_info: User<'a>,
     object: Option<&'a Value>,
-    old_object: Option<&'a Value>,
     dry_run: bool,
     options: Value,
+    /// Last, so that JSON already made can be appended after it instead ([`request`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    old_object: Option<&'a Value>,
 }
 
 #[derive(Serialize)]
@@ -120,13 +122,23 @@ pub(super) fn request(
                 extra: &user.extra,
             },
             object,
-            old_object: attrs.old_object,
+            old_object: attrs.old_object.filter(|_| attrs.old_json.is_none()),
             dry_run: attrs.dry_run,
             options: req.options(attrs.operation, attrs.dry_run),
         },
     };
     // Values and plain strings always serialize.
-    serde_json::to_vec(&review).unwrap_or_default()
+    let mut out = serde_json::to_vec(&review).unwrap_or_default();
+    if let Some(json) = attrs.old_json {
+        // The old object's JSON as the memo made it (encoding it again cost as much as the
+        // rest of the review): the last field of the request, before the request's and the
+        // review's closing braces.
+        out.truncate(out.len() - 2);
+        out.extend_from_slice(b",\"oldObject\":");
+        out.extend_from_slice(json);
+        out.extend_from_slice(b"}}");
+    }
+    out
 }
 
 /// Checks a webhook's answer (VerifyAdmissionResponse); errors read as upstream's.
@@ -245,5 +257,56 @@ pub(super) fn denied(name: &str, status: Option<&Value>) -> super::Error {
         code,
         reason,
         message,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::admission::{Chain, Operation};
+    use std::sync::Arc;
+
+    #[test]
+    fn the_old_objects_json_is_sent_as_made() {
+        let req = Request {
+            chain: Arc::new(Chain::default()),
+            user: Arc::new(crate::api::test_user("alice", &["devs"])),
+            subresource: String::new(),
+            field_manager: Some("kubectl".into()),
+            warnings: Default::default(),
+            audit_annotations: Default::default(),
+        };
+        let old = serde_json::json!({"metadata": {"name": "cm", "resourceVersion": "7"},
+                                     "data": {"a": "quote \" and \\ backslash"}});
+        let new = serde_json::json!({"metadata": {"name": "cm"}, "data": {"a": "b"}});
+        let old_json = serde_json::to_vec(&old).unwrap();
+        let attrs = |old_json| Attributes {
+            operation: Operation::Update,
+            group: "",
+            version: "v1",
+            kind: "ConfigMap",
+            resource: "configmaps",
+            namespace: "team",
+            name: "cm",
+            dry_run: false,
+            old_object: Some(&old),
+            old_json,
+        };
+        let spliced: Value = serde_json::from_slice(&request(
+            "v1",
+            "uid-1",
+            &req,
+            &attrs(Some(&old_json)),
+            Some(&new),
+        ))
+        .unwrap();
+        let encoded: Value =
+            serde_json::from_slice(&request("v1", "uid-1", &req, &attrs(None), Some(&new)))
+                .unwrap();
+        assert_eq!(spliced, encoded);
+        assert_eq!(spliced["request"]["oldObject"], old);
+        assert_eq!(spliced["request"]["object"], new);
+        assert_eq!(spliced["request"]["options"]["fieldManager"], "kubectl");
+        assert_eq!(spliced["kind"], "AdmissionReview");
     }
 }

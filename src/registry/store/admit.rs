@@ -5,9 +5,33 @@
 
 use super::GenericStore;
 use crate::registry::admission::{Attributes, Operation};
+use crate::registry::codec::memo::Decoded;
 use crate::registry::error::Result;
 use crate::registry::Context;
 use serde_json::Value;
+
+/// The object before a write, with its JSON when the memo made it already (sent to webhooks
+/// as it is rather than encoded again).
+#[derive(Clone, Copy)]
+pub(super) struct Old<'a> {
+    obj: &'a Value,
+    json: Option<&'a [u8]>,
+}
+
+impl<'a> From<&'a Value> for Old<'a> {
+    fn from(obj: &'a Value) -> Self {
+        Old { obj, json: None }
+    }
+}
+
+impl<'a> From<&'a Decoded> for Old<'a> {
+    fn from(d: &'a Decoded) -> Self {
+        Old {
+            obj: &d.obj,
+            json: Some(d.json()),
+        }
+    }
+}
 
 impl GenericStore {
     fn attributes<'a>(
@@ -15,7 +39,7 @@ impl GenericStore {
         ctx: &'a Context,
         operation: Operation,
         name: &'a str,
-        old: Option<&'a Value>,
+        old: Option<Old<'a>>,
     ) -> Attributes<'a> {
         let i = self.strategy.info();
         Attributes {
@@ -27,7 +51,8 @@ impl GenericStore {
             namespace: &ctx.namespace,
             name,
             dry_run: ctx.dry_run,
-            old_object: old,
+            old_object: old.map(|o| o.obj),
+            old_json: old.and_then(|o| o.json),
         }
     }
 
@@ -38,7 +63,7 @@ impl GenericStore {
         operation: Operation,
         name: &str,
         obj: Option<Value>,
-        old: Option<&Value>,
+        old: Option<Old<'_>>,
     ) -> Result<Option<Value>> {
         let Some(req) = ctx.admission.as_ref().filter(|a| a.chain.has_mutating()) else {
             return Ok(obj);
@@ -57,7 +82,7 @@ impl GenericStore {
         operation: Operation,
         name: &str,
         obj: Option<&Value>,
-        old: Option<&Value>,
+        old: Option<Old<'_>>,
     ) -> Result<()> {
         let Some(req) = ctx.admission.as_ref().filter(|a| a.chain.has_validating()) else {
             return Ok(());

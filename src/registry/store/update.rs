@@ -49,8 +49,8 @@ impl GenericStore {
                 .await?;
             return Ok((obj, Changes::More));
         };
-        let old = self.decode_shared(kv)?;
-        let old = &old.obj;
+        let decoded = self.decode_shared(kv)?;
+        let old = &decoded.obj;
         let new = transform(Some(old))?;
         if !new.is_object() {
             return Err(Error::BadRequest("the object must be a JSON object".into()));
@@ -77,7 +77,13 @@ impl GenericStore {
             }
         }
         let mut new = self
-            .admit_mutating(ctx, Operation::Update, name, Some(new), Some(old))
+            .admit_mutating(
+                ctx,
+                Operation::Update,
+                name,
+                Some(new),
+                Some((&*decoded).into()),
+            )
             .await?
             .unwrap_or(Value::Null);
         self.ensure_namespace(ctx, &mut new)?;
@@ -132,8 +138,14 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }
-        self.admit_validating(ctx, Operation::Update, name, Some(&new), Some(old))
-            .await?;
+        self.admit_validating(
+            ctx,
+            Operation::Update,
+            name,
+            Some(&new),
+            Some((&*decoded).into()),
+        )
+        .await?;
         if subresource.is_empty() {
             self.strategy.authorize_write(ctx, &new, Some(old))?;
         }
