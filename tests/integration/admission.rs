@@ -165,6 +165,12 @@ impl Webhook {
     }
 }
 
+/// A loopback port nothing listens on (bound, then released).
+pub(crate) fn closed_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
 /// A webhook entry calling `url`.
 pub(crate) fn webhook(name: &str, url: &str, ca: &str, resources: &str, extra: Value) -> Value {
     let mut w = json!({
@@ -487,11 +493,7 @@ async fn failure_policy_decides_for_broken_webhooks() {
     let server = TestServer::start().await;
     let hook = Webhook::start().await;
     let ca = hook.ca_bundle();
-    // Nothing listens on this port.
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let closed = closed_port();
     let down = format!("https://127.0.0.1:{closed}/down");
     let fail = json!({"failurePolicy": "Fail", "timeoutSeconds": 1});
     apply(

@@ -2,33 +2,16 @@
 //! mutation record of each mutating call (`mutation.webhook.admission.k8s.io/round_0_index_0`)
 //! and the record of a webhook that failed open, as kube-apiserver's dispatchers write them.
 
-use crate::admission::{apply, eventually, webhook, Webhook};
-use crate::support::{Options, TestServer};
+use crate::admission::{apply, closed_port, eventually, webhook, Webhook};
+use crate::support::audited_server;
 use serde_json::{json, Value};
 
 #[tokio::test]
 async fn webhooks_annotate_the_audit_event() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("audit-policy.yaml");
-    std::fs::write(
-        &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
-    )
-    .unwrap();
-    let log = dir.path().join("audit.log");
-    let server = TestServer::start_with(Options::default().args([
-        "--audit-policy-file".to_string(),
-        policy.display().to_string(),
-        "--audit-log-path".to_string(),
-        log.display().to_string(),
-    ]))
-    .await;
+    let (server, log, _dir) = audited_server().await;
     let hook = Webhook::start().await;
     let ca = hook.ca_bundle();
-    let closed = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
+    let closed = closed_port();
     let down = format!("https://127.0.0.1:{closed}/down");
     let ignore = json!({"failurePolicy": "Ignore", "timeoutSeconds": 1});
     apply(

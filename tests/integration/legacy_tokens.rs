@@ -4,7 +4,7 @@
 //! `kubernetes.io/legacy-token-invalid-since` label and the account's deletion revoke it;
 //! each use is annotated in the audit log and counted as upstream's legacy validator does.
 
-use crate::support::{kubectl_with, output_text as text, within, Options, TestServer};
+use crate::support::{audited_server, kubectl_with, output_text as text, within};
 use base64::Engine as _;
 use k8s_openapi::api::core::v1::Secret;
 use kube::api::{Api, Patch, PatchParams};
@@ -51,21 +51,7 @@ async fn whoami(kubeconfig: &std::path::Path) -> Result<String, String> {
 
 #[tokio::test]
 async fn secret_tokens_are_filled_tracked_and_revoked() {
-    let dir = tempfile::tempdir().unwrap();
-    let policy = dir.path().join("audit-policy.yaml");
-    std::fs::write(
-        &policy,
-        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
-    )
-    .unwrap();
-    let log = dir.path().join("audit.log");
-    let server = TestServer::start_with(Options::default().args([
-        "--audit-policy-file".to_string(),
-        policy.display().to_string(),
-        "--audit-log-path".to_string(),
-        log.display().to_string(),
-    ]))
-    .await;
+    let (server, log, dir) = audited_server().await;
     let client = server.client().await;
     server
         .kubectl_ok(&["create", "serviceaccount", "builder"])

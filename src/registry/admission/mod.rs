@@ -137,6 +137,19 @@ impl Request {
             .unwrap_or_default()
     }
 
+    /// A request of `user` with no webhook configured, for tests.
+    #[cfg(test)]
+    pub(crate) fn for_tests(user: UserInfo, field_manager: Option<&str>) -> Request {
+        Request {
+            chain: Arc::new(Chain::default()),
+            user: Arc::new(user),
+            subresource: String::new(),
+            field_manager: field_manager.map(str::to_string),
+            warnings: Mutex::default(),
+            audit_annotations: Mutex::default(),
+        }
+    }
+
     /// The audit annotations so far.
     pub(crate) fn take_audit_annotations(&self) -> Vec<(String, String)> {
         self.audit_annotations

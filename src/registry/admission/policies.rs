@@ -591,14 +591,7 @@ mod tests {
 
     #[test]
     fn request_is_built_with_the_fields_expressions_select() {
-        let req = Request {
-            chain: Arc::new(super::super::Chain::default()),
-            user: Arc::new(crate::api::test_user("alice", &["devs"])),
-            subresource: String::new(),
-            field_manager: None,
-            warnings: Default::default(),
-            audit_annotations: Default::default(),
-        };
+        let req = Request::for_tests(crate::api::test_user("alice", &["devs"]), None);
         let attrs = Attributes {
             operation: super::super::Operation::Update,
             group: "",

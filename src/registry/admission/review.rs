@@ -263,19 +263,11 @@ pub(super) fn denied(name: &str, status: Option<&Value>) -> super::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::registry::admission::{Chain, Operation};
-    use std::sync::Arc;
+    use crate::registry::admission::Operation;
 
     #[test]
     fn the_old_objects_json_is_sent_as_made() {
-        let req = Request {
-            chain: Arc::new(Chain::default()),
-            user: Arc::new(crate::api::test_user("alice", &["devs"])),
-            subresource: String::new(),
-            field_manager: Some("kubectl".into()),
-            warnings: Default::default(),
-            audit_annotations: Default::default(),
-        };
+        let req = Request::for_tests(crate::api::test_user("alice", &["devs"]), Some("kubectl"));
         let old = serde_json::json!({"metadata": {"name": "cm", "resourceVersion": "7"},
                                      "data": {"a": "quote \" and \\ backslash"}});
         let new = serde_json::json!({"metadata": {"name": "cm"}, "data": {"a": "b"}});

@@ -354,6 +354,27 @@ impl TestServer {
 }
 
 /// A command's stdout then stderr, as text.
+/// A server that writes every request at level Metadata to an audit log: the server, the log's
+/// path, and the folder holding both the log and the policy (kept for the test's duration).
+pub(crate) async fn audited_server() -> (TestServer, PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("audit-policy.yaml");
+    std::fs::write(
+        &policy,
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+    )
+    .unwrap();
+    let log = dir.path().join("audit.log");
+    let server = TestServer::start_with(Options::default().args([
+        "--audit-policy-file".to_string(),
+        policy.display().to_string(),
+        "--audit-log-path".to_string(),
+        log.display().to_string(),
+    ]))
+    .await;
+    (server, log, dir)
+}
+
 pub(crate) fn output_text(o: &std::process::Output) -> String {
     format!(
         "{}{}",
