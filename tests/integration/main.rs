@@ -3,6 +3,7 @@
 mod support;
 
 mod admission;
+mod admission_mutating;
 mod admission_policies;
 mod admissionregistration;
 mod aggregation;

@@ -28,6 +28,10 @@ impl GenericStore {
             name,
             dry_run: ctx.dry_run,
             old_object: old,
+            schema: match &i.schema {
+                crate::registry::strategy::KindSchema::Custom(s) => Some(s),
+                crate::registry::strategy::KindSchema::Typed(_) => None,
+            },
         }
     }
 
