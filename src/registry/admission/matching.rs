@@ -206,11 +206,9 @@ pub(super) async fn params_of(
     attrs: &Attributes<'_>,
 ) -> ParamsOf {
     match (&header.param_kind, &binding.param_ref) {
-        (None, _) => Ok(vec![None]),
-        (Some(_), None) => Err(format!(
-            "failed to configure binding: {} has paramKind but binding {} has no paramRef",
-            header.name, binding.name
-        )),
+        // A binding without paramRef evaluates its policy with null params, even when the
+        // policy has a paramKind.
+        (None, _) | (Some(_), None) => Ok(vec![None]),
         (Some((api_version, kind)), Some(r)) => {
             let ns = match str_at(r, "/namespace") {
                 "" => attrs.namespace,

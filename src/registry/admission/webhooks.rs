@@ -46,6 +46,7 @@ pub(super) struct Hook {
     endpoint: Result<Arc<Endpoint>, String>,
 }
 
+/// A label selector (None when absent, empty or malformed: it selects everything).
 pub(super) fn selector(v: Option<&Value>) -> Option<Selector> {
     let v = v.filter(|v| v.as_object().is_some_and(|o| !o.is_empty()))?;
     let parsed: k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector =
@@ -53,6 +54,7 @@ pub(super) fn selector(v: Option<&Value>) -> Option<Selector> {
     Selector::try_from(parsed).ok()
 }
 
+/// The string `key` of `v` ("" when absent).
 pub(super) fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
@@ -69,6 +71,7 @@ fn strings(v: &Value, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// The labels of `obj` (none when absent).
 pub(super) fn labels(obj: Option<&Value>) -> BTreeMap<String, String> {
     obj.and_then(|o| o.pointer("/metadata/labels"))
         .and_then(Value::as_object)
