@@ -214,6 +214,23 @@ pub(crate) fn to_status(err: &Error) -> Status {
                     ..Default::default()
                 })
             }
+            // The generic policy dispatcher replaces the Forbidden message whole.
+            AdmissionError::MutatingPolicy {
+                reason,
+                message,
+                group,
+                resource,
+                name,
+            } => Status::failure(403, reason, message.clone()).with_details(StatusDetails {
+                name: name.clone(),
+                group: group.clone(),
+                kind: resource.clone(),
+                causes: vec![StatusCause {
+                    message: message.clone(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
             AdmissionError::Call { .. } => to_status(&Error::Internal(e.to_string())),
             AdmissionError::DryRunUnsupported(_) => {
                 Status::failure(400, "BadRequest", e.to_string())

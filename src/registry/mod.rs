@@ -4,6 +4,7 @@
 
 pub(crate) mod admission;
 pub(crate) mod apiextensions;
+pub(crate) mod cel;
 pub(crate) mod codec;
 pub(crate) mod error;
 pub(crate) mod follow;

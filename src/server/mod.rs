@@ -193,6 +193,10 @@ impl GenericServer {
             .collect();
         let authz: Arc<dyn Authorizer> = Arc::new(Union::new(modes));
         registry.set_authorizer(authz.clone());
+        // Server-side apply's merge, for MutatingAdmissionPolicy's apply configurations.
+        registry
+            .admission()
+            .set_merge(Arc::new(crate::endpoints::apply::PolicyMerge));
 
         let authn = Arc::new(
             Authenticator::new(

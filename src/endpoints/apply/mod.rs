@@ -3,11 +3,13 @@
 //! object, tracking who owns which field in `metadata.managedFields` (FieldsV1), detecting
 //! conflicts with other managers, and removing fields an applier stopped applying when no one
 //! else owns them. Updates (create, update, patch) record ownership of what they changed.
-//! May use: api.
+//! The same merge serves MutatingAdmissionPolicy's apply configurations ([`PolicyMerge`]).
+//! May use: api, registry's admission interface.
 
 mod cap;
 mod fieldpath;
 mod last_applied;
+mod policy;
 mod start;
 mod typed;
 
@@ -15,6 +17,7 @@ use crate::api::At;
 use crate::api::GroupVersionKind;
 use fieldpath::Set;
 use last_applied::{allowed_by_last_applied, KUBECTL_SERVER_SIDE};
+pub(crate) use policy::PolicyMerge;
 use serde_json::{json, Map, Value};
 use typed::Types;
 

@@ -334,6 +334,62 @@ impl<'a> Types<'a> {
         Ok(())
     }
 
+    /// The paths of the atomic lists, maps and structs an applied configuration sets, as
+    /// structured-merge-diff prints them (`.spec.selector`, `.metadata.ownerReferences[0]`):
+    /// what a MutatingAdmissionPolicy may not set (findAtomics).
+    pub(crate) fn atomics(&self, config: &Value) -> Vec<String> {
+        let mut out = Vec::new();
+        self.find_atomics(config, &mut Vec::new(), &mut String::new(), &mut out);
+        out
+    }
+
+    fn find_atomics<'v>(
+        &self,
+        value: &'v Value,
+        fields: &mut Vec<&'v str>,
+        path: &mut String,
+        out: &mut Vec<String>,
+    ) {
+        let kind = if fields.is_empty() {
+            Kind::EmbeddedStruct
+        } else {
+            self.kind(fields, value)
+        };
+        let fields_of = |m: &'v Map<String, Value>,
+                         fields: &mut Vec<&'v str>,
+                         path: &mut String,
+                         out: &mut Vec<String>| {
+            for (k, v) in m {
+                let len = path.len();
+                path.push('.');
+                path.push_str(k);
+                fields.push(k);
+                self.find_atomics(v, fields, path, out);
+                fields.pop();
+                path.truncate(len);
+            }
+        };
+        match (kind, value) {
+            (Kind::Leaf, Value::Object(_) | Value::Array(_)) => out.push(path.clone()),
+            (Kind::Map | Kind::Struct | Kind::EmbeddedStruct, Value::Object(m)) => {
+                fields_of(m, fields, path, out);
+            }
+            (Kind::ListMap { atomic_items, .. }, Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    match item {
+                        Value::Object(_) if atomic_items => out.push(path.clone()),
+                        Value::Object(m) => fields_of(m, fields, path, out),
+                        _ => {}
+                    }
+                    path.truncate(len);
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// typed.Merge: the applied configuration merged into the live object.
     pub(crate) fn merge(&self, live: &Value, config: &Value) -> Value {
         self.merge_at(live, config, &mut Vec::new(), true)

@@ -1,28 +1,46 @@
 //! Admission (k8s.io/apiserver/pkg/admission): what may change or refuse a write after it is
-//! authorized and before it is stored. The chain runs mutating admission (the mutating
-//! webhooks, in configuration-name order, reinvoked once when `reinvocationPolicy:
-//! IfNeeded` asks), then the resource's own defaulting and validation, then validating
-//! admission (the ValidatingAdmissionPolicies, [`policies`], then the validating webhooks, in
-//! parallel), as kube-apiserver orders its plugins. NamespaceLifecycle stays the store's own
-//! check.
+//! authorized and before it is stored, in kube-apiserver's plugin order ([`dispatch`]):
 //!
-//! The webhook configurations, policies and bindings are followed from storage ([`Chain::follow`]), so a new one
-//! applies to the next request on every replica. A write's [`Request`] travels in its
-//! [`super::Context`]; the store calls [`Request::mutate`] and [`Request::validate`] at
-//! upstream's points (before and after `BeforeCreate`/`BeforeUpdate`). What admission learns
-//! for the audit log (webhooks' `auditAnnotations`, each mutating call, webhooks that failed
-//! open) is gathered in the [`Request`] and attached to the response for the audit filter.
-//! May use: registry (store, follow, webhook client), api.
+//! 1. mutating admission: the MutatingAdmissionPolicies ([`mutating`], binding name order),
+//!    then the mutating webhooks (configuration name order); when something changed, the
+//!    policies and webhooks with `reinvocationPolicy: IfNeeded` that saw a later change run
+//!    once more;
+//! 2. the resource's own defaulting and validation;
+//! 3. validating admission: the ValidatingAdmissionPolicies ([`policies`]), then the
+//!    validating webhooks, in parallel.
+//!
+//! NamespaceLifecycle stays the store's own check. The webhook configurations, policies and
+//! bindings are followed from storage ([`Chain::follow`]; the MutatingAdmissionPolicy ones
+//! only when that API is served), so a new one applies to the next request on every replica.
+//! A write's [`Request`] travels in its [`super::Context`]; the store calls
+//! [`Request::mutate`] and [`Request::validate`] at upstream's points (before and after
+//! `BeforeCreate`/`BeforeUpdate`). Both kinds of policy share their matching ([`matching`])
+//! and their CEL environment ([`activation`]).
+//! What admission learns for the audit log (webhooks' `auditAnnotations`, each mutating call,
+//! webhooks that failed open) is gathered in the [`Request`] and attached to the response for
+//! the audit filter.
+//! May use: registry (store, follow, webhook client, cel), api.
 
+mod activation;
+mod chain;
+mod dispatch;
+mod matching;
+mod mutating;
+mod patch;
 mod policies;
 mod projection;
 mod review;
 mod webhooks;
 
 use crate::api::UserInfo;
+use crate::registry::strategy::CustomSchema;
+pub(crate) use chain::{Chain, Kind as WebhookKind};
+pub(crate) use patch::Merge;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
-pub(crate) use webhooks::{Chain, Kind as WebhookKind};
+
+/// What makes a mutated object canonical again (the store decodes it as a request body).
+pub(crate) type Redecode<'a> = dyn Fn(Value) -> Result<Value, crate::registry::Error> + Sync + 'a;
 
 /// What a write does (admission.Operation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,6 +113,23 @@ pub(crate) enum Error {
         /// The resource written.
         resource: String,
         /// The object's name ("" for a create with generateName).
+        name: String,
+    },
+    /// A MutatingAdmissionPolicy failed and its failurePolicy is Fail (the generic policy
+    /// dispatcher's refusal): 403 with the reason (Invalid for a mutation that failed,
+    /// Forbidden for a binding whose params could not be read) and `policy '<p>' with binding
+    /// '<b>' denied request: <cause>` as the whole message.
+    #[error("{message}")]
+    MutatingPolicy {
+        /// Status reason.
+        reason: String,
+        /// The refusal.
+        message: String,
+        /// Group of the resource written.
+        group: String,
+        /// The resource written.
+        resource: String,
+        /// The object's name (its generateName, or `Unknown`, when it has none yet).
         name: String,
     },
     /// A dry run reached a webhook with side effects.
@@ -223,6 +258,8 @@ pub(crate) struct Attributes<'a> {
     pub old_object: Option<&'a Value>,
     /// `old_object`'s JSON when it was made already (the memo's): sent to webhooks as it is.
     pub old_json: Option<&'a [u8]>,
+    /// A custom resource's structural schema (what an apply configuration merges by).
+    pub schema: Option<&'a CustomSchema>,
 }
 
 /// Whether admission webhooks may see writes of `group`/`resource`: never the admission

@@ -283,6 +283,7 @@ mod tests {
             dry_run: false,
             old_object: Some(&old),
             old_json,
+            schema: None,
         };
         let spliced: Value = serde_json::from_slice(&request(
             "v1",

@@ -473,9 +473,13 @@ pub(crate) fn compile_errors(
 /// (`ERROR: <input>: ...`), or None when it compiles. Parsing only: no type checking against
 /// an environment (see the module doc).
 pub(crate) fn compile_failure(expr: &str) -> Option<String> {
-    kube_cel::cel::Program::compile(expr)
-        .err()
-        .map(|e| format!("ERROR: <input>: {}", one_line(&e.to_string())))
+    match kube_cel::cel::Program::compile(expr) {
+        Err(e) => Some(format!("ERROR: <input>: {}", one_line(&e.to_string()))),
+        // No object types are declared here: a struct literal is refused, never evaluated.
+        Ok(p) => crate::registry::cel::refuse_structs(p.expression())
+            .err()
+            .map(|e| format!("ERROR: <input>: {e}")),
+    }
 }
 
 /// A multi-line parser message on one line.

@@ -53,6 +53,10 @@ impl GenericStore {
             dry_run: ctx.dry_run,
             old_object: old.map(|o| o.obj),
             old_json: old.and_then(|o| o.json),
+            schema: match &i.schema {
+                crate::registry::strategy::KindSchema::Custom(s) => Some(s),
+                crate::registry::strategy::KindSchema::Typed(_) => None,
+            },
         }
     }
 

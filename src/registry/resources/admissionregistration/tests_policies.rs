@@ -187,6 +187,55 @@ fn mutating_policies_match_upstream() {
 }
 
 #[test]
+fn struct_literals_compile_only_in_mutations() {
+    // A ValidatingAdmissionPolicy declares no object types: a literal is refused.
+    assert_eq!(
+        vap_errors(json!({"matchConstraints": constraints(),
+            "matchConditions": [{"name": "c", "expression": "Object{} != null"}],
+            "validations": [{"expression": "object.spec == Object.spec{}"}]})),
+        [
+            "spec.matchConditions[0].expression: Invalid value: \"Object{} != null\": compilation failed: ERROR: <input>: undeclared reference to 'Object' (in container '')",
+            "spec.validations[0].expression: Invalid value: \"object.spec == Object.spec{}\": compilation failed: ERROR: <input>: undeclared reference to 'Object.spec' (in container '')",
+        ]
+    );
+    // A mutation knows Object and JSONPatch, and nothing else.
+    let m = |expression: &str, patch_type: &str, field: &str| {
+        let obj = canonical(
+            &Policies::MUTATING,
+            json!({"metadata": {"name": "m"}, "spec": {"matchConstraints": constraints(),
+                "reinvocationPolicy": "Never",
+                "mutations": [{"patchType": patch_type, field: {"expression": expression}}]}}),
+        );
+        texts(&Policies::MUTATING.validate(&obj))
+    };
+    let none: [&str; 0] = [];
+    assert_eq!(
+        m(
+            "Object{spec: Object.spec{replicas: 1}}",
+            "ApplyConfiguration",
+            "applyConfiguration"
+        ),
+        none
+    );
+    assert_eq!(
+        m(
+            "[JSONPatch{op: 'add', path: '/a', value: 1}]",
+            "JSONPatch",
+            "jsonPatch"
+        ),
+        none
+    );
+    assert_eq!(
+        m("Spec{}", "ApplyConfiguration", "applyConfiguration"),
+        ["spec.mutations[0].applyConfiguration.expression: Invalid value: \"Spec{}\": compilation failed: ERROR: <input>: undeclared reference to 'Spec' (in container '')"]
+    );
+    assert_eq!(
+        m("[JSONPatch{op: 'add', to: '/a'}]", "JSONPatch", "jsonPatch"),
+        ["spec.mutations[0].jsonPatch.expression: Invalid value: \"[JSONPatch{op: 'add', to: '/a'}]\": compilation failed: ERROR: <input>: undefined field 'to'"]
+    );
+}
+
+#[test]
 fn status_is_written_only_through_its_subresource() {
     let s = &Policies::VALIDATING;
     let mut obj = vap(json!({"matchConstraints": constraints(),

@@ -288,6 +288,20 @@ pub(super) fn compile(path: &str, expression: &str, shown: &str) -> Vec<FieldErr
         .collect()
 }
 
+/// The field error of a mutation's expression that does not compile, where `Object` and
+/// `JSONPatch` literals are declared (a literal of another type is not).
+pub(super) fn compile_mutation(path: &str, expression: &str, shown: &str) -> Vec<FieldError> {
+    let why = match kube_cel::cel::Program::compile(expression) {
+        Ok(p) => crate::registry::cel::rewrite_structs(p.expression())
+            .err()
+            .map(|e| format!("ERROR: <input>: {e}")),
+        Err(_) => compile_failure(expression),
+    };
+    why.map(|why| FieldError::invalid(path, shown, format!("compilation failed: {why}")))
+        .into_iter()
+        .collect()
+}
+
 /// validateMatchConditions: at most 64, unique names, each compiled (unless `ignore`, an update
 /// that leaves them as they were).
 pub(super) fn validate_match_conditions(

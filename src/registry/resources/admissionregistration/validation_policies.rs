@@ -4,10 +4,10 @@
 //! module doc of [`super`]). May use: registry (error, validation), api.
 
 use super::validation::{
-    child, compile, duplicate, go_slice, items, one_of, opt_str, qualified_name, required_one_of,
-    strs, validate_match_conditions, validate_match_resources, validate_param_kind,
-    validate_param_ref, validate_policy_name, validate_variable, FAILURE_POLICIES,
-    REINVOCATION_POLICIES,
+    child, compile, compile_mutation, duplicate, go_slice, items, one_of, opt_str, qualified_name,
+    required_one_of, strs, validate_match_conditions, validate_match_resources,
+    validate_param_kind, validate_param_ref, validate_policy_name, validate_variable,
+    FAILURE_POLICIES, REINVOCATION_POLICIES,
 };
 use crate::api::selectors::qualified_name_errors;
 use crate::registry::error::{quote, FieldError};
@@ -226,7 +226,7 @@ fn validate_patch(patch: &Value, path: &str) -> Vec<FieldError> {
     if expression.is_empty() {
         return vec![FieldError::required(format!("{path}.expression"), "")];
     }
-    compile(&format!("{path}.expression"), expression, expression)
+    compile_mutation(&format!("{path}.expression"), expression, expression)
 }
 
 /// validateMutation: the patchType union.

@@ -1,0 +1,242 @@
+//! What admission policies of both kinds share (k8s.io/apiserver's policy/generic and
+//! policy/matching): which writes a policy's matchConstraints and its binding's matchResources
+//! select, the policy's paramKind, matchConditions, variables and failurePolicy, the binding,
+//! and the params objects its paramRef names.
+
+use super::activation::{compile, Compiled};
+use super::webhooks::{labels, rule_matches, selector};
+use super::Attributes;
+use kube::core::{Selector, SelectorExt};
+use serde_json::Value;
+
+/// The string at `ptr` in `v` ("" when absent).
+pub(super) fn str_at<'a>(v: &'a Value, ptr: &str) -> &'a str {
+    v.pointer(ptr).and_then(Value::as_str).unwrap_or("")
+}
+
+/// What a policy or binding matches (MatchResources).
+#[derive(Default)]
+pub(super) struct Matcher {
+    rules: Vec<Value>,
+    exclude: Vec<Value>,
+    namespace_selector: Option<Selector>,
+    object_selector: Option<Selector>,
+    /// matchResources was given (a binding without one matches whatever its policy does).
+    given: bool,
+}
+
+impl Matcher {
+    /// Whether it selects by namespace labels (and so needs the namespace object).
+    pub(super) fn selects_namespaces(&self) -> bool {
+        self.namespace_selector.is_some()
+    }
+
+    fn new(v: Option<&Value>) -> Matcher {
+        let Some(v) = v.filter(|v| v.is_object()) else {
+            return Matcher::default();
+        };
+        let list = |k: &str| {
+            v.get(k)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        };
+        Matcher {
+            rules: list("resourceRules"),
+            exclude: list("excludeResourceRules"),
+            namespace_selector: selector(v.get("namespaceSelector")),
+            object_selector: selector(v.get("objectSelector")),
+            given: true,
+        }
+    }
+
+    fn named(rule: &Value, name: &str) -> bool {
+        rule.get("resourceNames")
+            .and_then(Value::as_array)
+            .is_none_or(|n| n.is_empty() || n.iter().any(|x| x.as_str() == Some(name)))
+    }
+
+    /// Whether the write is selected: its rules (and resourceNames), minus the excluded ones,
+    /// and the object and namespace selectors.
+    pub(super) fn matches(
+        &self,
+        attrs: &Attributes<'_>,
+        subresource: &str,
+        object: Option<&Value>,
+        namespace: Option<&Value>,
+    ) -> bool {
+        if !self.given {
+            return true;
+        }
+        let hit = |r: &Value| rule_matches(r, attrs, subresource) && Matcher::named(r, attrs.name);
+        // A binding's empty resourceRules leave the policy's matching as it is.
+        if (!self.rules.is_empty() && !self.rules.iter().any(hit)) || self.exclude.iter().any(hit) {
+            return false;
+        }
+        if let Some(sel) = &self.object_selector {
+            let on = |o: Option<&Value>| o.is_some() && sel.matches(&labels(o));
+            if !on(object) && !on(attrs.old_object) {
+                return false;
+            }
+        }
+        if let Some(sel) = &self.namespace_selector {
+            let is_namespace = attrs.group.is_empty() && attrs.resource == "namespaces";
+            let ns_labels = if is_namespace {
+                labels(object.or(attrs.old_object))
+            } else if attrs.namespace.is_empty() {
+                return true;
+            } else {
+                labels(namespace)
+            };
+            if !sel.matches(&ns_labels) {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// The parts of a policy both kinds declare alike: its name, paramKind, matchConstraints,
+/// matchConditions, variables and failurePolicy.
+pub(super) struct Header {
+    /// metadata.name.
+    pub name: String,
+    /// paramKind: apiVersion and kind.
+    pub param_kind: Option<(String, String)>,
+    /// matchConstraints.
+    pub constraints: Matcher,
+    /// matchConditions, by name.
+    pub conditions: Vec<(String, Compiled)>,
+    /// variables, by name, in order.
+    pub variables: Vec<(String, Compiled)>,
+    /// failurePolicy Fail (the default).
+    pub fail: bool,
+}
+
+impl Header {
+    /// The header of the policy `v`.
+    pub(super) fn new(v: &Value) -> Header {
+        let spec = v.get("spec").unwrap_or(&Value::Null);
+        let named = |k: &str| -> Vec<(String, Compiled)> {
+            spec.get(k)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .map(|c| {
+                    (
+                        str_at(c, "/name").to_string(),
+                        compile(str_at(c, "/expression")),
+                    )
+                })
+                .collect()
+        };
+        Header {
+            name: str_at(v, "/metadata/name").to_string(),
+            param_kind: spec.get("paramKind").filter(|p| p.is_object()).map(|p| {
+                (
+                    str_at(p, "/apiVersion").to_string(),
+                    str_at(p, "/kind").to_string(),
+                )
+            }),
+            constraints: Matcher::new(spec.get("matchConstraints")),
+            conditions: named("matchConditions"),
+            variables: named("variables"),
+            fail: str_at(spec, "/failurePolicy") != "Ignore",
+        }
+    }
+}
+
+/// A binding of either kind of policy (its validationActions only for validating ones).
+pub(super) struct Binding {
+    /// metadata.name.
+    pub name: String,
+    policy: String,
+    param_ref: Option<Value>,
+    /// matchResources.
+    pub resources: Matcher,
+    /// validationActions has Deny.
+    pub deny: bool,
+    /// validationActions has Warn.
+    pub warn: bool,
+}
+
+impl Binding {
+    /// Whether its matchResources select by namespace labels.
+    pub(super) fn needs_namespace(&self) -> bool {
+        self.resources.selects_namespaces()
+    }
+
+    /// The binding `v`.
+    pub(super) fn new(v: &Value) -> Binding {
+        let spec = v.get("spec").unwrap_or(&Value::Null);
+        let actions: Vec<&str> = spec
+            .get("validationActions")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        Binding {
+            name: str_at(v, "/metadata/name").to_string(),
+            policy: str_at(spec, "/policyName").to_string(),
+            param_ref: spec.get("paramRef").filter(|p| p.is_object()).cloned(),
+            resources: Matcher::new(spec.get("matchResources")),
+            deny: actions.contains(&"Deny"),
+            warn: actions.contains(&"Warn"),
+        }
+    }
+
+    /// The policy bound.
+    pub(super) fn policy(&self) -> &str {
+        &self.policy
+    }
+}
+
+/// What the params of a binding are looked up with.
+pub(super) trait Params: Send + Sync {
+    /// The objects of `api_version`/`kind` named `name` (or matching `selector`) in
+    /// `namespace` ("" for cluster-scoped or every namespace).
+    fn find(
+        &self,
+        api_version: &str,
+        kind: &str,
+        namespace: &str,
+        name: Option<&str>,
+        selector: Option<&Selector>,
+    ) -> futures::future::BoxFuture<'_, Result<Vec<Value>, String>>;
+}
+
+/// The params objects a binding is evaluated with (None: the policy takes none), or why it
+/// cannot be.
+pub(super) type ParamsOf = Result<Vec<Option<Value>>, String>;
+
+/// The params of `binding` of the policy `header` for this write (CollectParams).
+pub(super) async fn params_of(
+    header: &Header,
+    binding: &Binding,
+    params: &dyn Params,
+    attrs: &Attributes<'_>,
+) -> ParamsOf {
+    match (&header.param_kind, &binding.param_ref) {
+        // A binding without paramRef evaluates its policy with null params, even when the
+        // policy has a paramKind.
+        (None, _) | (Some(_), None) => Ok(vec![None]),
+        (Some((api_version, kind)), Some(r)) => {
+            let ns = match str_at(r, "/namespace") {
+                "" => attrs.namespace,
+                n => n,
+            };
+            let name = Some(str_at(r, "/name")).filter(|n| !n.is_empty());
+            let sel = selector(r.get("selector"));
+            match params.find(api_version, kind, ns, name, sel.as_ref()).await {
+                Ok(found) if found.is_empty() => {
+                    if str_at(r, "/parameterNotFoundAction") == "Allow" {
+                        Ok(Vec::new())
+                    } else {
+                        Err("failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".to_string())
+                    }
+                }
+                Ok(found) => Ok(found.into_iter().map(Some).collect()),
+                Err(e) => Err(format!("failed to configure binding: {e}")),
+            }
+        }
+    }
+}

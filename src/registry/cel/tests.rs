@@ -1,0 +1,141 @@
+use super::*;
+use kube_cel::cel::{Context, Program};
+use kube_cel::KubeCelExt;
+use serde_json::json;
+
+fn parse(expr: &str) -> IdedExpr {
+    Program::compile(expr).unwrap().expression().clone()
+}
+
+/// Evaluates a mutation's expression with `object` bound.
+fn eval(expr: &str) -> CelValue {
+    let rewritten = rewrite_structs(&parse(expr)).unwrap();
+    let mut ctx = Context::default().with_all();
+    let object = json!({"metadata": {"name": "a", "labels": {"x": "1"}}, "spec": {"replicas": 2}});
+    ctx.add_variable_from_value("object", from_json(&object));
+    CelValue::resolve(&rewritten, &ctx).unwrap()
+}
+
+#[test]
+fn struct_literals_are_refused_wherever_they_are() {
+    for expr in [
+        "Object{spec: 1} == null",
+        "size([Foo{}]) == 1",
+        "[1].all(x, {'a': .Object.spec{}} != null)",
+        "has(JSONPatch{op: 'add'}.op)",
+    ] {
+        let err = refuse_structs(&parse(expr)).unwrap_err();
+        assert!(matches!(err, Error::UndeclaredType(_)), "{expr}: {err}");
+    }
+    assert_eq!(
+        refuse_structs(&parse("Object{spec: 1} == null"))
+            .unwrap_err()
+            .to_string(),
+        "undeclared reference to 'Object' (in container '')"
+    );
+    // Maps and lists are not struct literals.
+    refuse_structs(&parse("{'a': [1, {'b': 2}]}.a[1].b == 2")).unwrap();
+}
+
+#[test]
+fn apply_configurations_become_json() {
+    let v = eval("Object{spec: Object.spec{replicas: object.spec.replicas + 1}}");
+    assert_eq!(
+        object_literal(&v).unwrap(),
+        json!({"spec": {"replicas": 3}})
+    );
+    let v = eval(r#"Object{metadata: Object.metadata{labels: {"b": "2", "a": "1"}}}"#);
+    assert_eq!(
+        object_literal(&v).unwrap(),
+        json!({"metadata": {"labels": {"a": "1", "b": "2"}}})
+    );
+    // Literals in lists take the list's path.
+    let v = eval(
+        "Object{spec: Object.spec{volumes: [Object.spec.volumes{name: 'y', \
+         hostPath: Object.spec.volumes.hostPath{path: 'a'}}]}}",
+    );
+    assert_eq!(
+        object_literal(&v).unwrap(),
+        json!({"spec": {"volumes": [{"name": "y", "hostPath": {"path": "a"}}]}})
+    );
+    // The literal is a value like any other inside the expression.
+    assert_eq!(
+        eval("Object{spec: Object.spec{replicas: 1}}.spec.replicas == 1"),
+        CelValue::Bool(true)
+    );
+}
+
+#[test]
+fn apply_configurations_are_checked_as_upstream_checks_them() {
+    let err = |expr: &str| object_literal(&eval(expr)).unwrap_err().to_string();
+    assert_eq!(
+        err("Object{spec: Object.specx{replicas: 1}}"),
+        r#"type mismatch: unexpected type name "Object.specx", expected "Object.spec", which matches field name path from root Object type"#
+    );
+    assert_eq!(
+        err("Object{spec: Object.spec{v: [Object.spec{}]}}"),
+        r#"type mismatch: unexpected type name "Object.spec", expected "Object.spec.v", which matches field name path from root Object type"#
+    );
+    assert_eq!(
+        err(r#""I'm a teapot!""#),
+        "must evaluate to Object but got string"
+    );
+    assert_eq!(
+        err("Object.spec.metadata{}"),
+        "must evaluate to Object but got Object.spec.metadata"
+    );
+    assert_eq!(
+        err("Object{spec: {1: 2}}"),
+        "map key Int(1) is not a string"
+    );
+    let refused = rewrite_structs(&parse("Object{spec: Spec{}}")).unwrap_err();
+    assert_eq!(refused, Error::UndeclaredType("Spec".into()));
+}
+
+#[test]
+fn json_patches_become_a_patch_document() {
+    let v = eval(
+        r#"[JSONPatch{op: "add", path: "/metadata/labels/" + jsonpatch.escapeKey("a/b~c"), value: "v"},
+            JSONPatch{op: "replace", path: "/spec", value: Object.spec{replicas: 5}},
+            JSONPatch{op: "move", from: "/a", path: "/b"},
+            JSONPatch{op: "remove", path: "/spec/x"}]"#,
+    );
+    assert_eq!(
+        json_patch_literal(&v).unwrap(),
+        json!([
+            {"op": "add", "path": "/metadata/labels/a~1b~0c", "value": "v"},
+            {"op": "replace", "path": "/spec", "value": {"replicas": 5}},
+            {"op": "move", "from": "/a", "path": "/b"},
+            {"op": "remove", "path": "/spec/x"},
+        ])
+    );
+    let err = |expr: &str| json_patch_literal(&eval(expr)).unwrap_err().to_string();
+    assert_eq!(
+        err("JSONPatch{op: 'add'}"),
+        "must evaluate to list(JSONPatch) but got JSONPatch"
+    );
+    assert_eq!(
+        err("[Object{}]"),
+        "must evaluate to list(JSONPatch) but got list(Object)"
+    );
+    assert_eq!(
+        err("[JSONPatch{op: 1, path: '/a'}]"),
+        "unexpected type int for JSONPatchType 'op' field"
+    );
+    assert_eq!(
+        err("[JSONPatch{op: 'add', path: '/a', value: Object.x{y: Object.z{}}}]"),
+        r#"type mismatch: unexpected type name "Object.z", expected "Object.x.y", which matches field name path from root Object type"#
+    );
+    let refused = rewrite_structs(&parse("[JSONPatch{op: 'add', values: 1}]")).unwrap_err();
+    assert_eq!(refused.to_string(), "undefined field 'values'");
+}
+
+#[test]
+fn crd_rules_refuse_struct_literals() {
+    use crate::registry::apiextensions::cel::compile_failure;
+    assert_eq!(
+        compile_failure("self.spec == Object{}").as_deref(),
+        Some("ERROR: <input>: undeclared reference to 'Object' (in container '')")
+    );
+    assert_eq!(compile_failure("self.spec == {'a': 1}"), None);
+}
