@@ -19,7 +19,7 @@ pub(crate) mod register;
 
 use crate::api::{Body, RequestContext};
 use crate::registry::follow::{follow, Change, Synced};
-use crate::registry::{Registry, Resource};
+use crate::registry::Registry;
 use bytes::Bytes;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -237,13 +237,7 @@ impl Aggregator {
         kind: Kind,
     ) -> Result<(), crate::registry::Error> {
         let (group, version, resource) = kind.gvr();
-        let served = registry
-            .resources()
-            .lookup(group, version, resource)
-            .and_then(|r| match r.as_ref() {
-                Resource::Stored(s) => Some(Arc::clone(s)),
-                Resource::Review(_) => None,
-            });
+        let served = registry.resources().stored(group, version, resource);
         let store = match served {
             Some(store) => store,
             None => {

@@ -77,6 +77,14 @@ pub(crate) enum Resource {
 }
 
 impl Resource {
+    /// The generic store of a stored resource (None for a review).
+    pub(crate) fn stored(&self) -> Option<&Arc<GenericStore>> {
+        match self {
+            Resource::Stored(s) => Some(s),
+            Resource::Review(_) => None,
+        }
+    }
+
     /// Discovery info.
     pub(crate) fn info(&self) -> &ResourceInfo {
         match self {
@@ -134,6 +142,16 @@ impl Resources {
         self.index
             .get(&index_key(group, version, resource))
             .map(|&n| &self.list[n])
+    }
+
+    /// The generic store of `group`/`version`/`resource`, when it is served and stored.
+    pub(crate) fn stored(
+        &self,
+        group: &str,
+        version: &str,
+        resource: &str,
+    ) -> Option<Arc<GenericStore>> {
+        self.lookup(group, version, resource)?.stored().cloned()
     }
 
     /// Every resource, in discovery order.

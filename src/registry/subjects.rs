@@ -5,7 +5,7 @@
 //! last-used labels that authenticator asks for, for [`Index::last_used`] to write.
 
 use super::follow::{follow, ns_name, Change, Synced};
-use super::{Error, GenericStore, Registry, Resource};
+use super::{Error, GenericStore, Registry};
 use crate::serviceaccount::{legacy, Subjects, TokenSecret};
 use base64::Engine as _;
 use serde_json::Value;
@@ -251,10 +251,7 @@ impl Index {
 }
 
 fn core_store(registry: &Registry, resource: &str) -> Option<Arc<GenericStore>> {
-    match registry.resources().lookup("", "v1", resource)?.as_ref() {
-        Resource::Stored(s) => Some(Arc::clone(s)),
-        Resource::Review(_) => None,
-    }
+    registry.resources().stored("", "v1", resource)
 }
 
 impl Subjects for Index {

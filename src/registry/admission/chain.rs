@@ -10,7 +10,7 @@ use super::policies::Policy;
 use super::webhooks::{labels, str_of, Hook};
 use crate::registry::follow::{follow, Synced};
 use crate::registry::webhook::Endpoint;
-use crate::registry::{GenericStore, Registry, Resource};
+use crate::registry::{GenericStore, Registry};
 use kube::core::{Selector, SelectorExt};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
@@ -165,13 +165,8 @@ impl Chain {
         kind: Kind,
     ) -> Result<(), crate::registry::Error> {
         let _ = self.registry.set(Arc::downgrade(registry));
-        let store = |group: &str, version: &str, resource: &str| match registry
-            .resources()
-            .lookup(group, version, resource)?
-            .as_ref()
-        {
-            Resource::Stored(s) => Some(Arc::clone(s)),
-            Resource::Review(_) => None,
+        let store = |group: &str, version: &str, resource: &str| {
+            registry.resources().stored(group, version, resource)
         };
         if let Some(ns) = store("", "v1", "namespaces") {
             let _ = self.namespaces.set(ns);
@@ -314,13 +309,11 @@ impl Params for Chain {
             .get()
             .and_then(std::sync::Weak::upgrade)
             .and_then(|r| {
-                r.resources().iter().find_map(|res| match res.as_ref() {
-                    Resource::Stored(s) => {
-                        let i = s.strategy().info();
-                        (i.group == group && i.version == version && i.kind == kind)
-                            .then(|| Arc::clone(s))
-                    }
-                    Resource::Review(_) => None,
+                r.resources().iter().find_map(|res| {
+                    let s = res.stored()?;
+                    let i = s.strategy().info();
+                    (i.group == group && i.version == version && i.kind == kind)
+                        .then(|| Arc::clone(s))
                 })
             });
         let (namespace, name) = (namespace.to_string(), name.map(str::to_string));

@@ -181,14 +181,9 @@ impl Installer {
 
 /// The registry's CRD store.
 fn crd_store(registry: &Registry) -> Option<Arc<GenericStore>> {
-    match registry
+    registry
         .resources()
-        .lookup("apiextensions.k8s.io", "v1", "customresourcedefinitions")?
-        .as_ref()
-    {
-        Resource::Stored(s) => Some(Arc::clone(s)),
-        Resource::Review(_) => None,
-    }
+        .stored("apiextensions.k8s.io", "v1", "customresourcedefinitions")
 }
 
 /// Serves the custom resources of the stored CRDs, following them until the future is

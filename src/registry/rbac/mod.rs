@@ -14,7 +14,7 @@ use crate::api::authorizer::{Authorizer, Decision, PolicyRule, Rules};
 use crate::api::{RequestInfo, UserInfo};
 use crate::registry::error::Error;
 use crate::registry::follow::{follow, ns_name, object_key, Change, Synced};
-use crate::registry::{GenericStore, Registry, Resource};
+use crate::registry::{GenericStore, Registry};
 use index::{Index, Visit};
 use std::collections::HashSet;
 use std::sync::{Arc, RwLock};
@@ -122,14 +122,9 @@ impl Rbac {
 
 /// The registry's store of one RBAC kind.
 pub(crate) fn rbac_store(registry: &Registry, kind: Kind) -> Option<Arc<GenericStore>> {
-    match registry
+    registry
         .resources()
-        .lookup("rbac.authorization.k8s.io", "v1", kind.resource())?
-        .as_ref()
-    {
-        Resource::Stored(s) => Some(Arc::clone(s)),
-        Resource::Review(_) => None,
-    }
+        .stored("rbac.authorization.k8s.io", "v1", kind.resource())
 }
 
 impl Authorizer for Rbac {
