@@ -12,6 +12,27 @@ use crate::api::{gvk::group_resource, Status, StatusCause, StatusDetails};
 use crate::registry::admission::Error as AdmissionError;
 use crate::registry::Error;
 
+/// A policy's denial: `text` as the Status message, the policy's own `message` as its one
+/// cause, and the object denied in the details.
+fn policy_denial(
+    code: u16,
+    reason: &str,
+    text: String,
+    message: &str,
+    (group, resource, name): (&str, &str, &str),
+) -> Status {
+    Status::failure(code, reason, text).with_details(StatusDetails {
+        name: name.to_string(),
+        group: group.to_string(),
+        kind: resource.to_string(),
+        causes: vec![StatusCause {
+            message: message.to_string(),
+            ..Default::default()
+        }],
+        ..Default::default()
+    })
+}
+
 /// The Status kube-apiserver answers for `err`.
 pub(crate) fn to_status(err: &Error) -> Status {
     match err {
@@ -203,16 +224,7 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 } else {
                     format!("{gr} {name:?} is forbidden: {message}")
                 };
-                Status::failure(*code, reason, text).with_details(StatusDetails {
-                    name: name.clone(),
-                    group: group.clone(),
-                    kind: resource.clone(),
-                    causes: vec![StatusCause {
-                        message: message.clone(),
-                        ..Default::default()
-                    }],
-                    ..Default::default()
-                })
+                policy_denial(*code, reason, text, message, (group, resource, name))
             }
             // The generic policy dispatcher replaces the Forbidden message whole.
             AdmissionError::MutatingPolicy {
@@ -221,16 +233,13 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 group,
                 resource,
                 name,
-            } => Status::failure(403, reason, message.clone()).with_details(StatusDetails {
-                name: name.clone(),
-                group: group.clone(),
-                kind: resource.clone(),
-                causes: vec![StatusCause {
-                    message: message.clone(),
-                    ..Default::default()
-                }],
-                ..Default::default()
-            }),
+            } => policy_denial(
+                403,
+                reason,
+                message.clone(),
+                message,
+                (group, resource, name),
+            ),
             AdmissionError::Call { .. } => to_status(&Error::Internal(e.to_string())),
             AdmissionError::DryRunUnsupported(_) => {
                 Status::failure(400, "BadRequest", e.to_string())
