@@ -4,7 +4,7 @@
 //! and the params objects its paramRef names.
 
 use super::activation::{compile, Compiled};
-use super::webhooks::{labels, rule_matches, selector};
+use super::webhooks::{is_namespace, labels, object_selected, rule_matches, selector};
 use super::Attributes;
 use kube::core::{Selector, SelectorExt};
 use serde_json::Value;
@@ -74,14 +74,12 @@ impl Matcher {
             return false;
         }
         if let Some(sel) = &self.object_selector {
-            let on = |o: Option<&Value>| o.is_some() && sel.matches(&labels(o));
-            if !on(object) && !on(attrs.old_object) {
+            if !object_selected(sel, attrs, object) {
                 return false;
             }
         }
         if let Some(sel) = &self.namespace_selector {
-            let is_namespace = attrs.group.is_empty() && attrs.resource == "namespaces";
-            let ns_labels = if is_namespace {
+            let ns_labels = if is_namespace(attrs) {
                 labels(object.or(attrs.old_object))
             } else if attrs.namespace.is_empty() {
                 return true;

@@ -79,6 +79,22 @@ fn strings(v: &Value, key: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Whether an objectSelector selects the write: the new or the old object carries matching
+/// labels (an absent object never matches).
+pub(super) fn object_selected(
+    sel: &Selector,
+    attrs: &Attributes<'_>,
+    object: Option<&Value>,
+) -> bool {
+    let on = |o: Option<&Value>| o.is_some() && sel.matches(&labels(o));
+    on(object) || on(attrs.old_object)
+}
+
+/// Whether the write is of a Namespace itself (a namespaceSelector then reads its own labels).
+pub(super) fn is_namespace(attrs: &Attributes<'_>) -> bool {
+    attrs.group.is_empty() && attrs.resource == "namespaces"
+}
+
 /// The labels of `obj` (none when absent).
 pub(super) fn labels(obj: Option<&Value>) -> BTreeMap<String, String> {
     obj.and_then(|o| o.pointer("/metadata/labels"))
@@ -210,14 +226,12 @@ impl Hook {
             return false;
         }
         if let Some(sel) = &self.object_selector {
-            let on = |o: Option<&Value>| o.is_some() && sel.matches(&labels(o));
-            if !on(object) && !on(attrs.old_object) {
+            if !object_selected(sel, attrs, object) {
                 return false;
             }
         }
         if let Some(sel) = &self.namespace_selector {
-            let is_namespace = attrs.group.is_empty() && attrs.resource == "namespaces";
-            if is_namespace {
+            if is_namespace(attrs) {
                 if !sel.matches(&labels(object.or(attrs.old_object))) {
                     return false;
                 }
