@@ -220,19 +220,7 @@ mod tests {
     #[test]
     fn request_is_built_with_the_fields_expressions_select() {
         let req = Request::for_tests(crate::api::test_user("alice", &["devs"]), None);
-        let attrs = Attributes {
-            operation: super::super::Operation::Update,
-            group: "",
-            version: "v1",
-            kind: "ConfigMap",
-            resource: "configmaps",
-            namespace: "team",
-            name: "cm",
-            dry_run: false,
-            old_object: None,
-            old_json: None,
-            schema: None,
-        };
+        let attrs = Attributes::for_tests(super::super::Operation::Update);
         let parts = |expr: &str| Projection::of(&compile(expr).unwrap(), "request");
         let v = cel_request(&req, &attrs, &parts("request.userInfo.username == 'x'"));
         assert_eq!(v, serde_json::json!({"userInfo": {"username": "alice"}}));

@@ -262,6 +262,27 @@ pub(crate) struct Attributes<'a> {
     pub schema: Option<&'a CustomSchema>,
 }
 
+impl Attributes<'static> {
+    /// A write of the ConfigMap `default/cm` with nothing before it, for tests (struct update
+    /// syntax changes the rest).
+    #[cfg(test)]
+    pub(crate) fn for_tests(operation: Operation) -> Self {
+        Attributes {
+            operation,
+            group: "",
+            version: "v1",
+            kind: "ConfigMap",
+            resource: "configmaps",
+            namespace: "default",
+            name: "cm",
+            dry_run: false,
+            old_object: None,
+            old_json: None,
+            schema: None,
+        }
+    }
+}
+
 /// Whether admission webhooks may see writes of `group`/`resource`: never the admission
 /// configurations themselves, so no webhook can lock itself in
 /// (IsExemptAdmissionConfigurationResource).

@@ -273,17 +273,9 @@ mod tests {
         let new = serde_json::json!({"metadata": {"name": "cm"}, "data": {"a": "b"}});
         let old_json = serde_json::to_vec(&old).unwrap();
         let attrs = |old_json| Attributes {
-            operation: Operation::Update,
-            group: "",
-            version: "v1",
-            kind: "ConfigMap",
-            resource: "configmaps",
-            namespace: "team",
-            name: "cm",
-            dry_run: false,
             old_object: Some(&old),
             old_json,
-            schema: None,
+            ..Attributes::for_tests(Operation::Update)
         };
         let spliced: Value = serde_json::from_slice(&request(
             "v1",

@@ -43,19 +43,7 @@ fn request() -> Request {
 }
 
 fn attrs() -> Attributes<'static> {
-    Attributes {
-        operation: Operation::Create,
-        group: "",
-        version: "v1",
-        kind: "ConfigMap",
-        resource: "configmaps",
-        namespace: "default",
-        name: "cm",
-        dry_run: false,
-        old_object: None,
-        old_json: None,
-        schema: None,
-    }
+    Attributes::for_tests(Operation::Create)
 }
 
 /// A policy with these mutations ((patchType, expression)) and more of its spec.
