@@ -129,10 +129,10 @@ pub(super) fn request(
     };
     // Values and plain strings always serialize.
     let mut out = serde_json::to_vec(&review).unwrap_or_default();
-    if let Some(json) = attrs.old_json {
+    if let (Some(json), true) = (attrs.old_json, out.ends_with(b"}}")) {
         // The old object's JSON as the memo made it (encoding it again cost as much as the
         // rest of the review): the last field of the request, before the request's and the
-        // review's closing braces.
+        // review's closing braces (always there: both are structs).
         out.truncate(out.len() - 2);
         out.extend_from_slice(b",\"oldObject\":");
         out.extend_from_slice(json);
