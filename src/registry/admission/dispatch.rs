@@ -105,7 +105,8 @@ impl Request {
         object: &mut Option<Value>,
         redecode: &Redecode<'_>,
     ) -> Result<(), crate::registry::Error> {
-        if exempt(attrs.group, attrs.resource) {
+        // Nothing to run: not even timed.
+        if exempt(attrs.group, attrs.resource) || !self.chain.has_mutating() {
             return Ok(());
         }
         timed_step(true, attrs, self.mutate_all(attrs, object, redecode)).await
@@ -174,7 +175,7 @@ impl Request {
         attrs: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<(), crate::registry::Error> {
-        if exempt(attrs.group, attrs.resource) {
+        if exempt(attrs.group, attrs.resource) || !self.chain.has_validating() {
             return Ok(());
         }
         timed_step(false, attrs, self.validate_all(attrs, object)).await

@@ -69,7 +69,7 @@ impl GenericStore {
         obj: Option<Value>,
         old: Option<Old<'_>>,
     ) -> Result<Option<Value>> {
-        let Some(req) = ctx.admission.as_ref().filter(|a| a.chain.has_mutating()) else {
+        let Some(req) = &ctx.admission else {
             return Ok(obj);
         };
         let attrs = self.attributes(ctx, operation, name, old);
@@ -88,7 +88,7 @@ impl GenericStore {
         obj: Option<&Value>,
         old: Option<Old<'_>>,
     ) -> Result<()> {
-        let Some(req) = ctx.admission.as_ref().filter(|a| a.chain.has_validating()) else {
+        let Some(req) = &ctx.admission else {
             return Ok(());
         };
         req.validate(&self.attributes(ctx, operation, name, old), obj)
