@@ -78,8 +78,10 @@ where
             },
             authenticating.elapsed(),
         );
-        // Cloned (rare: secret-based tokens only) for the audit request that outlives the match.
-        let legacy = authenticated.as_ref().ok().and_then(|(_, l)| l.clone());
+        let (authenticated, legacy) = match authenticated {
+            Ok((user, legacy)) => (Ok(user), legacy),
+            Err(e) => (Err(e), None),
+        };
         if let Some(used) = &legacy {
             metrics::global()
                 .control
@@ -99,7 +101,7 @@ where
             };
             (auditor, request)
         });
-        let (user, _) = match authenticated {
+        let user = match authenticated {
             Ok(found) => found,
             Err(err) => {
                 tracing::debug!(path = %info.path, error = %err, "authentication failed");
