@@ -5,7 +5,7 @@
 //! May use: api.
 
 use super::request_header::{self, RequestHeaderAuthenticator};
-use super::sa_tokens::{LegacyUse, TokenUser};
+use super::sa_tokens::{self, LegacyUse, TokenUser};
 use crate::api::UserInfo;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::ClientCertVerifier;
@@ -82,6 +82,11 @@ pub(crate) enum Error {
     /// A bearer token nobody issued.
     #[error("invalid bearer token")]
     InvalidToken,
+    /// A secret-based service-account token whose secret is labelled
+    /// `kubernetes.io/legacy-token-invalid-since`: the secret as `name/namespace`, the value
+    /// of upstream's audit annotation.
+    #[error("invalid bearer token")]
+    InvalidatedLegacyToken(String),
     /// A client certificate that does not verify against the client CAs.
     #[error("verifying certificate {subject} failed")]
     InvalidCertificate {
@@ -100,6 +105,20 @@ pub(crate) enum Error {
     /// No credentials and anonymous requests are disabled.
     #[error("anonymous requests are disabled")]
     AnonymousDisabled,
+}
+
+/// The audit annotation upstream's legacy validator adds for a token of a secret labelled
+/// invalid.
+pub(crate) const LEGACY_TOKEN_INVALIDATED: &str = "authentication.k8s.io/legacy-token-invalidated";
+
+impl Error {
+    /// The audit annotation the failure carries (a legacy token marked invalid).
+    pub(crate) fn audit_annotation(&self) -> Option<(&'static str, &str)> {
+        match self {
+            Error::InvalidatedLegacyToken(secret) => Some((LEGACY_TOKEN_INVALIDATED, secret)),
+            _ => None,
+        }
+    }
 }
 
 /// Why a token file could not be loaded.
@@ -265,7 +284,13 @@ impl Authenticator {
             }),
             Err(e) => {
                 tracing::debug!(error = %e, "service account token refused");
-                Err(Error::InvalidToken)
+                match e {
+                    sa_tokens::Error::MarkedInvalid(secret, _) => {
+                        let (namespace, name) = secret.split_once('/').unwrap_or(("", &secret));
+                        Err(Error::InvalidatedLegacyToken(format!("{name}/{namespace}")))
+                    }
+                    _ => Err(Error::InvalidToken),
+                }
             }
         }
     }

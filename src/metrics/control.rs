@@ -5,7 +5,8 @@
 //! (authentication_attempts, authentication_duration_seconds, authorization_attempts_total,
 //! authorization_duration_seconds), and the uses of secret-based service-account tokens of
 //! pkg/serviceaccount (serviceaccount_legacy_auto_token_uses_total,
-//! serviceaccount_legacy_manual_token_uses_total).
+//! serviceaccount_legacy_manual_token_uses_total,
+//! serviceaccount_invalid_legacy_auto_token_uses_total).
 
 use super::{Histograms, PlainCounter};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -43,6 +44,7 @@ pub(crate) struct ControlMetrics {
     authorizations: Attempts<Counter>,
     legacy_auto_tokens: Counter,
     legacy_manual_tokens: Counter,
+    invalid_legacy_tokens: Counter,
 }
 
 /// Something counted up by one.
@@ -150,6 +152,7 @@ impl ControlMetrics {
             ),
             legacy_auto_tokens: Counter::default(),
             legacy_manual_tokens: Counter::default(),
+            invalid_legacy_tokens: Counter::default(),
         };
         registry.register(
             "serviceaccount_legacy_auto_token_uses",
@@ -160,6 +163,11 @@ impl ControlMetrics {
             "serviceaccount_legacy_manual_token_uses",
             "Cumulative manually created legacy tokens used",
             m.legacy_manual_tokens.clone(),
+        );
+        registry.register(
+            "serviceaccount_invalid_legacy_auto_token_uses",
+            "Cumulative invalid auto-generated legacy tokens used",
+            m.invalid_legacy_tokens.clone(),
         );
         registry.register(
             "kapi_post_start_hook_completed",
@@ -216,6 +224,11 @@ impl ControlMetrics {
         } else {
             self.legacy_manual_tokens.inc();
         }
+    }
+
+    /// One use of a secret-based token whose secret is labelled invalid.
+    pub(crate) fn invalid_legacy_token_used(&self) {
+        self.invalid_legacy_tokens.inc();
     }
 
     /// One authentication: `result` is `success`, `failure` or `error`.

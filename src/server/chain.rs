@@ -87,6 +87,16 @@ where
                 .control
                 .legacy_token_used(used.auto_generated);
         }
+        // A refusal's own annotation (a legacy token marked invalid); owned, as the error
+        // moves on below. Only refused requests allocate it.
+        let refused = authenticated
+            .as_ref()
+            .err()
+            .and_then(|e| e.audit_annotation())
+            .map(|(key, value)| (key, value.to_owned()));
+        if refused.is_some() {
+            metrics::global().control.invalid_legacy_token_used();
+        }
         let audit_id = chain.audit.as_ref().map(|_| audit::id_text(&id));
         let auditing = chain.audit.as_ref().zip(received).zip(audit_id.as_deref());
         let request = auditing.map(|((auditor, received), audit_id)| {
@@ -97,7 +107,10 @@ where
                 headers: req.headers(),
                 remote: certs.as_ref().and_then(PeerCertificates::remote),
                 info: &info,
-                annotation: legacy.as_ref().map(LegacyUse::audit_annotation),
+                annotation: legacy
+                    .as_ref()
+                    .map(LegacyUse::audit_annotation)
+                    .or_else(|| refused.as_ref().map(|(key, value)| (*key, value.as_str()))),
             };
             (auditor, request)
         });

@@ -2,7 +2,8 @@
 //! `kubernetes.io/service-account-token` Secret, the token authenticates its service account,
 //! its use is recorded in the `kubernetes.io/legacy-token-last-used` label, the
 //! `kubernetes.io/legacy-token-invalid-since` label and the account's deletion revoke it;
-//! each use is annotated in the audit log and counted as upstream's legacy validator does.
+//! each use (a refused one too) is annotated in the audit log and counted as upstream's
+//! legacy validator does.
 
 use crate::support::{audited_server, kubectl_with, output_text as text, within};
 use base64::Engine as _;
@@ -216,9 +217,26 @@ async fn secret_tokens_are_filled_tracked_and_revoked() {
         let key = format!("authentication.k8s.io/legacy-token-{kind}-secret");
         assert!(annotated.contains(&key), "{key} not in {annotated:?}");
     }
+    // A use while marked invalid is annotated on the refusal (no user: it was refused) with
+    // upstream's `name/namespace`.
+    let invalidated = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["responseStatus"]["code"] == 401)
+        .filter_map(|e| {
+            e["annotations"]["authentication.k8s.io/legacy-token-invalidated"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .collect::<Vec<_>>();
+    assert!(
+        invalidated.iter().any(|v| v == "builder-token/default"),
+        "{invalidated:?}"
+    );
     let metrics = server.kubectl_ok(&["get", "--raw", "/metrics"]).await;
-    for kind in ["auto", "manual"] {
-        let name = format!("serviceaccount_legacy_{kind}_token_uses_total ");
+    for kind in ["legacy_auto", "legacy_manual", "invalid_legacy_auto"] {
+        let name = format!("serviceaccount_{kind}_token_uses_total ");
         let count: f64 = metrics
             .lines()
             .find_map(|l| l.strip_prefix(name.as_str()))
