@@ -71,15 +71,15 @@ pub(crate) enum WebhookOutcome {
     },
 }
 
-/// How a policy check ended, for the metrics (error_type and enforcement_action).
+/// How a policy's validation ended, for the metrics, as upstream's dispatcher observes it:
+/// the action taken (`enforcement_action`) and the error type of the decision.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum PolicyOutcome {
-    /// Every validation held.
-    Allowed,
-    /// A validation failed: the binding's action (`deny`, `warn`, `audit`).
-    Violated(&'static str),
-    /// An expression could not be evaluated.
-    EvaluationError,
+pub(crate) struct PolicyOutcome {
+    /// `allow` (an evaluation error under failurePolicy Ignore), `deny`, `warn` or `audit`.
+    pub action: &'static str,
+    /// `invalid_error` (a failed validation too, as upstream's ErrorType says) or
+    /// `compile_error`.
+    pub error_type: &'static str,
 }
 
 fn step_histogram() -> Histogram {
@@ -227,11 +227,7 @@ impl AdmissionMetrics {
         outcome: PolicyOutcome,
         took: Duration,
     ) {
-        let (error_type, enforcement_action) = match outcome {
-            PolicyOutcome::Allowed => ("no_error", "allow"),
-            PolicyOutcome::Violated(action) => ("no_error", action),
-            PolicyOutcome::EvaluationError => ("invalid_error", "deny"),
-        };
+        let (error_type, enforcement_action) = (outcome.error_type, outcome.action);
         let labels = PolicyLabels {
             policy: policy.to_string(),
             policy_binding: binding.to_string(),

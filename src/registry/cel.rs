@@ -245,7 +245,7 @@ fn literal_type(v: &CelValue) -> Option<&str> {
 }
 
 /// The CEL type of `v`, as cel-go prints it in its messages.
-fn type_of(v: &CelValue) -> String {
+pub(crate) fn type_of(v: &CelValue) -> String {
     if let Some(t) = literal_type(v) {
         return t.to_string();
     }

@@ -1,10 +1,10 @@
-//! ValidatingAdmissionPolicy with kubectl (params, variables, messageExpression, reason, Deny
-//! and Warn bindings), admission on a custom resource, and two replicas on one etcd that both
-//! apply a webhook configured through either.
+//! ValidatingAdmissionPolicy with kubectl (params, variables, messageExpression, reason, Deny,
+//! Warn and Audit bindings, auditAnnotations in the audit log), admission on a custom resource,
+//! and two replicas on one etcd that both apply a webhook configured through either.
 
 use crate::admission::{apply, eventually, webhook, Webhook};
 use crate::support::etcd::start_etcd;
-use crate::support::{output_text as text, TestServer};
+use crate::support::{audited_server, output_text as text, TestServer};
 use serde_json::{json, Value};
 
 async fn apply_yaml(server: &TestServer, yaml: &str) {
@@ -159,7 +159,9 @@ async fn validating_admission_policies_deny_and_warn() {
         "{}",
         text(&o)
     );
-    // Each check is in the metrics, by policy, binding and the action taken.
+    // Each failed check is in the metrics, by policy, binding and the action taken, with
+    // upstream's error type for a failed validation (invalid_error); passing checks are not
+    // counted, as upstream's dispatcher.
     let (_, samples) = crate::metrics::scrape(&server).await;
     let checks = |binding: &str, action: &str| {
         let policy = if binding == "labelled-warn" {
@@ -170,7 +172,7 @@ async fn validating_admission_policies_deny_and_warn() {
         let labels = [
             ("policy", policy),
             ("policy_binding", binding),
-            ("error_type", "no_error"),
+            ("error_type", "invalid_error"),
             ("enforcement_action", action),
         ];
         crate::metrics::sample(
@@ -181,13 +183,147 @@ async fn validating_admission_policies_deny_and_warn() {
         .unwrap_or(0.0)
     };
     assert!(checks("max-keys-in-pol", "deny") >= 2.0);
-    assert!(checks("max-keys-in-pol", "allow") >= 1.0);
+    assert_eq!(checks("max-keys-in-pol", "allow"), 0.0);
     assert!(checks("labelled-warn", "warn") >= 1.0);
 
     // Without its params, a Deny binding refuses.
     server.kubectl_ok(&["delete", "configmap", "limits"]).await;
     let o = create_cm(&server, "pol", "after", team, json!({})).await;
     assert!(text(&o).contains("no params found"), "{}", text(&o));
+}
+
+const AUDITED: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: audited
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  matchConditions:
+  - name: audited-only
+    expression: "object.metadata.name.startsWith('audit-')"
+  validations:
+  - expression: "true"
+  - expression: "!object.metadata.name.startsWith('audit-bad')"
+    message: "not that name"
+  auditAnnotations:
+  - key: team
+    valueExpression: "has(object.metadata.labels) && 'team' in object.metadata.labels ? object.metadata.labels['team'] : null"
+  - key: keys
+    valueExpression: "has(object.data) && 'typed' in object.data ? size(object.data) : null"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: audited-binding
+spec:
+  policyName: audited
+  validationActions: [Audit, Warn]
+"#;
+
+/// The audit log's events of requests on the ConfigMap `name` at stage ResponseComplete.
+fn audit_events(log: &std::path::Path, name: &str) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["objectRef"]["name"] == name && e["stage"] == "ResponseComplete")
+        .collect()
+}
+
+#[tokio::test]
+async fn policy_failures_and_annotations_reach_the_audit_log() {
+    let (server, log, _dir) = audited_server().await;
+    apply_yaml(&server, AUDITED).await;
+    eventually("the policy to apply", || async {
+        let n = format!("audit-bad-{}", rand_suffix());
+        let o = create_cm(&server, "default", &n, json!({}), json!({})).await;
+        assert!(o.status.success(), "{}", text(&o));
+        text(&o)
+            .contains("Warning: Validation failed")
+            .then_some(())
+    })
+    .await;
+    // Audit and Warn: stored, warned, and the failure recorded with its expression's index.
+    let o = create_cm(
+        &server,
+        "default",
+        "audit-bad",
+        json!({"team": "blue"}),
+        json!({}),
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("Warning: Validation failed for ValidatingAdmissionPolicy 'audited' with binding 'audited-binding': not that name"),
+        "{}",
+        text(&o)
+    );
+    let o = create_cm(
+        &server,
+        "default",
+        "audit-good",
+        json!({"team": "red"}),
+        json!({}),
+    )
+    .await;
+    assert!(o.status.success(), "{}", text(&o));
+    // A valueExpression that gives neither a string nor null refuses the write (Fail).
+    let o = create_cm(
+        &server,
+        "default",
+        "audit-typed",
+        json!({}),
+        json!({"typed": "1"}),
+    )
+    .await;
+    assert!(!o.status.success());
+    assert!(
+        text(&o).contains("ValidatingAdmissionPolicy 'audited' with binding 'audited-binding' denied request: valueExpression 'has(object.data) && 'typed' in object.data ? size(object.data) : null' resulted in unsupported return type: int. Return type must be either string or null."),
+        "{}",
+        text(&o)
+    );
+    let annotations = |name: &str| {
+        let events = audit_events(&log, name);
+        assert_eq!(events.len(), 1, "{events:?}");
+        events[0]["annotations"].clone()
+    };
+    let bad = annotations("audit-bad");
+    assert_eq!(bad["audited/team"], "blue", "{bad}");
+    let failure: Value = serde_json::from_str(
+        bad["validation.policy.admission.k8s.io/validation_failure"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no validation_failure in {bad}")),
+    )
+    .unwrap();
+    assert_eq!(
+        failure,
+        json!([{"message": "not that name", "policy": "audited", "binding": "audited-binding",
+                "expressionIndex": 1, "validationActions": ["Audit", "Warn"]}])
+    );
+    let good = annotations("audit-good");
+    assert_eq!(good["audited/team"], "red", "{good}");
+    assert!(
+        good.get("validation.policy.admission.k8s.io/validation_failure")
+            .is_none(),
+        "{good}"
+    );
+}
+
+/// A short random suffix for object names.
+fn rand_suffix() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .subsec_nanos()
+    )
 }
 
 /// `kubectl create -f` of `obj`; the output.

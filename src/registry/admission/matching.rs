@@ -152,10 +152,8 @@ pub(super) struct Binding {
     param_ref: Option<Value>,
     /// matchResources.
     pub resources: Matcher,
-    /// validationActions has Deny.
-    pub deny: bool,
-    /// validationActions has Warn.
-    pub warn: bool,
+    /// validationActions, as written (`Deny`, `Warn`, `Audit`).
+    pub actions: Vec<String>,
 }
 
 impl Binding {
@@ -167,18 +165,22 @@ impl Binding {
     /// The binding `v`.
     pub(super) fn new(v: &Value) -> Binding {
         let spec = v.get("spec").unwrap_or(&Value::Null);
-        let actions: Vec<&str> = spec
+        let actions = spec
             .get("validationActions")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
             .unwrap_or_default();
         Binding {
             name: str_at(v, "/metadata/name").to_string(),
             policy: str_at(spec, "/policyName").to_string(),
             param_ref: spec.get("paramRef").filter(|p| p.is_object()).cloned(),
             resources: Matcher::new(spec.get("matchResources")),
-            deny: actions.contains(&"Deny"),
-            warn: actions.contains(&"Warn"),
+            actions,
         }
     }
 

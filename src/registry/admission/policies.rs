@@ -2,17 +2,21 @@
 //! validations a policy declares and a binding puts in force. A write matched by a policy's
 //! matchConstraints and its binding's matchResources, and whose matchConditions hold, is
 //! checked by every validation with `object`, `oldObject`, `request`, `params` (the binding's
-//! paramRef) and `namespaceObject`, and the policy's `variables`; a failed validation denies
-//! (422 Invalid unless its reason says otherwise), warns, or is only audited, as the
-//! binding's validationActions say. An expression that does not compile or fails is decided
-//! by the policy's failurePolicy.
+//! paramRef) and `namespaceObject`, and the policy's `variables`. Each failed validation is
+//! acted on as the binding's validationActions say, as upstream's dispatcher: Deny (the first
+//! denial of all policies answers, 422 Invalid unless its reason says otherwise), Warn (a
+//! Warning header) and Audit (the audit annotation
+//! `validation.policy.admission.k8s.io/validation_failure`, a JSON list of failures). The
+//! policy's auditAnnotations are published as `<policy>/<key>` (distinct values of several
+//! bindings joined by `, `). An expression that does not compile or fails is decided by the
+//! policy's failurePolicy.
 //!
 //! Where this differs from upstream: expressions are compiled, not type-checked, so
-//! `status.typeChecking` is not written; `authorizer` is not bound; auditAnnotations and the
-//! Audit action are not recorded (there is no audit log yet).
+//! `status.typeChecking` is not written; `authorizer` is not bound; there is no runtime cost
+//! budget.
 
 use super::activation::{
-    bind_variables, compile, conditions_hold, json, run, Compiled, Uses, BASE,
+    bind_variables, compile, conditions_hold, execute, json, run, Compiled, Uses, BASE,
 };
 use super::matching::{params_of, str_at, Binding, Header, Params, ParamsOf};
 use super::{Attributes, Error, Request};
@@ -22,6 +26,16 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The audit annotation of the failures the Audit action records.
+const VALIDATION_FAILURE: &str = "validation.policy.admission.k8s.io/validation_failure";
+/// At most this many failures in [`VALIDATION_FAILURE`] (maxValidationFailures).
+const MAX_VALIDATION_FAILURES: usize = 50;
+/// An auditAnnotation's value is cut to this many bytes (maxAuditAnnotationValueLength).
+const MAX_ANNOTATION_VALUE: usize = 10 * 1024;
+/// A messageExpression's result longer than this is not used
+/// (MaxEvaluatedMessageExpressionSizeBytes).
+const MAX_MESSAGE: usize = 5 * 1024;
+
 struct Validation {
     expression: String,
     program: Compiled,
@@ -30,10 +44,18 @@ struct Validation {
     reason: String,
 }
 
+/// One of a policy's auditAnnotations.
+struct AuditAnnotation {
+    key: String,
+    expression: String,
+    program: Compiled,
+}
+
 /// A compiled ValidatingAdmissionPolicy.
 pub(super) struct Policy {
     header: Header,
     validations: Vec<Validation>,
+    annotations: Vec<AuditAnnotation>,
     /// The variables its expressions read.
     uses: Uses,
 }
@@ -65,6 +87,17 @@ impl Policy {
                 reason: str_at(c, "/reason").to_string(),
             })
             .collect();
+        let annotations: Vec<AuditAnnotation> = spec
+            .get("auditAnnotations")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|a| AuditAnnotation {
+                key: str_at(a, "/key").to_string(),
+                expression: str_at(a, "/valueExpression").to_string(),
+                program: compile(str_at(a, "/valueExpression")),
+            })
+            .collect();
         let uses = Uses::of(
             header
                 .conditions
@@ -76,56 +109,166 @@ impl Policy {
                     validations
                         .iter()
                         .filter_map(|v| v.message_program.as_ref()),
-                ),
+                )
+                .chain(annotations.iter().map(|a| &a.program)),
         );
         Policy {
             header,
             validations,
+            annotations,
             uses,
         }
     }
 }
 
-/// One decision of a (policy, binding, params).
+/// What one validation decided (PolicyDecision).
 enum Decision {
+    /// It held.
     Admit,
+    /// It failed: its reason (empty: Invalid) and message.
     Deny { reason: String, message: String },
+    /// It could not be evaluated (or the policy's matchConditions could not): the
+    /// failurePolicy decides; under Fail it is acted on as a failed validation.
+    Error { message: String, compile: bool },
+}
+
+/// What one auditAnnotation's valueExpression gave (excluded ones are left out).
+enum Annotated<'p> {
+    Publish {
+        key: &'p str,
+        value: String,
+    },
+    /// It failed under failurePolicy Fail, or gave neither a string nor null: a denial.
+    Error(String),
+}
+
+/// What a policy decided for one params object: a decision per validation, in order
+/// (indexed as upstream's `expressionIndex`), and its audit annotations.
+#[derive(Default)]
+struct Evaluated<'p> {
+    decisions: Vec<Decision>,
+    annotations: Vec<Annotated<'p>>,
+}
+
+impl Validation {
+    fn decide(&self, ctx: &CelContext<'_>) -> Decision {
+        let program = match &self.program {
+            Ok(p) => p,
+            Err(e) => {
+                return Decision::Error {
+                    message: format!("compilation error: {e}"),
+                    compile: true,
+                }
+            }
+        };
+        let error = |message| Decision::Error {
+            message,
+            compile: false,
+        };
+        match execute(program, ctx) {
+            Ok(CelValue::Bool(true)) => Decision::Admit,
+            Ok(CelValue::Bool(false)) => Decision::Deny {
+                reason: self.reason.clone(),
+                message: self.message(ctx),
+            },
+            Ok(_) => error(format!(
+                "expression '{}' must evaluate to bool",
+                self.expression
+            )),
+            Err(e) => error(format!(
+                "expression '{}' resulted in error: {e}",
+                self.expression
+            )),
+        }
+    }
+
+    /// The message of a failure: messageExpression's result (trimmed; not when empty, not a
+    /// string, multi-line or too long), else `message`, else `failed expression: <expr>`.
+    fn message(&self, ctx: &CelContext<'_>) -> String {
+        let from_expression = self
+            .message_program
+            .as_ref()
+            .and_then(|p| p.as_ref().ok())
+            .and_then(|p| match execute(p, ctx) {
+                Ok(CelValue::String(s)) => {
+                    let m = s.trim();
+                    (!m.is_empty() && m.len() <= MAX_MESSAGE && !m.contains('\n'))
+                        .then(|| m.to_string())
+                }
+                _ => None,
+            });
+        from_expression
+            .or_else(|| {
+                Some(self.message.trim())
+                    .filter(|m| !m.is_empty())
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| format!("failed expression: {}", self.expression.trim()))
+    }
+}
+
+impl AuditAnnotation {
+    /// Its value; None when it is excluded (empty, null, or failed under Ignore).
+    fn evaluate(&self, ctx: &CelContext<'_>, fail: bool) -> Option<Annotated<'_>> {
+        match run(ctx, &self.program, &|| {
+            format!("expression '{}'", self.expression)
+        }) {
+            Ok(CelValue::String(s)) => {
+                let value = s.trim();
+                (!value.is_empty()).then(|| Annotated::Publish {
+                    key: &self.key,
+                    value: truncated(value, MAX_ANNOTATION_VALUE).to_string(),
+                })
+            }
+            Ok(CelValue::Null) => None,
+            Ok(other) => Some(Annotated::Error(format!(
+                "valueExpression '{}' resulted in unsupported return type: {}. Return type must be either string or null.",
+                self.expression,
+                crate::registry::cel::type_of(&other)
+            ))),
+            Err(e) => fail.then_some(Annotated::Error(e)),
+        }
+    }
+}
+
+/// `s` cut to at most `max` bytes, at a character boundary.
+fn truncated(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
 }
 
 /// Evaluates one policy for one params object (None: the policy takes none).
-fn decide(
-    policy: &Policy,
-    base: &CelContext<'_>,
-    params: Option<&Value>,
-) -> Result<Decision, String> {
+fn decide<'p>(policy: &'p Policy, base: &CelContext<'_>, params: Option<&Value>) -> Evaluated<'p> {
     let mut ctx = base.new_inner_scope();
     ctx.add_variable_from_value("params", json(params));
     bind_variables(&mut ctx, &policy.header.variables);
-    if !conditions_hold(&ctx, &policy.header.conditions)? {
-        return Ok(Decision::Admit);
-    }
-    for v in &policy.validations {
-        let what = || format!("expression '{}'", v.expression);
-        match run(&ctx, &v.program, &what)? {
-            CelValue::Bool(true) => continue,
-            CelValue::Bool(false) => {}
-            _ => return Err(format!("{} must evaluate to bool", what())),
-        }
-        let from_expression = v.message_program.as_ref().and_then(|p| {
-            match run(&ctx, p, &|| "messageExpression".to_string()) {
-                Ok(CelValue::String(s)) if !s.trim().is_empty() => Some(s.to_string()),
-                _ => None,
+    match conditions_hold(&ctx, &policy.header.conditions) {
+        Ok(true) => {}
+        Ok(false) => return Evaluated::default(),
+        Err(message) => {
+            return Evaluated {
+                decisions: vec![Decision::Error {
+                    message,
+                    compile: false,
+                }],
+                annotations: Vec::new(),
             }
-        });
-        let message = from_expression
-            .or_else(|| (!v.message.is_empty()).then(|| v.message.clone()))
-            .unwrap_or_else(|| format!("failed expression: {}", v.expression));
-        return Ok(Decision::Deny {
-            reason: v.reason.clone(),
-            message,
-        });
+        }
     }
-    Ok(Decision::Admit)
+    Evaluated {
+        decisions: policy.validations.iter().map(|v| v.decide(&ctx)).collect(),
+        annotations: policy
+            .annotations
+            .iter()
+            .filter_map(|a| a.evaluate(&ctx, policy.header.fail))
+            .collect(),
+    }
 }
 
 /// The code of a denial's reason (reasonToCode).
@@ -135,6 +278,51 @@ fn code_of(reason: &str) -> u16 {
         "Unauthorized" => 401,
         "RequestEntityTooLarge" => 413,
         _ => 422,
+    }
+}
+
+/// One entry of [`VALIDATION_FAILURE`] (ValidationFailureValue), its fields in upstream's
+/// order.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct ValidationFailure<'a> {
+    message: &'a str,
+    policy: &'a str,
+    binding: &'a str,
+    expression_index: usize,
+    validation_actions: &'a [String],
+}
+
+/// A denial, until the first of all answers.
+struct Denial<'p> {
+    policy: &'p str,
+    binding: &'p str,
+    reason: String,
+    message: String,
+}
+
+/// The auditAnnotations of the policies, per policy and key: the distinct values of their
+/// bindings (auditAnnotationCollector).
+#[derive(Default)]
+struct Collected<'p>(Vec<(&'p str, &'p str, Vec<String>)>);
+
+impl<'p> Collected<'p> {
+    fn add(&mut self, policy: &'p str, key: &'p str, value: String) {
+        match self
+            .0
+            .iter_mut()
+            .find(|(p, k, _)| *p == policy && *k == key)
+        {
+            Some((_, _, values)) if values.contains(&value) => {}
+            Some((_, _, values)) => values.push(value),
+            None => self.0.push((policy, key, vec![value])),
+        }
+    }
+
+    fn publish(self, req: &Request) {
+        for (policy, key, values) in self.0 {
+            req.annotate(format!("{policy}/{key}"), values.join(", "));
+        }
     }
 }
 
@@ -175,8 +363,13 @@ pub(super) async fn validate(
     let Some(uses) = uses.filter(|_| !work.is_empty()) else {
         return Ok(());
     };
-    type Decided<'p> = (&'p Policy, &'p Binding, Result<Decision, String>, Duration);
-    let decisions: Vec<Decided<'_>> = BASE.with(|base| {
+    type Decided<'p> = (
+        &'p Policy,
+        &'p Binding,
+        Result<Evaluated<'p>, String>,
+        Duration,
+    );
+    let decided: Vec<Decided<'_>> = BASE.with(|base| {
         let mut ctx = base.new_inner_scope();
         uses.bind(&mut ctx, (req, attrs), object, namespace);
         let mut out = Vec::new();
@@ -185,8 +378,8 @@ pub(super) async fn validate(
                 Ok(list) => {
                     for p in list {
                         let started = std::time::Instant::now();
-                        let decision = decide(policy, &ctx, p.as_ref());
-                        out.push((*policy, *binding, decision, started.elapsed()));
+                        let evaluated = decide(policy, &ctx, p.as_ref());
+                        out.push((*policy, *binding, Ok(evaluated), started.elapsed()));
                     }
                 }
                 Err(e) => out.push((*policy, *binding, Err(e.clone()), Duration::ZERO)),
@@ -195,63 +388,132 @@ pub(super) async fn validate(
         out
     });
     let metrics = &crate::metrics::global().admission;
-    for (policy, binding, decision, took) in decisions {
-        let outcomes: &[PolicyOutcome] = match &decision {
-            Ok(Decision::Admit) => &[PolicyOutcome::Allowed],
-            Ok(Decision::Deny { .. }) => match (binding.deny, binding.warn) {
-                (true, true) => &[
-                    PolicyOutcome::Violated("deny"),
-                    PolicyOutcome::Violated("warn"),
-                ],
-                (true, false) => &[PolicyOutcome::Violated("deny")],
-                (false, true) => &[PolicyOutcome::Violated("warn")],
-                (false, false) => &[PolicyOutcome::Violated("audit")],
-            },
-            Err(_) => &[PolicyOutcome::EvaluationError],
+    let mut denials: Vec<Denial<'_>> = Vec::new();
+    let mut failures: Vec<ValidationFailure<'_>> = Vec::new();
+    let mut collected = Collected::default();
+    for (policy, binding, evaluated, took) in &decided {
+        let (policy_name, fail) = (policy.header.name.as_str(), policy.header.fail);
+        let observe = |action, error_type| {
+            metrics.policy_check(
+                policy_name,
+                &binding.name,
+                PolicyOutcome { action, error_type },
+                *took,
+            );
         };
-        for outcome in outcomes {
-            metrics.policy_check(&policy.header.name, &binding.name, *outcome, took);
-        }
-        let (reason, message) = match decision {
-            Ok(Decision::Admit) => continue,
-            Ok(Decision::Deny { reason, message }) => (reason, message),
-            Err(e) if policy.header.fail => (String::new(), e),
-            Err(e) => {
-                tracing::warn!(policy = %policy.header.name, error = %e, "policy evaluation failed, failing open");
+        let evaluated = match evaluated {
+            Ok(e) => e,
+            // A binding that cannot be configured (its params): refused under Fail.
+            Err(message) if fail => {
+                denials.push(Denial {
+                    policy: policy_name,
+                    binding: &binding.name,
+                    reason: String::new(),
+                    message: message.clone(),
+                });
                 continue;
             }
+            Err(_) => continue,
         };
-        if binding.warn {
-            req.warn(vec![format!(
-                "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {message}",
-                policy.header.name, binding.name
-            )]);
-        }
-        if binding.deny {
-            let reason = if reason.is_empty() {
-                "Invalid".to_string()
-            } else {
-                reason
+        for (index, decision) in evaluated.decisions.iter().enumerate() {
+            let (reason, message, error_type) = match decision {
+                Decision::Admit => continue,
+                Decision::Deny { reason, message } => (reason.as_str(), message, "invalid_error"),
+                Decision::Error { message, compile } => {
+                    let error_type = if *compile {
+                        "compile_error"
+                    } else {
+                        "invalid_error"
+                    };
+                    if !fail {
+                        tracing::warn!(policy = %policy_name, error = %message, "policy evaluation failed, failing open");
+                        observe("allow", error_type);
+                        continue;
+                    }
+                    ("", message, error_type)
+                }
             };
-            return Err(Error::Policy {
-                code: code_of(&reason),
-                reason,
-                message: format!(
-                    "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {message}",
-                    policy.header.name, binding.name
-                ),
-                group: attrs.group.to_string(),
-                resource: attrs.resource.to_string(),
-                name: match attrs.name {
-                    "" => object
-                        .and_then(|o| o.pointer("/metadata/name"))
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string(),
-                    n => n.to_string(),
-                },
-            });
+            for action in &binding.actions {
+                match action.as_str() {
+                    "Deny" => {
+                        denials.push(Denial {
+                            policy: policy_name,
+                            binding: &binding.name,
+                            reason: reason.to_string(),
+                            message: message.clone(),
+                        });
+                        observe("deny", error_type);
+                    }
+                    "Audit" => {
+                        failures.push(ValidationFailure {
+                            message,
+                            policy: binding.policy(),
+                            binding: &binding.name,
+                            expression_index: index,
+                            validation_actions: &binding.actions,
+                        });
+                        observe("audit", error_type);
+                    }
+                    "Warn" => {
+                        req.warn(vec![format!(
+                            "Validation failed for ValidatingAdmissionPolicy '{policy_name}' with binding '{}': {message}",
+                            binding.name
+                        )]);
+                        observe("warn", error_type);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for annotated in &evaluated.annotations {
+            match annotated {
+                Annotated::Publish { key, value } => collected.add(policy_name, key, value.clone()),
+                Annotated::Error(message) => {
+                    denials.push(Denial {
+                        policy: policy_name,
+                        binding: &binding.name,
+                        reason: String::new(),
+                        message: message.clone(),
+                    });
+                    observe("deny", "invalid_error");
+                }
+            }
         }
     }
-    Ok(())
+    collected.publish(req);
+    if !failures.is_empty() {
+        if failures.len() > MAX_VALIDATION_FAILURES {
+            tracing::warn!(count = failures.len(), resource = %attrs.resource, "validation failures exceed {MAX_VALIDATION_FAILURES}; truncating the audit annotation");
+            failures.truncate(MAX_VALIDATION_FAILURES);
+        }
+        if let Ok(value) = serde_json::to_string(&failures) {
+            req.annotate(VALIDATION_FAILURE.to_string(), value);
+        }
+    }
+    let Some(denial) = denials.into_iter().next() else {
+        return Ok(());
+    };
+    let reason = if denial.reason.is_empty() {
+        "Invalid".to_string()
+    } else {
+        denial.reason
+    };
+    Err(Error::Policy {
+        code: code_of(&reason),
+        reason,
+        message: format!(
+            "ValidatingAdmissionPolicy '{}' with binding '{}' denied request: {}",
+            denial.policy, denial.binding, denial.message
+        ),
+        group: attrs.group.to_string(),
+        resource: attrs.resource.to_string(),
+        name: match attrs.name {
+            "" => object
+                .and_then(|o| o.pointer("/metadata/name"))
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            n => n.to_string(),
+        },
+    })
 }
