@@ -134,6 +134,46 @@ fn visit(expr: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
     }
 }
 
+/// Calls `f` on `expr` and every expression below it, which it may change (`f` sees a node
+/// before what is below it).
+pub(crate) fn visit_mut(expr: &mut IdedExpr, f: &mut impl FnMut(&mut IdedExpr)) {
+    f(expr);
+    match &mut expr.expr {
+        Expr::Call(c) => {
+            if let Some(t) = &mut c.target {
+                visit_mut(t, f);
+            }
+            c.args.iter_mut().for_each(|a| visit_mut(a, f));
+        }
+        Expr::Comprehension(c) => {
+            for e in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                visit_mut(e, f);
+            }
+        }
+        Expr::List(l) => l.elements.iter_mut().for_each(|e| visit_mut(e, f)),
+        Expr::Map(m) => m.entries.iter_mut().for_each(|e| entry_mut(e, f)),
+        Expr::Struct(s) => s.entries.iter_mut().for_each(|e| entry_mut(e, f)),
+        Expr::Select(s) => visit_mut(&mut s.operand, f),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+fn entry_mut(entry: &mut IdedEntryExpr, f: &mut impl FnMut(&mut IdedExpr)) {
+    match &mut entry.expr {
+        EntryExpr::MapEntry(e) => {
+            visit_mut(&mut e.key, f);
+            visit_mut(&mut e.value, f);
+        }
+        EntryExpr::StructField(s) => visit_mut(&mut s.value, f),
+    }
+}
+
 fn visit_entries(entries: &[IdedEntryExpr], f: &mut impl FnMut(&IdedExpr)) {
     for entry in entries {
         match &entry.expr {

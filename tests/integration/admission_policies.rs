@@ -429,3 +429,103 @@ async fn replicas_on_etcd_apply_each_others_webhooks() {
         assert!(refused.contains("denied the request"), "{refused}");
     }
 }
+
+const AUTHORIZED: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: secret-readers
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [""]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["configmaps"]
+  matchConditions:
+  - name: guarded
+    expression: "object.metadata.name.startsWith('guarded-')"
+  validations:
+  - expression: "authorizer.group('').resource('secrets').namespace(object.metadata.namespace).check('get').allowed()"
+    messageExpression: "'user ' + request.userInfo.username + ' may not read secrets'"
+  - expression: "authorizer.requestResource.check('create').allowed()"
+    message: "the request's own resource check is allowed"
+  - expression: "!authorizer.serviceAccount('default', 'nobody').group('').resource('configmaps').check('create').allowed()"
+    message: "a service account with no role may not create configmaps"
+  - expression: "authorizer.path('/healthz').check('get').allowed()"
+    message: "everyone may read /healthz"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: secret-readers
+spec:
+  policyName: secret-readers
+  validationActions: [Deny]
+"#;
+
+#[tokio::test]
+async fn policies_ask_the_authorizer_about_the_requesting_user() {
+    let server = TestServer::start().await;
+    apply_yaml(&server, AUTHORIZED).await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "role",
+            "cm-writer",
+            "--verb=create",
+            "--resource=configmaps",
+        ])
+        .await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "rolebinding",
+            "bob-writes",
+            "--role=cm-writer",
+            "--user=bob",
+        ])
+        .await;
+    // bob may create configmaps but not read secrets: denied with the policy's message.
+    let denied = eventually("the policy to deny bob", || async {
+        let n = format!("guarded-{}", rand_suffix());
+        let o = server
+            .kubectl(&["create", "configmap", &n, "--as", "bob"])
+            .await;
+        (!o.status.success()).then(|| text(&o))
+    })
+    .await;
+    assert!(
+        denied.contains("ValidatingAdmissionPolicy 'secret-readers' with binding 'secret-readers' denied request: user bob may not read secrets"),
+        "{denied}"
+    );
+    // The admin passes every check; so does bob once he may read secrets.
+    server
+        .kubectl_ok(&["create", "configmap", "guarded-admin"])
+        .await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "role",
+            "secret-reader",
+            "--verb=get",
+            "--resource=secrets",
+        ])
+        .await;
+    server
+        .kubectl_ok(&[
+            "create",
+            "rolebinding",
+            "bob-reads",
+            "--role=secret-reader",
+            "--user=bob",
+        ])
+        .await;
+    eventually("bob's new role to count", || async {
+        let o = server
+            .kubectl(&["create", "configmap", "guarded-bob", "--as", "bob"])
+            .await;
+        o.status.success().then_some(())
+    })
+    .await;
+}

@@ -6,6 +6,7 @@
 //! Struct literals are refused where upstream declares no object types and rewritten in
 //! mutations (see [`crate::registry::cel`]).
 
+use super::authz::{self, RequestResource};
 use super::projection::Projection;
 use super::{Attributes, Request};
 use crate::registry::cel::{from_json, refuse_structs, rewrite_structs};
@@ -22,14 +23,18 @@ pub(super) fn compile(expr: &str) -> Compiled {
     let program = Program::compile(expr).map_err(|e| format!("compilation failed: {e}"))?;
     refuse_structs(program.expression())
         .map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
-    Ok(program.expression().clone())
+    let mut expr = program.expression().clone();
+    authz::rewrite_request_resource(&mut expr);
+    Ok(expr)
 }
 
 /// Compiles a mutation's expression, whose `Object` and `JSONPatch` literals become maps.
 pub(super) fn compile_mutation(expr: &str) -> Compiled {
     let program = Program::compile(expr).map_err(|e| format!("compilation failed: {e}"))?;
-    rewrite_structs(program.expression())
-        .map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))
+    let mut expr = rewrite_structs(program.expression())
+        .map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
+    authz::rewrite_request_resource(&mut expr);
+    Ok(expr)
 }
 
 /// Runs `expr`; an expression the interpreter cannot run (it panics on a few) is an
@@ -131,7 +136,11 @@ fn cel_request(req: &Request, attrs: &Attributes<'_>, parts: &Projection) -> Val
 thread_local! {
     /// A CEL context with the Kubernetes library registered, made once per thread: a write
     /// binds its variables in a scope over it.
-    pub(super) static BASE: CelContext<'static> = CelContext::default().with_all();
+    pub(super) static BASE: CelContext<'static> = {
+        let mut ctx = CelContext::default().with_all();
+        authz::register(&mut ctx);
+        ctx
+    };
 }
 
 /// Which variables a policy's expressions read, and which parts of the object and the old
@@ -142,6 +151,7 @@ pub(super) struct Uses {
     old_object: bool,
     request: bool,
     namespace: bool,
+    authorizer: bool,
     /// What the expressions can observe of `object`, `oldObject` and `request`.
     object_parts: Projection,
     old_object_parts: Projection,
@@ -158,6 +168,8 @@ impl Uses {
             uses.old_object |= r.has_variable("oldObject");
             uses.request |= r.has_variable("request");
             uses.namespace |= r.has_variable("namespaceObject");
+            uses.authorizer |=
+                r.has_variable("authorizer") || r.has_variable(authz::REQUEST_RESOURCE);
             uses.object_parts.union(&Projection::of(expr, "object"));
             uses.old_object_parts
                 .union(&Projection::of(expr, "oldObject"));
@@ -177,6 +189,7 @@ impl Uses {
         self.old_object |= o.old_object;
         self.request |= o.request;
         self.namespace |= o.namespace;
+        self.authorizer |= o.authorizer;
         self.object_parts.union(&o.object_parts);
         self.old_object_parts.union(&o.old_object_parts);
         self.request_parts.union(&o.request_parts);
@@ -190,7 +203,8 @@ impl Uses {
         }
     }
 
-    /// Binds `object`, `oldObject`, `namespaceObject` and `request`, those read.
+    /// Binds `object`, `oldObject`, `namespaceObject`, `request` and `authorizer`, those read
+    /// (`authorizer` only once the server has set its authorizer).
     pub(super) fn bind(
         &self,
         ctx: &mut CelContext<'_>,
@@ -209,6 +223,16 @@ impl Uses {
         if self.request {
             let request = cel_request(req, attrs, &self.request_parts);
             ctx.add_variable_from_value("request", from_json(&request));
+        }
+        if let Some(authorizer) = self.authorizer.then(|| req.chain.authorizer()).flatten() {
+            let request = RequestResource {
+                group: attrs.group,
+                resource: attrs.resource,
+                subresource: &req.subresource,
+                namespace: attrs.namespace,
+                name: attrs.name,
+            };
+            authz::bind(ctx, authorizer, req.user.clone(), &request);
         }
     }
 }

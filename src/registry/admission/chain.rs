@@ -265,6 +265,12 @@ impl Chain {
         Ok(endpoint)
     }
 
+    /// The server's authorizer, once the server set it (policies' `authorizer`).
+    pub(super) fn authorizer(&self) -> Option<Arc<dyn crate::api::authorizer::Authorizer>> {
+        let registry = self.registry.get()?.upgrade()?;
+        registry.authorizer().cloned()
+    }
+
     /// Namespace `name`, when it can be read.
     pub(super) async fn namespace(&self, name: &str) -> Option<Arc<crate::registry::Decoded>> {
         let store = self.namespaces.get()?;

@@ -22,6 +22,7 @@
 //! May use: registry (store, follow, webhook client, cel), api.
 
 mod activation;
+mod authz;
 mod chain;
 mod dispatch;
 mod matching;

@@ -12,8 +12,7 @@
 //! policy's failurePolicy.
 //!
 //! Where this differs from upstream: expressions are compiled, not type-checked, so
-//! `status.typeChecking` is not written; `authorizer` is not bound; there is no runtime cost
-//! budget.
+//! `status.typeChecking` is not written; there is no runtime cost budget.
 
 use super::activation::{
     bind_variables, compile, conditions_hold, execute, json, run, Compiled, Uses, BASE,
