@@ -282,6 +282,26 @@ async fn a_failing_mutation_follows_its_failure_policy() {
         .kubectl(&["get", "configmap", "no", "-n", "strict"])
         .await;
     assert!(text(&o).contains("NotFound"), "{}", text(&o));
+
+    // Each mutation is counted by policy, binding and error type.
+    let (_, samples) = crate::metrics::scrape(&server).await;
+    let checks = |policy: &str, error_type: &str| {
+        let labels = [
+            ("policy", policy),
+            ("policy_binding", policy),
+            ("error_type", error_type),
+        ];
+        crate::metrics::sample(
+            &samples,
+            "apiserver_mutating_admission_policy_check_total",
+            &labels,
+        )
+        .unwrap_or(0.0)
+    };
+    assert!(checks("strict", "invalid_error") >= 2.0);
+    assert_eq!(checks("strict", "no_error"), 0.0);
+    assert!(checks("lenient", "invalid_error") >= 1.0);
+    assert!(checks("lenient", "no_error") >= 1.0);
 }
 
 #[tokio::test]

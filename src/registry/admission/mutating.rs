@@ -149,7 +149,13 @@ struct Write<'a> {
 
 impl Write<'_> {
     /// Runs `policy` with `params` over `object`.
-    fn invoke(&self, policy: &Policy, params: Option<&Value>, object: &mut Value) -> Invocation {
+    fn invoke(
+        &self,
+        (policy, binding): (&Policy, &Binding),
+        params: Option<&Value>,
+        object: &mut Value,
+    ) -> Invocation {
+        let metrics = &crate::metrics::global().admission;
         BASE.with(|base| {
             let mut ctx = base.new_inner_scope();
             let uses = &policy.uses;
@@ -176,7 +182,20 @@ impl Write<'_> {
                     // Each mutation sees the object the previous ones left.
                     uses.bind_object(&mut ctx, Some(object));
                 }
-                let patched = match m.apply(&ctx, self.attrs, object, self.merge) {
+                let started = std::time::Instant::now();
+                let applied = m.apply(&ctx, self.attrs, object, self.merge);
+                let error_type = match &applied {
+                    Ok(_) => "no_error",
+                    Err(e) if e.starts_with("compilation") => "compile_error",
+                    Err(_) => "invalid_error",
+                };
+                metrics.mutation_check(
+                    &policy.header.name,
+                    &binding.name,
+                    error_type,
+                    started.elapsed(),
+                );
+                let patched = match applied {
                     Ok(p) if &p == object => {
                         out.applied = true;
                         continue;
@@ -302,7 +321,7 @@ pub(super) async fn admit(
             if !reinvocation.should_run_policy(&key) {
                 continue;
             }
-            let outcome = write.invoke(policy, p.as_ref(), obj);
+            let outcome = write.invoke((policy, binding), p.as_ref(), obj);
             for e in outcome.errors {
                 let failed = write.failed((policy, binding), "Invalid", e, obj);
                 refusal = refusal.or(failed);

@@ -78,7 +78,8 @@ fn invoke(policy: &Policy, params: Option<&Value>) -> (Value, Invocation) {
         redecode: &identity,
     };
     let mut object = configmap();
-    let outcome = write.invoke(policy, params, &mut object);
+    let binding = Binding::new(&json!({"metadata": {"name": "b"}, "spec": {"policyName": "p"}}));
+    let outcome = write.invoke((policy, &binding), params, &mut object);
     (object, outcome)
 }
 
@@ -210,7 +211,7 @@ fn failures_refuse_under_fail_only() {
         json!({}),
     );
     let mut object = configmap();
-    let outcome = write.invoke(&p, None, &mut object);
+    let outcome = write.invoke((&p, &binding), None, &mut object);
     assert_eq!(
         outcome.errors,
         ["error applying patch: type converter must not be nil"]
