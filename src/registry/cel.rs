@@ -18,9 +18,11 @@ use kube_cel::cel::common::ast::{
     EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, MapEntryExpr, MapExpr,
 };
 use kube_cel::cel::common::types::CelString;
-use kube_cel::cel::objects::Key;
+use kube_cel::cel::objects::{Key, OptionalValue};
+use kube_cel::cel::ExecutionError;
 use kube_cel::cel::Value as CelValue;
 use serde_json::{Map, Value};
+use std::sync::Arc;
 
 /// The key under which a rewritten literal keeps its type name: a NUL cannot start a field
 /// name of any Kubernetes object, so no object or map an expression reads holds it.
@@ -85,6 +87,83 @@ pub(crate) fn refuse_structs(expr: &IdedExpr) -> Result<(), Error> {
         }
     });
     found.map_or(Ok(()), |t| Err(Error::UndeclaredType(t)))
+}
+
+/// Parses `expr`, with CEL's optional syntax (`a.?b`, `a[?k]`, `{?k: v}`, `[?v]`) when
+/// `optional_syntax` (upstream's admission environments enable optional types; kapi's CRD
+/// rules are compiled by a library that does not). A parse error reads as cel-go's text after
+/// `compilation failed: ` (`ERROR: <input>: ...`, on one line).
+pub(crate) fn parse(expr: &str, optional_syntax: bool) -> Result<IdedExpr, String> {
+    let mut parsed = kube_cel::cel::parser::Parser::new()
+        .enable_optional_syntax(optional_syntax)
+        .parse(expr)
+        .map_err(|e| {
+            let text = e.to_string();
+            format!(
+                "ERROR: <input>: {}",
+                text.split_whitespace().collect::<Vec<_>>().join(" ")
+            )
+        })?;
+    if optional_syntax {
+        visit_mut(&mut parsed, &mut |e| {
+            if let Expr::Call(c) = &mut e.expr {
+                if c.func_name == "_?._" && c.target.is_none() {
+                    c.func_name = OPT_SELECT.to_string();
+                }
+            }
+        });
+    }
+    Ok(parsed)
+}
+
+/// The function `a.?f` is rewritten to call: the interpreter's own `_?._` fails when `a` is a
+/// map without `f` (it should give `optional.none()`), so [`parse`] with optional syntax
+/// routes the select here (see [`register_optional_select`]).
+const OPT_SELECT: &str = "__kapi_opt_select__";
+
+/// `_?._` as the CEL spec has it: on a map, `optional.of(a.f)` or `optional.none()`; on an
+/// optional, the same on its value (none stays none).
+fn opt_select(operand: CelValue, field: Arc<String>) -> Result<CelValue, ExecutionError> {
+    let inner = match &operand {
+        CelValue::Opaque(o) if o.runtime_type_name() == "optional_type" => {
+            match o
+                .downcast_ref::<OptionalValue>()
+                .and_then(OptionalValue::value)
+            {
+                Some(v) => v.clone(),
+                None => return Ok(CelValue::Opaque(Arc::new(OptionalValue::none()))),
+            }
+        }
+        _ => operand,
+    };
+    let CelValue::Map(m) = inner else {
+        return Err(ExecutionError::function_error(
+            "_?._",
+            "no such overload: optional select needs a map",
+        ));
+    };
+    Ok(CelValue::Opaque(Arc::new(
+        match m.map.get(&Key::String(field)) {
+            Some(v) => OptionalValue::of(v.clone()),
+            None => OptionalValue::none(),
+        },
+    )))
+}
+
+/// Registers the function [`parse`] routes optional selects to.
+pub(crate) fn register_optional_select(ctx: &mut kube_cel::cel::Context<'_>) {
+    ctx.add_function(OPT_SELECT, opt_select);
+}
+
+/// Why an admission expression does not compile (parsed with optional syntax, struct
+/// literals refused), as the text after `compilation failed: `; None when it compiles.
+pub(crate) fn admission_compile_failure(expr: &str) -> Option<String> {
+    match parse(expr, true) {
+        Err(why) => Some(why),
+        Ok(e) => refuse_structs(&e)
+            .err()
+            .map(|e| format!("ERROR: <input>: {e}")),
+    }
 }
 
 /// `expr` with its `Object`, `Object.<path>` and `JSONPatch` literals made maps the

@@ -215,7 +215,7 @@ spec:
   - key: team
     valueExpression: "has(object.metadata.labels) && 'team' in object.metadata.labels ? object.metadata.labels['team'] : null"
   - key: keys
-    valueExpression: "has(object.data) && 'typed' in object.data ? size(object.data) : null"
+    valueExpression: "object.?data.?typed.hasValue() ? size(object.data) : null"
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
@@ -284,7 +284,7 @@ async fn policy_failures_and_annotations_reach_the_audit_log() {
     .await;
     assert!(!o.status.success());
     assert!(
-        text(&o).contains("ValidatingAdmissionPolicy 'audited' with binding 'audited-binding' denied request: valueExpression 'has(object.data) && 'typed' in object.data ? size(object.data) : null' resulted in unsupported return type: int. Return type must be either string or null."),
+        text(&o).contains("ValidatingAdmissionPolicy 'audited' with binding 'audited-binding' denied request: valueExpression 'object.?data.?typed.hasValue() ? size(object.data) : null' resulted in unsupported return type: int. Return type must be either string or null."),
         "{}",
         text(&o)
     );

@@ -9,8 +9,8 @@
 use super::authz::{self, RequestResource};
 use super::projection::Projection;
 use super::{Attributes, Request};
-use crate::registry::cel::{from_json, refuse_structs, rewrite_structs};
-use kube_cel::cel::{Context as CelContext, IdedExpr, Program, Value as CelValue};
+use crate::registry::cel::{from_json, parse, refuse_structs, rewrite_structs};
+use kube_cel::cel::{Context as CelContext, IdedExpr, Value as CelValue};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -20,19 +20,17 @@ pub(super) type Compiled = Result<IdedExpr, String>;
 
 /// Compiles an expression of a validation, variable or matchCondition: no struct literals.
 pub(super) fn compile(expr: &str) -> Compiled {
-    let program = Program::compile(expr).map_err(|e| format!("compilation failed: {e}"))?;
-    refuse_structs(program.expression())
-        .map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
-    let mut expr = program.expression().clone();
+    let mut expr = parse(expr, true).map_err(|e| format!("compilation failed: {e}"))?;
+    refuse_structs(&expr).map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
     authz::rewrite_request_resource(&mut expr);
     Ok(expr)
 }
 
 /// Compiles a mutation's expression, whose `Object` and `JSONPatch` literals become maps.
 pub(super) fn compile_mutation(expr: &str) -> Compiled {
-    let program = Program::compile(expr).map_err(|e| format!("compilation failed: {e}"))?;
-    let mut expr = rewrite_structs(program.expression())
-        .map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
+    let parsed = parse(expr, true).map_err(|e| format!("compilation failed: {e}"))?;
+    let mut expr =
+        rewrite_structs(&parsed).map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
     authz::rewrite_request_resource(&mut expr);
     Ok(expr)
 }
@@ -139,6 +137,7 @@ thread_local! {
     pub(super) static BASE: CelContext<'static> = {
         let mut ctx = CelContext::default().with_all();
         authz::register(&mut ctx);
+        crate::registry::cel::register_optional_select(&mut ctx);
         ctx
     };
 }
@@ -277,6 +276,27 @@ mod tests {
         // A mutation's literals evaluate.
         let object = compile_mutation("Object{spec: 1}.spec == 1").unwrap();
         assert!(matches!(execute(&object, &ctx), Ok(CelValue::Bool(true))));
+    }
+
+    #[test]
+    fn optional_syntax_reads_fields_that_may_be_missing() {
+        let mut ctx = CelContext::default().with_all();
+        crate::registry::cel::register_optional_select(&mut ctx);
+        let object = serde_json::json!({"metadata": {"labels": {"team": "a"}}});
+        ctx.add_variable_from_value("object", from_json(&object));
+        let run = |expr: &str| execute(&compile(expr).unwrap(), &ctx).unwrap();
+        assert_eq!(
+            run("object.metadata.?labels.?team.orValue('none')"),
+            CelValue::String(std::sync::Arc::new("a".into()))
+        );
+        assert_eq!(
+            run("object.?spec.?replicas.orValue(1) == 1"),
+            CelValue::Bool(true)
+        );
+        assert_eq!(
+            run("object.metadata.labels[?'owner'].hasValue()"),
+            CelValue::Bool(false)
+        );
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub(super) fn canonical(s: &dyn Strategy, obj: Value) -> Value {
 }
 
 /// A valid webhook, with `extra` merged in.
-fn hook(extra: Value) -> Value {
+pub(super) fn hook(extra: Value) -> Value {
     let mut h = json!({
         "name": "a.example.com",
         "clientConfig": {"url": "https://example.com/hook"},
@@ -39,7 +39,7 @@ fn config(hooks: Value) -> Value {
     json!({"metadata": {"name": "c"}, "webhooks": hooks})
 }
 
-fn errors(s: &WebhookConfigurations, hooks: Value) -> Vec<String> {
+pub(super) fn errors(s: &WebhookConfigurations, hooks: Value) -> Vec<String> {
     texts(&s.validate(&canonical(s, config(hooks))))
 }
 

@@ -187,6 +187,30 @@ fn mutating_policies_match_upstream() {
 }
 
 #[test]
+fn optional_syntax_compiles_in_policies_not_in_webhook_conditions() {
+    let expression = "object.?spec.?replicas.orValue(1) > 0";
+    assert_eq!(
+        vap_errors(json!({"matchConstraints": constraints(),
+            "matchConditions": [{"name": "c", "expression": expression}],
+            "validations": [{"expression": expression}]})),
+        Vec::<String>::new()
+    );
+    let s = &super::webhooks::WebhookConfigurations::VALIDATING;
+    let errs = super::tests::errors(
+        s,
+        json!([super::tests::hook(json!({
+            "matchConditions": [{"name": "c", "expression": expression}],
+        }))]),
+    );
+    assert!(
+        errs.iter().any(|e| e.starts_with(
+            "webhooks[0].matchConditions[0].expression: Invalid value: \"object.?spec.?replicas.orValue(1) > 0\": compilation failed: ERROR: <input>:"
+        )),
+        "{errs:?}"
+    );
+}
+
+#[test]
 fn struct_literals_compile_only_in_mutations() {
     // A ValidatingAdmissionPolicy declares no object types: a literal is refused.
     assert_eq!(

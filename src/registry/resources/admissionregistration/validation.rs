@@ -7,6 +7,7 @@
 use crate::api::selectors::qualified_name_errors;
 use crate::registry::apiextensions::cel::compile_failure;
 use crate::registry::apiextensions::validation::dns1035_label_errors;
+use crate::registry::cel::admission_compile_failure;
 use crate::registry::error::{quote, FieldError, FieldErrorKind};
 use crate::registry::strategy::str_at;
 use crate::registry::validation::{
@@ -279,11 +280,15 @@ pub(super) fn validate_rule_with_operations(rule: &Value, path: &str) -> Vec<Fie
     errs
 }
 
-/// A CEL expression's compile error as convertCELErrorToValidationError reports it: Invalid,
-/// with `shown` (the expression as upstream hands it to the compiler) as the value.
+/// A policy's CEL expression's compile error as convertCELErrorToValidationError reports it:
+/// Invalid, with `shown` (the expression as upstream hands it to the compiler) as the value.
+/// Optional syntax (`.?`) is accepted, as in upstream's environment.
 pub(super) fn compile(path: &str, expression: &str, shown: &str) -> Vec<FieldError> {
-    compile_failure(expression)
-        .map(|why| FieldError::invalid(path, shown, format!("compilation failed: {why}")))
+    invalid(path, shown, admission_compile_failure(expression))
+}
+
+fn invalid(path: &str, shown: &str, why: Option<String>) -> Vec<FieldError> {
+    why.map(|why| FieldError::invalid(path, shown, format!("compilation failed: {why}")))
         .into_iter()
         .collect()
 }
@@ -291,22 +296,21 @@ pub(super) fn compile(path: &str, expression: &str, shown: &str) -> Vec<FieldErr
 /// The field error of a mutation's expression that does not compile, where `Object` and
 /// `JSONPatch` literals are declared (a literal of another type is not).
 pub(super) fn compile_mutation(path: &str, expression: &str, shown: &str) -> Vec<FieldError> {
-    let why = match kube_cel::cel::Program::compile(expression) {
-        Ok(p) => crate::registry::cel::rewrite_structs(p.expression())
+    let why = match crate::registry::cel::parse(expression, true) {
+        Ok(e) => crate::registry::cel::rewrite_structs(&e)
             .err()
             .map(|e| format!("ERROR: <input>: {e}")),
-        Err(_) => compile_failure(expression),
+        Err(why) => Some(why),
     };
-    why.map(|why| FieldError::invalid(path, shown, format!("compilation failed: {why}")))
-        .into_iter()
-        .collect()
+    invalid(path, shown, why)
 }
 
 /// validateMatchConditions: at most 64, unique names, each compiled (unless `ignore`, an update
-/// that leaves them as they were).
+/// that leaves them as they were). A webhook's conditions are evaluated by a library without
+/// CEL's optional syntax, so for them (`webhook`) `.?` is a compile error.
 pub(super) fn validate_match_conditions(
     conditions: &[Value],
-    ignore: bool,
+    (ignore, webhook): (bool, bool),
     path: &str,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -323,7 +327,11 @@ pub(super) fn validate_match_conditions(
         if expression.is_empty() {
             errs.push(FieldError::required(format!("{at}.expression"), ""));
         } else {
-            errs.extend(compile(&format!("{at}.expression"), expression, expression));
+            let at = format!("{at}.expression");
+            errs.extend(match webhook {
+                true => invalid(&at, expression, compile_failure(expression)),
+                false => compile(&at, expression, expression),
+            });
         }
         let name = str_at(c, "/name");
         if name.is_empty() {
