@@ -240,6 +240,25 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 message,
                 (group, resource, name),
             ),
+            AdmissionError::MatchConditions {
+                message,
+                group,
+                resource,
+                name,
+            } => {
+                let gr = group_resource(group, resource);
+                let text = if name.is_empty() {
+                    format!("{gr} is forbidden: {message}")
+                } else {
+                    format!("{gr} {name:?} is forbidden: {message}")
+                };
+                Status::failure(403, "Forbidden", text).with_details(StatusDetails {
+                    name: name.clone(),
+                    group: group.clone(),
+                    kind: resource.clone(),
+                    ..Default::default()
+                })
+            }
             AdmissionError::Call { .. } => to_status(&Error::Internal(e.to_string())),
             AdmissionError::DryRunUnsupported(_) => {
                 Status::failure(400, "BadRequest", e.to_string())

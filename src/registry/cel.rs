@@ -99,10 +99,12 @@ pub(crate) fn parse(expr: &str, optional_syntax: bool) -> Result<IdedExpr, Strin
         .parse(expr)
         .map_err(|e| {
             let text = e.to_string();
-            format!(
-                "ERROR: <input>: {}",
-                text.split_whitespace().collect::<Vec<_>>().join(" ")
-            )
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            if text.starts_with("ERROR: <input>:") {
+                text
+            } else {
+                format!("ERROR: <input>: {text}")
+            }
         })?;
     if optional_syntax {
         visit_mut(&mut parsed, &mut |e| {

@@ -619,3 +619,77 @@ async fn failure_policy_decides_for_broken_webhooks() {
         "{refused}"
     );
 }
+
+#[tokio::test]
+async fn match_conditions_choose_which_writes_reach_a_webhook() {
+    let server = TestServer::start().await;
+    let hook = Webhook::start().await;
+    let ca = hook.ca_bundle();
+    // Denies what its condition selects (optional syntax and the authorizer included);
+    // the others: a condition that fails, under Fail and under Ignore.
+    let selective = webhook(
+        "selective.example.com",
+        &hook.url("/deny"),
+        &ca,
+        "configmaps",
+        json!({"matchConditions": [
+            {"name": "labelled", "expression": "object.?metadata.?labels.?gate.orValue('') == 'on'"},
+            {"name": "admin", "expression": "authorizer.group('').resource('secrets').check('list').allowed()"},
+        ]}),
+    );
+    let broken = |name: &str, policy: &str| {
+        webhook(
+            name,
+            &hook.url("/deny"),
+            &ca,
+            "configmaps",
+            json!({"failurePolicy": policy, "matchConditions": [
+                {"name": "broken", "expression": "object.metadata.name.startsWith('broken-') && object.data.missing == 'x'"},
+            ]}),
+        )
+    };
+    apply(
+        &server,
+        "ValidatingWebhookConfiguration",
+        "conditions",
+        vec![
+            selective,
+            broken("broken-closed.example.com", "Fail"),
+            broken("broken-open.example.com", "Ignore"),
+        ],
+    )
+    .await;
+    let denied = eventually("the conditions to apply", || async {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cm.json");
+        std::fs::write(
+            &path,
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                   "metadata": {"name": "gated", "labels": {"gate": "on"}}})
+            .to_string(),
+        )
+        .unwrap();
+        let o = server
+            .kubectl(&["create", "-f", path.to_str().unwrap()])
+            .await;
+        (!o.status.success()).then(|| crate::support::output_text(&o))
+    })
+    .await;
+    assert!(denied.contains("no bad things"), "{denied}");
+    // Not labelled: the webhook is not called.
+    let before = hook.sent_to("/deny").len();
+    server.kubectl_ok(&["create", "configmap", "plain"]).await;
+    assert_eq!(hook.sent_to("/deny").len(), before);
+    // A condition that fails: 403 naming the error under Fail, nothing stored.
+    let o = server
+        .kubectl(&["create", "configmap", "broken-1", "--from-literal=a=b"])
+        .await;
+    let text = crate::support::output_text(&o);
+    assert!(
+        text.contains(r#"configmaps "broken-1" is forbidden: expression 'object.metadata.name.startsWith('broken-') && object.data.missing == 'x'' resulted in error: "#),
+        "{text}"
+    );
+    let o = server.kubectl(&["get", "configmap", "broken-1"]).await;
+    assert!(crate::support::output_text(&o).contains("NotFound"));
+    assert_eq!(hook.sent_to("/deny").len(), before);
+}

@@ -133,6 +133,19 @@ pub(crate) enum Error {
         /// The object's name (its generateName, or `Unknown`, when it has none yet).
         name: String,
     },
+    /// A webhook's matchConditions could not be evaluated and its failurePolicy is Fail:
+    /// `<resource> "<name>" is forbidden: <errors>` (403, as apierrors.NewForbidden).
+    #[error("{message}")]
+    MatchConditions {
+        /// Why, every condition's error.
+        message: String,
+        /// Group of the resource written.
+        group: String,
+        /// The resource written.
+        resource: String,
+        /// The object's name (may be empty).
+        name: String,
+    },
     /// A dry run reached a webhook with side effects.
     #[error("admission webhook {0:?} does not support dry run")]
     DryRunUnsupported(String),

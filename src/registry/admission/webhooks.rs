@@ -2,15 +2,15 @@
 //! write matches (rules, scope, namespaceSelector, objectSelector, matchConditions), the calls
 //! with their failurePolicy and timeout, and a mutating webhook's JSON patch.
 
+use super::activation::{compile, run, Compiled, Uses, BASE};
 use super::chain::Chain;
 use super::review::{self, Answer};
 use super::{Attributes, Error, Request};
 use crate::api::trace;
 use crate::metrics::admission::WebhookOutcome;
-use crate::registry::cel::refuse_structs;
 use crate::registry::webhook::Endpoint;
 use kube::core::{Selector, SelectorExt};
-use kube_cel::{CompiledVapExpression, VapError, VapEvaluator, VapExpression};
+use kube_cel::cel::Value as CelValue;
 use opentelemetry::KeyValue;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -25,11 +25,11 @@ pub(super) fn call_key(prefix: &str, (round, index): (usize, usize)) -> String {
     format!("{prefix}round_{round}_index_{index}")
 }
 
-/// A matchCondition: compiled by kube-cel (with its compile error), or refused before that for
-/// a struct literal (see [`crate::registry::cel`]).
+/// A matchCondition, compiled as policies' expressions are (one CEL engine, `object`,
+/// `oldObject`, `request` and `authorizer`).
 struct Condition {
-    name: String,
-    compiled: Result<Result<CompiledVapExpression, VapError>, String>,
+    expression: String,
+    compiled: Compiled,
 }
 
 /// One webhook of a configuration, ready to call.
@@ -42,6 +42,8 @@ pub(super) struct Hook {
     namespace_selector: Option<Selector>,
     object_selector: Option<Selector>,
     conditions: Vec<Condition>,
+    /// The variables the matchConditions read.
+    uses: Uses,
     /// failurePolicy Fail (the default).
     fail: bool,
     timeout: Duration,
@@ -157,38 +159,17 @@ impl Hook {
         } else {
             "v1beta1"
         };
-        let compiler = VapEvaluator::builder().build();
-        let conditions = w
+        let conditions: Vec<Condition> = w
             .get("matchConditions")
             .and_then(Value::as_array)
             .into_iter()
             .flatten()
-            .filter_map(|c| {
-                let expression = str_of(c, "expression");
-                let refused = kube_cel::cel::Program::compile(expression)
-                    .ok()
-                    .and_then(|p| refuse_structs(p.expression()).err());
-                let compiled = match refused {
-                    Some(why) => Err(format!(
-                        "failed to compile VAP expression {expression:?}: {why}"
-                    )),
-                    None => {
-                        let expr = VapExpression {
-                            expression: expression.to_string(),
-                            message: None,
-                            message_expression: None,
-                        };
-                        // One result per expression given.
-                        let compiled = compiler.compile_expressions(std::slice::from_ref(&expr));
-                        Ok(compiled.into_iter().next()?)
-                    }
-                };
-                Some(Condition {
-                    name: str_of(c, "name").to_string(),
-                    compiled,
-                })
+            .map(|c| Condition {
+                expression: str_of(c, "expression").to_string(),
+                compiled: compile(str_of(c, "expression")),
             })
             .collect();
+        let uses = Uses::of(conditions.iter().map(|c| &c.compiled));
         Hook {
             name: str_of(w, "name").to_string(),
             configuration: configuration.to_string(),
@@ -200,6 +181,7 @@ impl Hook {
             namespace_selector: selector(w.get("namespaceSelector")),
             object_selector: selector(w.get("objectSelector")),
             conditions,
+            uses,
             fail: str_of(w, "failurePolicy") != "Ignore",
             timeout,
             dry_run_ok: matches!(str_of(w, "sideEffects"), "None" | "NoneOnDryRun"),
@@ -245,7 +227,8 @@ impl Hook {
         true
     }
 
-    /// The matchConditions: all true → call; one false → skip; an error → per failurePolicy.
+    /// The matchConditions (matchconditions.Matcher): one false → skip, whatever the others
+    /// did; otherwise errors → failed (every error, as an aggregate); otherwise call.
     fn conditions(
         &self,
         req: &Request,
@@ -255,75 +238,28 @@ impl Hook {
         if self.conditions.is_empty() {
             return Conditions::Call;
         }
-        let mut builder = VapEvaluator::builder()
-            .object(object.cloned().unwrap_or(Value::Null))
-            .request(kube_cel::AdmissionRequest {
-                operation: attrs.operation.as_str().into(),
-                username: req.user.name.clone(),
-                uid: req.user.uid.clone(),
-                groups: req.user.groups.clone(),
-                name: attrs.name.into(),
-                namespace: attrs.namespace.into(),
-                dry_run: attrs.dry_run,
-                kind: kube_cel::GroupVersionKind {
-                    group: attrs.group.into(),
-                    version: attrs.version.into(),
-                    kind: attrs.kind.into(),
-                },
-                resource: kube_cel::GroupVersionResource {
-                    group: attrs.group.into(),
-                    version: attrs.version.into(),
-                    resource: attrs.resource.into(),
-                },
-            });
-        if let Some(old) = attrs.old_object {
-            builder = builder.old_object(old.clone());
-        }
-        let evaluator = builder.build();
-        let mut failure = None;
-        for Condition { name, compiled } in &self.conditions {
-            let c = match compiled {
-                Ok(c) => c,
-                Err(refused) => {
-                    failure.get_or_insert_with(|| {
-                        format!("matchCondition {name:?} failed: {refused}")
-                    });
-                    continue;
+        let errors = BASE.with(|base| {
+            let mut ctx = base.new_inner_scope();
+            // Webhooks' conditions have no namespaceObject, as upstream's.
+            self.uses.bind(&mut ctx, (req, attrs), object, None);
+            let mut errors = Vec::new();
+            for c in &self.conditions {
+                let what = || format!("expression '{}'", c.expression);
+                match run(&ctx, &c.compiled, &what) {
+                    Ok(CelValue::Bool(true)) => {}
+                    Ok(CelValue::Bool(false)) => return None,
+                    Ok(_) => errors.push(format!("{} must evaluate to bool", what())),
+                    Err(e) => errors.push(e),
                 }
-            };
-            // A safety net: the interpreter panics on a few expressions.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                evaluator.evaluate_compiled(std::slice::from_ref(c)).pop()
-            }))
-            .unwrap_or_else(|_| {
-                failure.get_or_insert_with(|| {
-                    format!("matchCondition {name:?} uses CEL that kapi cannot evaluate yet")
-                });
-                None
-            });
-            match result {
-                Some(r) if r.passed => {}
-                Some(r)
-                    if r.message
-                        .as_deref()
-                        .is_none_or(|m| m.starts_with("validation expression")) =>
-                {
-                    return Conditions::Skip;
-                }
-                Some(r) => {
-                    failure.get_or_insert_with(|| {
-                        format!(
-                            "matchCondition {name:?} failed: {}",
-                            r.message.unwrap_or_default()
-                        )
-                    });
-                }
-                None => {}
             }
-        }
-        match failure {
-            Some(f) => Conditions::Failed(f),
-            None => Conditions::Call,
+            Some(errors)
+        });
+        match errors {
+            None => Conditions::Skip,
+            Some(e) if e.is_empty() => Conditions::Call,
+            // utilerrors.NewAggregate's text.
+            Some(mut e) if e.len() == 1 => Conditions::Failed(e.remove(0)),
+            Some(e) => Conditions::Failed(format!("[{}]", e.join(", "))),
         }
     }
 
@@ -419,7 +355,18 @@ impl Hook {
         match self.conditions(req, attrs, object) {
             Conditions::Call => Ok(true),
             Conditions::Skip => Ok(false),
-            Conditions::Failed(cause) => self.failed(cause).map(|()| false),
+            // Failing closed refuses the write as Forbidden, without calling the webhook;
+            // failing open skips the webhook (generic/webhook.go's ShouldCallHook).
+            Conditions::Failed(cause) if self.fail => {
+                tracing::warn!(webhook = %self.name, error = %cause, "Failed evaluating match conditions, failing closed");
+                Err(Error::MatchConditions {
+                    message: cause,
+                    group: attrs.group.to_string(),
+                    resource: attrs.resource.to_string(),
+                    name: attrs.name.to_string(),
+                })
+            }
+            Conditions::Failed(_) => Ok(false),
         }
     }
 

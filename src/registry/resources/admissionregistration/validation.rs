@@ -5,7 +5,6 @@
 //! type). May use: registry (error, validation, apiextensions' CEL parse), api.
 
 use crate::api::selectors::qualified_name_errors;
-use crate::registry::apiextensions::cel::compile_failure;
 use crate::registry::apiextensions::validation::dns1035_label_errors;
 use crate::registry::cel::admission_compile_failure;
 use crate::registry::error::{quote, FieldError, FieldErrorKind};
@@ -306,11 +305,10 @@ pub(super) fn compile_mutation(path: &str, expression: &str, shown: &str) -> Vec
 }
 
 /// validateMatchConditions: at most 64, unique names, each compiled (unless `ignore`, an update
-/// that leaves them as they were). A webhook's conditions are evaluated by a library without
-/// CEL's optional syntax, so for them (`webhook`) `.?` is a compile error.
+/// that leaves them as they were).
 pub(super) fn validate_match_conditions(
     conditions: &[Value],
-    (ignore, webhook): (bool, bool),
+    ignore: bool,
     path: &str,
 ) -> Vec<FieldError> {
     let mut errs = Vec::new();
@@ -327,11 +325,7 @@ pub(super) fn validate_match_conditions(
         if expression.is_empty() {
             errs.push(FieldError::required(format!("{at}.expression"), ""));
         } else {
-            let at = format!("{at}.expression");
-            errs.extend(match webhook {
-                true => invalid(&at, expression, compile_failure(expression)),
-                false => compile(&at, expression, expression),
-            });
+            errs.extend(compile(&format!("{at}.expression"), expression, expression));
         }
         let name = str_at(c, "/name");
         if name.is_empty() {

@@ -61,7 +61,7 @@ fn validate_policy_common(spec: &Value, ignore_match_conditions: bool) -> Vec<Fi
     }
     errs.extend(validate_match_conditions(
         items(spec, "matchConditions"),
-        (ignore_match_conditions, false),
+        ignore_match_conditions,
         "spec.matchConditions",
     ));
     for (i, v) in items(spec, "variables").iter().enumerate() {

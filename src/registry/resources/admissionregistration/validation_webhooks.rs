@@ -194,7 +194,7 @@ fn validate_webhook(hook: &Value, mutating: bool, opts: Options, path: &str) -> 
     errs.extend(validate_client_config(hook, path));
     errs.extend(validate_match_conditions(
         items(hook, "matchConditions"),
-        (opts.ignore_match_conditions, true),
+        opts.ignore_match_conditions,
         &format!("{path}.matchConditions"),
     ));
     errs
