@@ -45,7 +45,7 @@ Register-ArgumentCompleter -Native -CommandName 'kapi' -ScriptBlock {
             [CompletionResult]::new('--advertise-address', '--advertise-address', [CompletionResultType]::ParameterName, 'IP announced to the cluster (identity lease, serving certificate SAN)')
             [CompletionResult]::new('--data-dir', '--data-dir', [CompletionResultType]::ParameterName, 'Directory for the embedded store, generated PKI and admin.kubeconfig')
             [CompletionResult]::new('--cert-dir', '--cert-dir', [CompletionResultType]::ParameterName, 'Directory of the generated CA and serving certificate [default: <data-dir>/pki]')
-            [CompletionResult]::new('--tls-cert-file', '--tls-cert-file', [CompletionResultType]::ParameterName, 'Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir')
+            [CompletionResult]::new('--tls-cert-file', '--tls-cert-file', [CompletionResultType]::ParameterName, 'Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir. Reloaded when it or its key changes (new connections get the new pair)')
             [CompletionResult]::new('--tls-private-key-file', '--tls-private-key-file', [CompletionResultType]::ParameterName, 'Private key of --tls-cert-file (PEM)')
             [CompletionResult]::new('--http2-max-streams-per-connection', '--http2-max-streams-per-connection', [CompletionResultType]::ParameterName, 'HTTP/2 concurrent streams per connection (0 = 100)')
             [CompletionResult]::new('--max-requests-inflight', '--max-requests-inflight', [CompletionResultType]::ParameterName, 'Limit of non-mutating requests in flight; over it requests get 429')

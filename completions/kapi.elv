@@ -41,7 +41,7 @@ set edit:completion:arg-completer[kapi] = {|@words|
             cand --advertise-address 'IP announced to the cluster (identity lease, serving certificate SAN)'
             cand --data-dir 'Directory for the embedded store, generated PKI and admin.kubeconfig'
             cand --cert-dir 'Directory of the generated CA and serving certificate [default: <data-dir>/pki]'
-            cand --tls-cert-file 'Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir'
+            cand --tls-cert-file 'Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir. Reloaded when it or its key changes (new connections get the new pair)'
             cand --tls-private-key-file 'Private key of --tls-cert-file (PEM)'
             cand --http2-max-streams-per-connection 'HTTP/2 concurrent streams per connection (0 = 100)'
             cand --max-requests-inflight 'Limit of non-mutating requests in flight; over it requests get 429'

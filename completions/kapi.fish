@@ -43,7 +43,7 @@ complete -c kapi -n "__fish_kapi_using_subcommand serve" -l secure-port -d 'HTTP
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l advertise-address -d 'IP announced to the cluster (identity lease, serving certificate SAN)' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l data-dir -d 'Directory for the embedded store, generated PKI and admin.kubeconfig' -r -F
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l cert-dir -d 'Directory of the generated CA and serving certificate [default: <data-dir>/pki]' -r -F
-complete -c kapi -n "__fish_kapi_using_subcommand serve" -l tls-cert-file -d 'Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir' -r -F
+complete -c kapi -n "__fish_kapi_using_subcommand serve" -l tls-cert-file -d 'Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir. Reloaded when it or its key changes (new connections get the new pair)' -r -F
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l tls-private-key-file -d 'Private key of --tls-cert-file (PEM)' -r -F
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l http2-max-streams-per-connection -d 'HTTP/2 concurrent streams per connection (0 = 100)' -r
 complete -c kapi -n "__fish_kapi_using_subcommand serve" -l max-requests-inflight -d 'Limit of non-mutating requests in flight; over it requests get 429' -r

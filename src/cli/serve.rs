@@ -52,6 +52,7 @@ pub struct ServeArgs {
     #[arg(long, help_heading = "Serving")]
     pub cert_dir: Option<PathBuf>,
     /// Serving certificate (PEM, leaf first); without it kapi generates one in --cert-dir.
+    /// Reloaded when it or its key changes (new connections get the new pair).
     #[arg(long, help_heading = "Serving")]
     pub tls_cert_file: Option<PathBuf>,
     /// Private key of --tls-cert-file (PEM).

@@ -265,7 +265,7 @@ impl Config {
         let verifier = listener::client_verifier(&config.pki.client_cas)?;
         let request_header_verifier =
             listener::client_verifier(&config.front_proxy.request_header.cas)?;
-        let tls = listener::server_config(
+        let (tls, serving_cert) = listener::server_config(
             &config.pki,
             verifier.clone(),
             Some(request_header_verifier.as_ref()),
@@ -279,6 +279,7 @@ impl Config {
             verifier,
             request_header_verifier,
             tls,
+            serving_cert,
         })
     }
 }
@@ -295,6 +296,8 @@ pub(crate) struct CompletedConfig {
     /// Verifies chains against the request-header CAs only (front proxies).
     pub(super) request_header_verifier: Arc<dyn rustls::server::danger::ClientCertVerifier>,
     pub(super) tls: Arc<rustls::ServerConfig>,
+    /// The serving certificate's slot, reloaded from `--tls-cert-file` when it changes.
+    pub(super) serving_cert: Arc<listener::ServingCert>,
 }
 
 impl CompletedConfig {

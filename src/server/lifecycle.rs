@@ -68,6 +68,7 @@ impl PreparedServer {
             control,
             loopback,
             tls,
+            serving_cert,
             ..
         } = completed;
         let opts = config.options;
@@ -90,6 +91,18 @@ impl PreparedServer {
             opts.serving.request_timeout,
         ));
         tracing::info!(address = %addr, "serving securely");
+        // DynamicServingCertificateController: a rotated `--tls-cert-file` pair is served to
+        // new connections without a restart. Not joined: it ends with `stop_serving`.
+        if let (Some(cert), Some(key)) = (
+            opts.serving.tls_cert_file.clone(),
+            opts.serving.tls_private_key_file.clone(),
+        ) {
+            tokio::spawn(super::cert_reload::watch(
+                (cert, key),
+                serving_cert,
+                stop_serving.clone(),
+            ));
+        }
 
         let hook_cancel = CancellationToken::new();
         let hook_tasks = TaskTracker::new();

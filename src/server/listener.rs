@@ -67,22 +67,20 @@ pub(crate) fn client_verifier(
 /// clients send no certificate their server did not name), chains checked later by the authn
 /// filter: `verifier` checks against the client CAs, `request_header` (if any) against the
 /// request-header CAs.
+/// Also returns the serving certificate's slot, which [`ServingCert::replace`] swaps for
+/// the connections accepted after it.
 pub(crate) fn server_config(
     pki: &Pki,
     verifier: Arc<dyn ClientCertVerifier>,
     request_header: Option<&dyn ClientCertVerifier>,
     disable_http2: bool,
-) -> Result<Arc<rustls::ServerConfig>, Error> {
+) -> Result<(Arc<rustls::ServerConfig>, Arc<ServingCert>), Error> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let certified = |c: &CertKey| -> Result<Arc<CertifiedKey>, Error> {
-        let key = provider
-            .key_provider
-            .load_private_key(c.key.clone_key())
-            .map_err(Error::Key)?;
-        Ok(Arc::new(CertifiedKey::new(c.chain.clone(), key)))
-    };
+    let serving = Arc::new(ServingCert(std::sync::RwLock::new(certified(
+        &pki.serving,
+    )?)));
     let resolver = SniResolver {
-        serving: certified(&pki.serving)?,
+        serving: serving.clone(),
         loopback: certified(&pki.loopback)?,
     };
     let mut config = rustls::ServerConfig::builder_with_provider(provider.clone())
@@ -95,13 +93,46 @@ pub(crate) fn server_config(
     } else {
         vec![b"h2".to_vec(), b"http/1.1".to_vec()]
     };
-    Ok(Arc::new(config))
+    Ok((Arc::new(config), serving))
+}
+
+/// A certificate chain and key as rustls serves them, the key checked against the chain.
+fn certified(c: &CertKey) -> Result<Arc<CertifiedKey>, Error> {
+    let provider = rustls::crypto::ring::default_provider();
+    let key = provider
+        .key_provider
+        .load_private_key(c.key.clone_key())
+        .map_err(Error::Key)?;
+    let certified = CertifiedKey::new(c.chain.clone(), key);
+    certified.keys_match().map_err(Error::Key)?;
+    Ok(Arc::new(certified))
+}
+
+/// The serving certificate new connections get (replaced when its files change).
+#[derive(Debug)]
+pub(crate) struct ServingCert(std::sync::RwLock<Arc<CertifiedKey>>);
+
+impl ServingCert {
+    /// Serves `pair` to the connections accepted from now on (those open keep theirs).
+    ///
+    /// # Errors
+    ///
+    /// The key cannot be used, or it does not match the certificate.
+    pub(crate) fn replace(&self, pair: &CertKey) -> Result<(), Error> {
+        let next = certified(pair)?;
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = next;
+        Ok(())
+    }
+
+    fn current(&self) -> Arc<CertifiedKey> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
 }
 
 /// Serves the loopback certificate for SNI `apiserver-loopback-client`, else the serving one.
 #[derive(Debug)]
 struct SniResolver {
-    serving: Arc<CertifiedKey>,
+    serving: Arc<ServingCert>,
     loopback: Arc<CertifiedKey>,
 }
 
@@ -110,7 +141,7 @@ impl ResolvesServerCert for SniResolver {
         if hello.server_name() == Some(LOOPBACK_SERVER_NAME) {
             Some(self.loopback.clone())
         } else {
-            Some(self.serving.clone())
+            Some(self.serving.current())
         }
     }
 }

@@ -9,6 +9,7 @@
 
 mod aggregator;
 mod apiextensions;
+mod cert_reload;
 mod chain;
 mod coalesce;
 pub(crate) mod config;

@@ -2,6 +2,7 @@
 
 use crate::support::{get_text, Options, TestServer};
 use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair};
+use std::time::Duration;
 
 const UNAUTHORIZED: &str = r#"{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"Unauthorized","reason":"Unauthorized","code":401}"#;
 
@@ -151,4 +152,37 @@ async fn operator_serving_cert_and_loopback_client() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(out.stdout, b"ok");
+
+    // Rotated in place: a bad pair is refused (the old one kept), a good one is served to new
+    // connections within moments, without a restart.
+    let trusting = |pem: &str| {
+        reqwest::Client::builder()
+            .use_rustls_tls()
+            .tls_built_in_root_certs(false)
+            .add_root_certificate(reqwest::Certificate::from_pem(pem.as_bytes()).unwrap())
+            .pool_max_idle_per_host(0)
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap()
+    };
+    let healthz = server.url("/healthz");
+    let next_key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap();
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "rotated-cert");
+    let next = params.self_signed(&next_key).unwrap();
+    // The new certificate with the old key first: it does not match, nothing changes.
+    std::fs::write(&crt, next.pem()).unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let old = trusting(&cert.pem()).get(&healthz).send().await.unwrap();
+    assert_eq!(old.status(), 200);
+    std::fs::write(&keyf, next_key.serialize_pem()).unwrap();
+    crate::support::within(Duration::from_secs(10), "the rotated certificate", async {
+        while trusting(&next.pem()).get(&healthz).send().await.is_err() {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    assert!(trusting(&cert.pem()).get(&healthz).send().await.is_err());
 }
