@@ -16,15 +16,17 @@
 //! `storage-readiness` (gate WatchCacheInitializationPostStartHook),
 //! `start-legacy-token-tracking-controller`, `rbac/bootstrap-roles` (RBAC mode only), and
 //! kapi's `start-namespace-finalizer-controller`, `start-garbage-collector-controller`,
-//! `start-clusterrole-aggregation-controller`, `start-service-account-controller` and
+//! `start-clusterrole-aggregation-controller`,
+//! `start-validatingadmissionpolicy-status-controller`, `start-service-account-controller` and
 //! `start-service-account-token-controller` (kube-controller-manager's namespace,
-//! garbage-collector, ClusterRole aggregation, service-account and tokens controllers, which
-//! kapi runs in-process).
+//! garbage-collector, ClusterRole aggregation, ValidatingAdmissionPolicy status,
+//! service-account and tokens controllers, which kapi runs in-process).
 //! Pre-shutdown: `stop-kube-apiserver-identity-lease-controller` (stops renewing and deletes
 //! the identity lease) and `peer-endpoint-reconciler-controller`.
 //!
 //! May use: api, server::hooks (types only), options (their settings), serviceaccount (the
-//! tokens controller signs legacy tokens), metrics (the identity lease's renewals).
+//! tokens controller signs legacy tokens), metrics (the identity lease's renewals), the
+//! registry's policy type checker (a pure function of an expression and a schema).
 
 mod apiextensions;
 mod auth_trust;
@@ -38,6 +40,7 @@ mod leader;
 mod meta_only;
 mod namespace;
 mod peer;
+mod policy_status;
 mod rbac;
 mod readiness;
 mod service_account_tokens;
@@ -343,6 +346,10 @@ pub(crate) fn hooks(config: &Config) -> Hooks {
         "start-clusterrole-aggregation-controller".into(),
         spawning(|ctx| rbac::aggregation::run(ctx.client, ctx.cancel)),
     ));
+    h.post_start.push((
+        "start-validatingadmissionpolicy-status-controller".into(),
+        spawning(|ctx| policy_status::run(ctx.client, ctx.cancel)),
+    ));
     let namespaces_exist = kube_system.clone();
     h.post_start.push((
         "start-service-account-controller".into(),
@@ -555,6 +562,7 @@ mod tests {
                 "start-namespace-finalizer-controller",
                 "start-garbage-collector-controller",
                 "start-clusterrole-aggregation-controller",
+                "start-validatingadmissionpolicy-status-controller",
                 "start-service-account-controller",
                 "start-service-account-token-controller",
             ]

@@ -529,3 +529,64 @@ async fn policies_ask_the_authorizer_about_the_requesting_user() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn policies_are_type_checked_against_the_kinds_they_match() {
+    let server = TestServer::start().await;
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "typo"},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"]}]},
+            "validations": [
+                {"expression": "object.metadata.name != '' && has(object.data)"},
+                {"expression": "object.dat.size() < 10", "messageExpression": "'x' + object.metadata.nam"},
+            ],
+        },
+    });
+    let o = create_json(&server, &policy).await;
+    assert!(o.status.success(), "{}", text(&o));
+    let status = eventually("the policy's status", || async {
+        let out = server
+            .kubectl_ok(&["get", "validatingadmissionpolicy", "typo", "-o", "json"])
+            .await;
+        let v: Value = serde_json::from_str(&out).unwrap();
+        (v["status"]["observedGeneration"] == 1).then(|| v["status"].clone())
+    })
+    .await;
+    assert_eq!(
+        status["typeChecking"]["expressionWarnings"],
+        json!([
+            {"fieldRef": "spec.validations[1].expression",
+             "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'dat'\n | object.dat.size() < 10\n | ......^\n"},
+            {"fieldRef": "spec.validations[1].messageExpression",
+             "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:22: undefined field 'nam'\n | 'x' + object.metadata.nam\n | .....................^\n"},
+        ]),
+        "{status}"
+    );
+    // Fixed: checked again, no warnings.
+    let mut fixed = policy.clone();
+    fixed["spec"]["validations"] = json!([{"expression": "object.data.size() < 10"}]);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("fixed.json");
+    std::fs::write(&path, fixed.to_string()).unwrap();
+    server
+        .kubectl_ok(&["replace", "-f", path.to_str().unwrap()])
+        .await;
+    let status = eventually("the fixed policy's status", || async {
+        let out = server
+            .kubectl_ok(&["get", "validatingadmissionpolicy", "typo", "-o", "json"])
+            .await;
+        let v: Value = serde_json::from_str(&out).unwrap();
+        (v["status"]["observedGeneration"] == 2).then(|| v["status"].clone())
+    })
+    .await;
+    assert!(
+        status["typeChecking"]
+            .get("expressionWarnings")
+            .is_none_or(|w| w.as_array().is_some_and(Vec::is_empty)),
+        "{status}"
+    );
+}

@@ -31,6 +31,7 @@ mod patch;
 mod policies;
 mod projection;
 mod review;
+pub(crate) mod typecheck;
 mod webhooks;
 
 use crate::api::UserInfo;

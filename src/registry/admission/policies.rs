@@ -11,8 +11,9 @@
 //! bindings joined by `, `). An expression that does not compile or fails is decided by the
 //! policy's failurePolicy.
 //!
-//! Where this differs from upstream: expressions are compiled, not type-checked, so
-//! `status.typeChecking` is not written; there is no runtime cost budget.
+//! Where this differs from upstream: expressions are compiled, not type-checked, when a
+//! policy is written (the status controller reports undefined fields afterwards, in
+//! `status.typeChecking`); there is no runtime cost budget.
 
 use super::activation::{
     bind_variables, compile, conditions_hold, execute, json, run, Compiled, Uses, BASE,
