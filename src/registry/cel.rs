@@ -157,10 +157,12 @@ pub(crate) fn register_optional_select(ctx: &mut kube_cel::cel::Context<'_>) {
     ctx.add_function(OPT_SELECT, opt_select);
 }
 
-/// Why an admission expression does not compile (parsed with optional syntax, struct
-/// literals refused), as the text after `compilation failed: `; None when it compiles.
-pub(crate) fn admission_compile_failure(expr: &str) -> Option<String> {
-    match parse(expr, true) {
+/// Why an expression does not compile (parsed with optional syntax when `optional_syntax`:
+/// admission's expressions have it, CRD rules, which kube-cel evaluates, do not; struct
+/// literals refused: no object types are declared there), as the text after upstream's
+/// `compilation failed: ` on one line; None when it compiles. Parsing only, no type checking.
+pub(crate) fn compile_failure(expr: &str, optional_syntax: bool) -> Option<String> {
+    match parse(expr, optional_syntax) {
         Err(why) => Some(why),
         Ok(e) => refuse_structs(&e)
             .err()

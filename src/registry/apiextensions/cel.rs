@@ -20,6 +20,7 @@
 //! text; old list items are correlated by index. May use: registry's error types.
 
 use super::gofmt::quote;
+use crate::registry::cel::compile_failure;
 use crate::registry::error::{FieldError, FieldErrorKind};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule;
 use kube_cel::{CompiledSchema, ErrorKind, RootContext, ValidationError, Validator};
@@ -447,7 +448,7 @@ pub(crate) fn compile_errors(
         if r.rule.trim().is_empty() {
             continue;
         }
-        if let Some(why) = compile_failure(&r.rule) {
+        if let Some(why) = compile_failure(&r.rule, false) {
             errs.push(FieldError::invalid_raw(
                 at(i, "rule"),
                 go_rule(r),
@@ -459,7 +460,7 @@ pub(crate) fn compile_errors(
         if expr.trim().is_empty() {
             continue;
         }
-        if let Some(why) = compile_failure(expr) {
+        if let Some(why) = compile_failure(expr, false) {
             errs.push(FieldError::invalid_raw(
                 at(i, "messageExpression"),
                 go_rule(r),
@@ -467,24 +468,6 @@ pub(crate) fn compile_errors(
             ));
         }
     }
-}
-
-/// Why a CEL expression does not compile, as the text after upstream's `compilation failed: `
-/// (`ERROR: <input>: ...`), or None when it compiles. Parsing only: no type checking against
-/// an environment (see the module doc).
-pub(crate) fn compile_failure(expr: &str) -> Option<String> {
-    match kube_cel::cel::Program::compile(expr) {
-        Err(e) => Some(format!("ERROR: <input>: {}", one_line(&e.to_string()))),
-        // No object types are declared here: a struct literal is refused, never evaluated.
-        Ok(p) => crate::registry::cel::refuse_structs(p.expression())
-            .err()
-            .map(|e| format!("ERROR: <input>: {e}")),
-    }
-}
-
-/// A multi-line parser message on one line.
-fn one_line(s: &str) -> String {
-    s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 #[cfg(test)]

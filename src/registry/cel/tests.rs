@@ -132,10 +132,10 @@ fn json_patches_become_a_patch_document() {
 
 #[test]
 fn crd_rules_refuse_struct_literals() {
-    use crate::registry::apiextensions::cel::compile_failure;
+    use crate::registry::cel::compile_failure;
     assert_eq!(
-        compile_failure("self.spec == Object{}").as_deref(),
+        compile_failure("self.spec == Object{}", false).as_deref(),
         Some("ERROR: <input>: undeclared reference to 'Object' (in container '')")
     );
-    assert_eq!(compile_failure("self.spec == {'a': 1}"), None);
+    assert_eq!(compile_failure("self.spec == {'a': 1}", false), None);
 }

@@ -112,7 +112,7 @@ fn rules_that_do_not_parse_reject_the_crd() {
     assert_eq!(errs.len(), 2, "{errs:?}");
     let first = errs[0].to_string();
     assert!(
-        first.starts_with("schema.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.replicas >\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>: "),
+        first.starts_with("schema.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:\"self.replicas >\", Message:\"\", MessageExpression:\"\", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:\"\", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:16: Syntax error: mismatched input '<EOF>' expecting "),
         "{first}"
     );
     assert!(errs[1]

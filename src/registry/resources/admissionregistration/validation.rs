@@ -6,7 +6,7 @@
 
 use crate::api::selectors::qualified_name_errors;
 use crate::registry::apiextensions::validation::dns1035_label_errors;
-use crate::registry::cel::admission_compile_failure;
+use crate::registry::cel::compile_failure;
 use crate::registry::error::{quote, FieldError, FieldErrorKind};
 use crate::registry::strategy::str_at;
 use crate::registry::validation::{
@@ -283,7 +283,7 @@ pub(super) fn validate_rule_with_operations(rule: &Value, path: &str) -> Vec<Fie
 /// Invalid, with `shown` (the expression as upstream hands it to the compiler) as the value.
 /// Optional syntax (`.?`) is accepted, as in upstream's environment.
 pub(super) fn compile(path: &str, expression: &str, shown: &str) -> Vec<FieldError> {
-    invalid(path, shown, admission_compile_failure(expression))
+    invalid(path, shown, compile_failure(expression, true))
 }
 
 fn invalid(path: &str, shown: &str, why: Option<String>) -> Vec<FieldError> {
