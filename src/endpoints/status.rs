@@ -14,6 +14,16 @@ use crate::registry::Error;
 
 /// A policy's denial: `text` as the Status message, the policy's own `message` as its one
 /// cause, and the object denied in the details.
+/// apierrors.NewForbidden's message: `<resource> "<name>" is forbidden: <why>`.
+fn forbidden_text(group: &str, resource: &str, name: &str, why: &str) -> String {
+    let gr = group_resource(group, resource);
+    if name.is_empty() {
+        format!("{gr} is forbidden: {why}")
+    } else {
+        format!("{gr} {name:?} is forbidden: {why}")
+    }
+}
+
 fn policy_denial(
     code: u16,
     reason: &str,
@@ -218,12 +228,7 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 resource,
                 name,
             } => {
-                let gr = group_resource(group, resource);
-                let text = if name.is_empty() {
-                    format!("{gr} is forbidden: {message}")
-                } else {
-                    format!("{gr} {name:?} is forbidden: {message}")
-                };
+                let text = forbidden_text(group, resource, name, message);
                 policy_denial(*code, reason, text, message, (group, resource, name))
             }
             // The generic policy dispatcher replaces the Forbidden message whole.
@@ -246,12 +251,7 @@ pub(crate) fn to_status(err: &Error) -> Status {
                 resource,
                 name,
             } => {
-                let gr = group_resource(group, resource);
-                let text = if name.is_empty() {
-                    format!("{gr} is forbidden: {message}")
-                } else {
-                    format!("{gr} {name:?} is forbidden: {message}")
-                };
+                let text = forbidden_text(group, resource, name, message);
                 Status::failure(403, "Forbidden", text).with_details(StatusDetails {
                     name: name.clone(),
                     group: group.clone(),

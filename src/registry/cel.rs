@@ -15,7 +15,7 @@
 //! May use: nothing else of the registry.
 
 use kube_cel::cel::common::ast::{
-    EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, MapEntryExpr, MapExpr,
+    EntryExpr, Expr, IdedEntryExpr, IdedExpr, LiteralValue, MapEntryExpr, MapExpr, StructExpr,
 };
 use kube_cel::cel::common::types::CelString;
 use kube_cel::cel::objects::{Key, OptionalValue};
@@ -180,8 +180,16 @@ pub(crate) fn rewrite_structs(expr: &IdedExpr) -> Result<IdedExpr, Error> {
     let mut next_id = 0;
     visit(expr, &mut |e| next_id = next_id.max(e.id));
     let mut out = expr.clone();
-    rewrite(&mut out, &mut next_id)?;
-    Ok(out)
+    let mut failed = None;
+    visit_mut(&mut out, &mut |e| {
+        if let (Expr::Struct(s), None) = (&mut e.expr, &failed) {
+            match struct_to_map(s, &mut next_id) {
+                Ok(map) => e.expr = Expr::Map(map),
+                Err(err) => failed = Some(err),
+            }
+        }
+    });
+    failed.map_or(Ok(out), Err)
 }
 
 fn type_name(name: &str) -> &str {
@@ -277,85 +285,44 @@ fn string_literal(s: &str, next_id: &mut u64) -> IdedExpr {
     }
 }
 
-fn rewrite(expr: &mut IdedExpr, next_id: &mut u64) -> Result<(), Error> {
-    match &mut expr.expr {
-        Expr::Call(c) => {
-            if let Some(t) = &mut c.target {
-                rewrite(t, next_id)?;
-            }
-            for a in &mut c.args {
-                rewrite(a, next_id)?;
-            }
-        }
-        Expr::Comprehension(c) => {
-            for e in [
-                &mut c.iter_range,
-                &mut c.accu_init,
-                &mut c.loop_cond,
-                &mut c.loop_step,
-                &mut c.result,
-            ] {
-                rewrite(e, next_id)?;
-            }
-        }
-        Expr::List(l) => {
-            for e in &mut l.elements {
-                rewrite(e, next_id)?;
-            }
-        }
-        Expr::Map(m) => {
-            for entry in &mut m.entries {
-                match &mut entry.expr {
-                    EntryExpr::MapEntry(e) => {
-                        rewrite(&mut e.key, next_id)?;
-                        rewrite(&mut e.value, next_id)?;
-                    }
-                    EntryExpr::StructField(s) => rewrite(&mut s.value, next_id)?,
-                }
-            }
-        }
-        Expr::Select(s) => rewrite(&mut s.operand, next_id)?,
-        Expr::Struct(s) => {
-            let name = type_name(&s.type_name).to_string();
-            let is_object = name == OBJECT || name.starts_with("Object.");
-            if !is_object && name != JSON_PATCH {
-                return Err(Error::UndeclaredType(name));
-            }
-            let mut entries = Vec::with_capacity(s.entries.len() + 1);
-            *next_id += 1;
-            entries.push(IdedEntryExpr {
-                id: *next_id,
-                expr: EntryExpr::MapEntry(MapEntryExpr {
-                    key: string_literal(TYPE_KEY, next_id),
-                    value: string_literal(&name, next_id),
-                    optional: false,
-                }),
-            });
-            for entry in std::mem::take(&mut s.entries) {
-                let (key, mut value, optional) = match entry.expr {
-                    EntryExpr::StructField(f) => {
-                        if name == JSON_PATCH && !JSON_PATCH_FIELDS.contains(&f.field.as_str()) {
-                            return Err(Error::UndefinedField(f.field));
-                        }
-                        (string_literal(&f.field, next_id), f.value, f.optional)
-                    }
-                    EntryExpr::MapEntry(e) => (e.key, e.value, e.optional),
-                };
-                rewrite(&mut value, next_id)?;
-                entries.push(IdedEntryExpr {
-                    id: entry.id,
-                    expr: EntryExpr::MapEntry(MapEntryExpr {
-                        key,
-                        value,
-                        optional,
-                    }),
-                });
-            }
-            expr.expr = Expr::Map(MapExpr { entries });
-        }
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+/// The map a struct literal becomes: its type name under [`TYPE_KEY`], then its fields (whose
+/// values [`visit_mut`] rewrites next).
+fn struct_to_map(s: &mut StructExpr, next_id: &mut u64) -> Result<MapExpr, Error> {
+    let name = type_name(&s.type_name).to_string();
+    let is_object = name == OBJECT || name.starts_with("Object.");
+    if !is_object && name != JSON_PATCH {
+        return Err(Error::UndeclaredType(name));
     }
-    Ok(())
+    let mut entries = Vec::with_capacity(s.entries.len() + 1);
+    *next_id += 1;
+    entries.push(IdedEntryExpr {
+        id: *next_id,
+        expr: EntryExpr::MapEntry(MapEntryExpr {
+            key: string_literal(TYPE_KEY, next_id),
+            value: string_literal(&name, next_id),
+            optional: false,
+        }),
+    });
+    for entry in std::mem::take(&mut s.entries) {
+        let (key, value, optional) = match entry.expr {
+            EntryExpr::StructField(f) => {
+                if name == JSON_PATCH && !JSON_PATCH_FIELDS.contains(&f.field.as_str()) {
+                    return Err(Error::UndefinedField(f.field));
+                }
+                (string_literal(&f.field, next_id), f.value, f.optional)
+            }
+            EntryExpr::MapEntry(e) => (e.key, e.value, e.optional),
+        };
+        entries.push(IdedEntryExpr {
+            id: entry.id,
+            expr: EntryExpr::MapEntry(MapEntryExpr {
+                key,
+                value,
+                optional,
+            }),
+        });
+    }
+    Ok(MapExpr { entries })
 }
 
 /// The type name a rewritten literal remembers, if `v` is one.
