@@ -637,14 +637,16 @@ async fn match_conditions_choose_which_writes_reach_a_webhook() {
             {"name": "admin", "expression": "authorizer.group('').resource('secrets').check('list').allowed()"},
         ]}),
     );
-    let broken = |name: &str, policy: &str| {
+    let broken = |name: &str, policy: &str, prefix: &str| {
+        let expression =
+            format!("object.metadata.name.startsWith('{prefix}') && object.data.missing == 'x'");
         webhook(
             name,
             &hook.url("/deny"),
             &ca,
             "configmaps",
             json!({"failurePolicy": policy, "matchConditions": [
-                {"name": "broken", "expression": "object.metadata.name.startsWith('broken-') && object.data.missing == 'x'"},
+                {"name": "broken", "expression": expression},
             ]}),
         )
     };
@@ -654,8 +656,8 @@ async fn match_conditions_choose_which_writes_reach_a_webhook() {
         "conditions",
         vec![
             selective,
-            broken("broken-closed.example.com", "Fail"),
-            broken("broken-open.example.com", "Ignore"),
+            broken("broken-closed.example.com", "Fail", "broken-"),
+            broken("broken-open.example.com", "Ignore", "lenient-"),
         ],
     )
     .await;
@@ -691,5 +693,9 @@ async fn match_conditions_choose_which_writes_reach_a_webhook() {
     );
     let o = server.kubectl(&["get", "configmap", "broken-1"]).await;
     assert!(crate::support::output_text(&o).contains("NotFound"));
+    // Under Ignore the webhook is skipped and the write goes through.
+    server
+        .kubectl_ok(&["create", "configmap", "lenient-1", "--from-literal=a=b"])
+        .await;
     assert_eq!(hook.sent_to("/deny").len(), before);
 }
