@@ -53,6 +53,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "options",
             "registry::apiextensions::validation",
             "registry::resources",
+            // The ValidatingAdmissionPolicy status controller type-checks with the admission
+            // policies' pure checker, as upstream's imports the plugin's typechecking.go.
+            "registry::admission::typecheck",
             // The tokens controller signs legacy tokens, as kube-controller-manager's does
             // with pkg/serviceaccount.
             "serviceaccount",
