@@ -551,5 +551,7 @@ fn duration(d: &chrono::Duration) -> String {
     format!("{sign}{secs}.{}s", frac.trim_end_matches('0'))
 }
 
+pub(crate) mod cost;
+
 #[cfg(test)]
 mod tests;

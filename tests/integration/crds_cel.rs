@@ -154,3 +154,71 @@ async fn kubectl_sees_cel_rules_enforced() {
         "{err}"
     );
 }
+
+/// A CRD of one list of strings, with a rule comparing every pair of them; `bounded` declares
+/// at most 100 strings of at most 64 characters.
+fn pairs_crd(bounded: bool) -> String {
+    let (items, list) = if bounded {
+        (", maxLength: 64", "\n                maxItems: 100")
+    } else {
+        ("", "")
+    };
+    format!(
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: pairs.cel.example.com
+spec:
+  group: cel.example.com
+  scope: Namespaced
+  names: {{plural: pairs, singular: pair, kind: Pair}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: self.names.all(x, self.names.exists_one(y, x == y))
+              message: names must be unique
+            properties:
+              names:
+                type: array{list}
+                items: {{type: string{items}}}
+"#
+    )
+}
+
+#[tokio::test]
+async fn kubectl_sees_rules_over_the_cost_budget_refused() {
+    let server = TestServer::start().await;
+    wait_default(&server).await;
+    // Unbounded, the rule could compare about 10^12 pairs of strings of up to 3 MiB.
+    let f = write(&server, "pairs.yaml", &pairs_crd(false));
+    let err = fails(&server, &["apply", "-f", &f]).await;
+    let at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule";
+    assert!(
+        err.contains(&format!("{at}: Forbidden: estimated rule cost exceeds budget by factor of more than 100x (try simplifying the rule, or adding maxItems, maxProperties, and maxLength where arrays, maps, and strings are declared)"))
+            && err.contains(&format!("{at}: Forbidden: contributed to estimated rule cost total exceeding cost limit for entire OpenAPIv3 schema"))
+            && err.contains("spec.validation.openAPIV3Schema: Forbidden: x-kubernetes-validations estimated rule cost total for entire OpenAPIv3 schema exceeds budget by factor of more than 100x"),
+        "{err}"
+    );
+    let listed = fails(&server, &["get", "crd", "pairs.cel.example.com"]).await;
+    assert!(listed.contains("NotFound"), "{listed}");
+    // With maxItems and maxLength the same rule is within the budget, and enforced.
+    apply_crd(
+        &server,
+        "pairs.yaml",
+        &pairs_crd(true),
+        "pairs.cel.example.com",
+    )
+    .await;
+    let obj = "apiVersion: cel.example.com/v1\nkind: Pair\nmetadata: {name: p}\nspec: {names: [a, b, a]}\n";
+    let f = write(&server, "p.yaml", obj);
+    let err = fails(&server, &["apply", "-f", &f]).await;
+    assert!(err.contains("names must be unique"), "{err}");
+}

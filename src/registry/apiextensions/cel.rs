@@ -16,7 +16,8 @@
 //!
 //! Where this differs from upstream: rules are parsed, not type-checked, when the CRD is
 //! written (a reference to a field the schema lacks fails when evaluated, not at CRD
-//! creation); there is no static or runtime cost budget; parse errors are the `cel` crate's
+//! creation); the static cost budget is checked when the CRD is written (validation's
+//! `openapi/cost.rs`), there is no runtime budget; parse errors are the `cel` crate's
 //! text; old list items are correlated by index. May use: registry's error types.
 
 use super::gofmt::quote;

@@ -111,6 +111,9 @@ struct Options {
     allow_invalid_ca_bundle: bool,
     /// Versions ("" for the top-level list) whose too many selectable fields are unchanged.
     allow_too_many_selectable_fields: Vec<String>,
+    /// Versions whose schema an update leaves as it was: their rules are not held to the
+    /// per-expression cost budget again (suppressPerExpressionCost).
+    unchanged_schemas: Vec<String>,
 }
 
 impl Options {
@@ -128,6 +131,7 @@ impl Options {
             // The CRD is not established yet.
             allow_invalid_ca_bundle: true,
             allow_too_many_selectable_fields: Vec::new(),
+            unchanged_schemas: Vec::new(),
         }
     }
 
@@ -151,6 +155,7 @@ impl Options {
                 .any(spec::has_invalid_map_list_keys_map_set),
             allow_invalid_ca_bundle: !established || spec::conversion_ca_bundle_invalid(old),
             allow_too_many_selectable_fields: spec::too_many_selectable_fields_allowed(new, old),
+            unchanged_schemas: spec::unchanged_schemas(new, old),
         }
     }
 }

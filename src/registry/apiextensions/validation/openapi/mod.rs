@@ -3,8 +3,9 @@
 //! unsupported keywords, where defaults may appear, and the consistency of the
 //! x-kubernetes-* extensions. Properties are visited in name order (Go visits a map in random
 //! order, so upstream's order between sibling properties is not fixed either).
-//! Left out: type-checking x-kubernetes-validations rules against the schema and estimating
-//! their cost (they are parsed, see `cel`), and checking `default` values against the schema
+//! Then, on a structural schema, the cost budget of its x-kubernetes-validations rules
+//! (`cost`). Left out: type-checking the rules against the schema (they are parsed, see
+//! `cel`), and checking `default` values against the schema
 //! (structuraldefaulting.ValidateDefaults).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
@@ -17,6 +18,7 @@ use super::structural::{validate_structural, Structural};
 use super::{gojson, path, Options};
 use crate::registry::error::FieldError;
 
+mod cost;
 mod rules;
 
 use rules::validation_rules;
@@ -194,9 +196,10 @@ fn root_fields(s: &JSONSchemaProps) -> [(&'static str, bool); 44] {
 }
 
 /// validateCustomResourceDefinitionValidation: `fld` is `spec.validation` or
-/// `spec.versions[i].schema`.
+/// `spec.versions[i].schema`, the schema of `version`.
 pub(super) fn validate_validation(
     v: Option<&CustomResourceValidation>,
+    version: &str,
     status_enabled: bool,
     opts: &Options,
     fld: &str,
@@ -249,18 +252,29 @@ pub(super) fn validate_validation(
         require_valid_property_type: opts.require_valid_property_type,
     };
     let mut init_errs = Vec::new();
+    // Rules are costed only on a valid structural schema (upstream's CEL context).
+    let mut costed = false;
     if opts.require_structural_schema {
         match Structural::new(schema) {
             // These overlap with the walk's errors, so they only show when it finds none.
             Err(e) => init_errs.push(FieldError::invalid(&root, "", e)),
-            Ok(ss) => errs.extend(validate_structural(&root, &ss)),
-            // Upstream goes on with structuraldefaulting.ValidateDefaults here, then
-            // compiles the CEL rules; both are left to the object-schema validator.
+            Ok(ss) => {
+                let structural = validate_structural(&root, &ss);
+                costed = structural.is_empty();
+                errs.extend(structural);
+            } // Upstream goes on with structuraldefaulting.ValidateDefaults here; that is left
+              // to the object-schema validator.
         }
     }
     walk(schema, &root, &ssv, true, opts, &mut errs);
     if errs.is_empty() {
         errs.extend(init_errs);
+    }
+    if costed {
+        if let Ok(json) = serde_json::to_value(schema) {
+            let unchanged = opts.unchanged_schemas.iter().any(|v| v == version);
+            errs.extend(cost::cost_errors(&json, &root, unchanged));
+        }
     }
     errs
 }

@@ -164,6 +164,7 @@ pub(super) fn validate_spec(spec: &Spec<'_>, mut opts: Options, fld: &str) -> Ve
             .any(|v| v.subresources.is_some_and(|s| s.status.is_some()));
     errs.extend(validate_validation(
         spec.validation,
+        spec.version,
         any_status,
         &opts,
         &at("validation"),

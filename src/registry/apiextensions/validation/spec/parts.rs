@@ -181,6 +181,7 @@ pub(super) fn validate_version(
     }
     errs.extend(validate_validation(
         v.schema,
+        v.name,
         status_enabled,
         opts,
         &path::child(fld, "schema"),

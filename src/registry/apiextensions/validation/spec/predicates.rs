@@ -131,3 +131,21 @@ pub(crate) fn too_many_selectable_fields_allowed(new: &Spec<'_>, old: &Spec<'_>)
     }
     allowed
 }
+
+/// findVersionsWithUnchangedSchemas: the versions whose schema (the top-level one, else their
+/// own) an update leaves as it was.
+pub(crate) fn unchanged_schemas(new: &Spec<'_>, old: &Spec<'_>) -> Vec<String> {
+    fn schema_of<'a>(s: &Spec<'a>, name: &str) -> Option<&'a k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceValidation>{
+        s.validation.or_else(|| {
+            s.versions
+                .iter()
+                .find(|v| v.name == name)
+                .and_then(|v| v.schema)
+        })
+    }
+    new.versions
+        .iter()
+        .filter(|v| schema_of(new, v.name) == schema_of(old, v.name))
+        .map(|v| v.name.to_string())
+        .collect()
+}

@@ -1,0 +1,232 @@
+//! Kubernetes' CEL library estimates (k8s.io/apiserver pkg/cel/library/cost.go
+//! `EstimateCallCost`), by function name: authorizer checks, lists, strings, regexes, URLs,
+//! IPs and CIDRs, quantities, semvers and formats.
+
+use super::types::Ty;
+use super::{fixed, Coster, Estimate, Node, UNKNOWN};
+use super::{MAX_FORMAT_SIZE, MAX_NAME_FORMAT_REGEX_SIZE, REGEX_LENGTH, STRING_TRAVERSAL};
+use kube_cel::cel::common::ast::{Expr, LiteralValue};
+
+impl<'d> Coster<'d> {
+    /// Kubernetes' library estimates (library.CostEstimator.EstimateCallCost), by function.
+    pub(super) fn library_cost(
+        &self,
+        func: &str,
+        target: Option<&Node<'_, 'd>>,
+        args: &[Node<'_, 'd>],
+    ) -> Option<(Estimate, Option<Estimate>)> {
+        let size = |n: &Node<'_, 'd>| self.node_size(n);
+        let one = Some((fixed(1), None));
+        let traversal = |n: &Node<'_, 'd>| Some((size(n).factor(STRING_TRAVERSAL), None));
+        match func {
+            "check" => Some((fixed(350_000), None)),
+            "serviceAccount" | "path" | "group" | "resource" | "subresource" | "namespace"
+            | "name" | "allowed" | "reason" | "error" | "errored" => one,
+            "fieldSelector" | "labelSelector" => {
+                // selectorCostEstimate: a base, a parse, and a requirement per two bytes.
+                let [a] = args else { return None };
+                let sz = size(a);
+                let requirements = sz.factor(0.5).factor(50.0);
+                Some((
+                    fixed(10).add(sz.factor(STRING_TRAVERSAL)).add(requirements),
+                    None,
+                ))
+            }
+            "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
+                let t = target?;
+                let mut el = fixed(1);
+                if let Some(el_ty) = t.ty.first_parameter() {
+                    if matches!(el_ty, Ty::String | Ty::Bytes) {
+                        let el_node = Node {
+                            path: t.path.clone().map(|mut p| {
+                                p.push("@items".into());
+                                p
+                            }),
+                            ty: el_ty.clone(),
+                            expr: None,
+                            size: None,
+                        };
+                        el = el.add(size(&el_node).factor(STRING_TRAVERSAL));
+                    }
+                    return Some((size(t).mul(el), None));
+                }
+                if func == "includes" {
+                    return Some((size(t).mul(el), None));
+                }
+                Some((size(t).factor(STRING_TRAVERSAL), None))
+            }
+            "url" | "jsonpatch.escapeKey" => {
+                let [a] = args else { return None };
+                let sz = size(a);
+                Some((sz.factor(STRING_TRAVERSAL), Some(sz)))
+            }
+            "lowerAscii" | "upperAscii" | "substring" | "trim" => {
+                let sz = size(target?);
+                Some((sz.factor(STRING_TRAVERSAL), Some(sz)))
+            }
+            "replace" => {
+                let t = target?;
+                let [from, to, ..] = args else { return None };
+                Some(replace_cost(size(t), size(from), size(to)))
+            }
+            "split" => {
+                let sz = size(target?);
+                let mut max = sz.max;
+                if let Some(Expr::Literal(LiteralValue::Int(i))) =
+                    args.get(1).and_then(|a| a.expr).map(|x| &x.expr)
+                {
+                    max = *i.inner() as u64;
+                }
+                Some((
+                    sz.factor(2.0 * STRING_TRAVERSAL),
+                    Some(Estimate { min: 0, max }),
+                ))
+            }
+            "join" => {
+                let t = target?;
+                let list = size(t);
+                let mut sz = fixed(0);
+                if let Some(el_ty) = t.ty.first_parameter() {
+                    let el_node = Node {
+                        path: t.path.clone().map(|mut p| {
+                            p.push("@items".into());
+                            p
+                        }),
+                        ty: el_ty.clone(),
+                        expr: None,
+                        size: None,
+                    };
+                    sz = list.mul(size(&el_node));
+                }
+                if let Some(sep) = args.first() {
+                    let seps = Estimate {
+                        min: list.min.saturating_sub(1),
+                        max: list.max.saturating_sub(1),
+                    };
+                    sz = sz.add(size(sep).mul(seps));
+                }
+                Some((sz.factor(STRING_TRAVERSAL), Some(sz)))
+            }
+            "find" | "findAll" => {
+                let t = target?;
+                let re = args.first()?;
+                let sz = size(t);
+                let s = sz.add(fixed(1)).factor(STRING_TRAVERSAL);
+                let r = size(re).factor(REGEX_LENGTH);
+                Some((
+                    s.mul(r),
+                    Some(Estimate {
+                        min: 0,
+                        max: sz.max,
+                    }),
+                ))
+            }
+            "cidr" | "isIP" | "isCIDR" | "quantity" | "isQuantity" | "semver" | "isSemver" => {
+                traversal(args.first()?)
+            }
+            "ip" => traversal(args.first()?),
+            "ip.isCanonical" => {
+                let a = args.first()?;
+                Some((size(a).factor(2.0 * STRING_TRAVERSAL), None))
+            }
+            "masked"
+            | "prefixLength"
+            | "family"
+            | "isUnspecified"
+            | "isLoopback"
+            | "isLinkLocalMulticast"
+            | "isLinkLocalUnicast"
+            | "isGlobalUnicast" => one,
+            "containsIP" | "containsCIDR" => {
+                let a = args.first()?;
+                let ip = Estimate { min: 4, max: 16 };
+                let mut cost = ip.add(ip).factor(STRING_TRAVERSAL);
+                if func == "containsCIDR" {
+                    cost = cost.add(ip.factor(STRING_TRAVERSAL)).add(fixed(1));
+                }
+                if a.ty == Ty::String {
+                    cost = cost.add(size(a).factor(STRING_TRAVERSAL));
+                }
+                Some((cost, None))
+            }
+            "validate" => {
+                let a = args.first()?;
+                let cost = size(a)
+                    .factor(STRING_TRAVERSAL)
+                    .factor(MAX_NAME_FORMAT_REGEX_SIZE * REGEX_LENGTH);
+                Some((cost, None))
+            }
+            "format.named" | "sign" | "asInteger" | "isInteger" | "asApproximateFloat"
+            | "isGreaterThan" | "isLessThan" | "compareTo" | "add" | "sub" | "major" | "minor"
+            | "patch" | "getScheme" | "getHostname" | "getHost" | "getPort" | "getEscapedPath"
+            | "getQuery" => one,
+            "_==_" => {
+                let [l, r] = args else { return None };
+                if l.ty != r.ty {
+                    return None;
+                }
+                match l.ty {
+                    Ty::Library("ip" | "cidr" | "quantity" | "semver") => one,
+                    Ty::Library("format") => Some((
+                        Estimate {
+                            min: 1,
+                            max: MAX_FORMAT_SIZE,
+                        }
+                        .factor(STRING_TRAVERSAL),
+                        None,
+                    )),
+                    Ty::Library("url") => {
+                        let max = r.size.map_or(1, |s| s.max);
+                        Some((Estimate { min: 1, max }.factor(STRING_TRAVERSAL), None))
+                    }
+                    _ => None,
+                }
+            }
+            _ => None,
+        }
+    }
+
+    /// library.CostEstimator.sizeEstimate: the size computed, else the schema's, else unknown.
+    fn node_size(&self, n: &Node<'_, 'd>) -> Estimate {
+        if let Some(s) = n.size {
+            return s;
+        }
+        n.path
+            .as_deref()
+            .and_then(|p| self.estimate_size(p))
+            .unwrap_or(UNKNOWN)
+    }
+}
+
+/// `replace`: the cost of a traversal of the string, twice; the result's size from how many
+/// replacements can happen.
+fn replace_cost(sz: Estimate, from: Estimate, to: Estimate) -> (Estimate, Option<Estimate>) {
+    let mut count = fixed(0);
+    let mut retained = fixed(0);
+    if from.min == 0 {
+        count.max = if sz.max < u64::MAX {
+            sz.max + 1
+        } else {
+            sz.max
+        };
+        retained.max = sz.max;
+    } else if to.max <= from.min {
+        retained.max = sz.max;
+    } else {
+        count.max = (sz.max as f64 / from.min as f64).ceil() as u64;
+    }
+    if from.max == 0 {
+        count.min = if sz.min < u64::MAX {
+            sz.min + 1
+        } else {
+            sz.min
+        };
+        retained.min = sz.min;
+    } else if from.max <= to.min {
+        retained.min = sz.min;
+    } else {
+        count.min = (sz.min as f64 / from.max as f64).ceil() as u64;
+    }
+    let size = count.mul(to).add(retained);
+    (sz.factor(2.0 * STRING_TRAVERSAL), Some(size))
+}

@@ -1,0 +1,353 @@
+//! The types cost estimation needs of every expression node: what cel-go's checker would have
+//! inferred, as far as choosing an overload and a size depends on it. Anything not known is
+//! `dyn`, which makes estimation take every overload that could apply (as cel-go does for a
+//! dynamic operand), so an unknown type can raise an estimate, never lower it.
+
+use super::decl::{Decl, Kind};
+use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
+use std::collections::HashMap;
+
+/// A CEL type.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Ty<'d> {
+    Dyn,
+    Null,
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    Duration,
+    Timestamp,
+    Type,
+    List(Box<Ty<'d>>),
+    Map(Box<Ty<'d>>, Box<Ty<'d>>),
+    /// An object of a schema (a declared struct).
+    Object(&'d Decl),
+    /// A type of Kubernetes' library: `quantity`, `url`, `ip`, `cidr`, `semver`, `format`.
+    Library(&'static str),
+    Optional(Box<Ty<'d>>),
+}
+
+impl<'d> Ty<'d> {
+    /// The type of a value of declared type `d`.
+    pub(super) fn of(d: &'d Decl) -> Ty<'d> {
+        match &d.kind {
+            Kind::Dyn => Ty::Dyn,
+            Kind::Bool => Ty::Bool,
+            Kind::Int => Ty::Int,
+            Kind::Double => Ty::Double,
+            Kind::String => Ty::String,
+            Kind::Bytes => Ty::Bytes,
+            Kind::Duration => Ty::Duration,
+            Kind::Timestamp => Ty::Timestamp,
+            Kind::List(e) => Ty::List(Box::new(Ty::of(e))),
+            Kind::Map(v) => Ty::Map(Box::new(Ty::String), Box::new(Ty::of(v))),
+            Kind::Object(_) => Ty::Object(d),
+        }
+    }
+
+    pub(super) fn is_dyn(&self) -> bool {
+        matches!(self, Ty::Dyn)
+    }
+
+    /// Whether a value of this type may be of the type `pred` accepts.
+    pub(super) fn could(&self, pred: impl Fn(&Ty<'d>) -> bool) -> bool {
+        self.is_dyn() || pred(self)
+    }
+
+    pub(super) fn is_list(&self) -> bool {
+        matches!(self, Ty::List(_))
+    }
+
+    pub(super) fn is_map(&self) -> bool {
+        matches!(self, Ty::Map(..))
+    }
+
+    /// cel-go's MapKind, StructKind or TypeParamKind: a select on it costs one more.
+    pub(super) fn selects_field(&self) -> bool {
+        matches!(self, Ty::Map(..) | Ty::Object(_))
+    }
+
+    /// A scalar: its size is 1.
+    pub(super) fn is_scalar(&self) -> bool {
+        match self {
+            Ty::Bool | Ty::Double | Ty::Duration | Ty::Int | Ty::Timestamp | Ty::Uint => true,
+            Ty::Optional(t) => t.is_scalar(),
+            _ => false,
+        }
+    }
+
+    /// The first type parameter (a list's element, a map's key, an optional's value).
+    pub(super) fn first_parameter(&self) -> Option<&Ty<'d>> {
+        match self {
+            Ty::List(t) | Ty::Map(t, _) | Ty::Optional(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
+/// Infers and remembers the type of every node of an expression.
+pub(super) struct Typer<'d> {
+    scopes: Vec<(String, Ty<'d>)>,
+    pub(super) types: HashMap<u64, Ty<'d>>,
+}
+
+impl<'d> Typer<'d> {
+    pub(super) fn new(vars: Vec<(String, Ty<'d>)>) -> Self {
+        Typer {
+            scopes: vars,
+            types: HashMap::new(),
+        }
+    }
+
+    fn var(&self, name: &str) -> Ty<'d> {
+        if let Some((_, t)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
+            return t.clone();
+        }
+        match name {
+            "int" | "uint" | "double" | "string" | "bytes" | "bool" | "list" | "map"
+            | "null_type" | "type" => Ty::Type,
+            _ => Ty::Dyn,
+        }
+    }
+
+    pub(super) fn infer(&mut self, e: &IdedExpr) -> Ty<'d> {
+        let t = match &e.expr {
+            Expr::Literal(l) => match l {
+                LiteralValue::Boolean(_) => Ty::Bool,
+                LiteralValue::Bytes(_) => Ty::Bytes,
+                LiteralValue::Double(_) => Ty::Double,
+                LiteralValue::Int(_) => Ty::Int,
+                LiteralValue::Null => Ty::Null,
+                LiteralValue::String(_) => Ty::String,
+                LiteralValue::UInt(_) => Ty::Uint,
+            },
+            Expr::Ident(name) => self.var(name),
+            Expr::Select(s) => {
+                let operand = self.infer(&s.operand);
+                if s.test {
+                    Ty::Bool
+                } else {
+                    field(&operand, &s.field)
+                }
+            }
+            Expr::List(l) => {
+                let elems: Vec<Ty<'d>> = l.elements.iter().map(|x| self.infer(x)).collect();
+                Ty::List(Box::new(common(elems)))
+            }
+            Expr::Map(m) => {
+                let (mut keys, mut values) = (Vec::new(), Vec::new());
+                for entry in &m.entries {
+                    if let EntryExpr::MapEntry(me) = &entry.expr {
+                        keys.push(self.infer(&me.key));
+                        values.push(self.infer(&me.value));
+                    }
+                }
+                Ty::Map(Box::new(common(keys)), Box::new(common(values)))
+            }
+            Expr::Struct(s) => {
+                for entry in &s.entries {
+                    if let EntryExpr::StructField(f) = &entry.expr {
+                        self.infer(&f.value);
+                    }
+                }
+                Ty::Dyn
+            }
+            Expr::Call(c) => {
+                let target = c.target.as_ref().map(|t| self.infer(t));
+                let args: Vec<Ty<'d>> = c.args.iter().map(|a| self.infer(a)).collect();
+                call(&c.func_name, target.as_ref(), &args)
+            }
+            Expr::Comprehension(c) => {
+                let range = self.infer(&c.iter_range);
+                let (first, second) = match (&range, c.iter_var2.is_some()) {
+                    (Ty::List(e), false) => ((**e).clone(), Ty::Dyn),
+                    (Ty::List(e), true) => (Ty::Int, (**e).clone()),
+                    (Ty::Map(k, v), _) => ((**k).clone(), (**v).clone()),
+                    _ => (Ty::Dyn, Ty::Dyn),
+                };
+                let mut accu = self.infer(&c.accu_init);
+                let depth = self.scopes.len();
+                self.scopes.push((c.iter_var.clone(), first));
+                if let Some(v2) = &c.iter_var2 {
+                    self.scopes.push((v2.clone(), second));
+                }
+                if accu == Ty::List(Box::new(Ty::Dyn)) {
+                    // `[]` grows by what the step appends (map and filter).
+                    self.scopes.push((c.accu_var.clone(), accu.clone()));
+                    let step = self.infer(&c.loop_step);
+                    self.scopes.pop();
+                    if step.is_list() {
+                        accu = step;
+                    }
+                }
+                self.scopes.push((c.accu_var.clone(), accu));
+                self.infer(&c.loop_cond);
+                self.infer(&c.loop_step);
+                self.scopes.truncate(depth);
+                let accu = self.var_in_result(c);
+                self.scopes.push((c.accu_var.clone(), accu));
+                let result = self.infer(&c.result);
+                self.scopes.truncate(depth);
+                result
+            }
+            Expr::Unspecified => Ty::Dyn,
+        };
+        self.types.insert(e.id, t.clone());
+        t
+    }
+
+    /// The accumulator's type as the comprehension's result reads it.
+    fn var_in_result(&self, c: &kube_cel::cel::common::ast::ComprehensionExpr) -> Ty<'d> {
+        self.types
+            .get(&c.loop_step.id)
+            .filter(|t| !t.is_dyn())
+            .or_else(|| self.types.get(&c.accu_init.id))
+            .cloned()
+            .unwrap_or(Ty::Dyn)
+    }
+}
+
+/// The one type of all of `tys`, or dyn.
+fn common(tys: Vec<Ty<'_>>) -> Ty<'_> {
+    let mut it = tys.into_iter();
+    let Some(first) = it.next() else {
+        return Ty::Dyn;
+    };
+    if it.all(|t| t == first) {
+        first
+    } else {
+        Ty::Dyn
+    }
+}
+
+fn field<'d>(operand: &Ty<'d>, name: &str) -> Ty<'d> {
+    match operand {
+        Ty::Object(d) => match &d.kind {
+            Kind::Object(fields) => fields.get(name).map_or(Ty::Dyn, Ty::of),
+            _ => Ty::Dyn,
+        },
+        Ty::Map(_, v) => (**v).clone(),
+        _ => Ty::Dyn,
+    }
+}
+
+/// The result type of calling `func`.
+fn call<'d>(func: &str, target: Option<&Ty<'d>>, args: &[Ty<'d>]) -> Ty<'d> {
+    let arg = |i: usize| args.get(i).cloned().unwrap_or(Ty::Dyn);
+    match func {
+        "_&&_"
+        | "_||_"
+        | "!_"
+        | "@not_strictly_false"
+        | "_==_"
+        | "_!=_"
+        | "_<_"
+        | "_<=_"
+        | "_>_"
+        | "_>=_"
+        | "@in"
+        | "contains"
+        | "startsWith"
+        | "endsWith"
+        | "matches"
+        | "isSorted"
+        | "containsIP"
+        | "containsCIDR"
+        | "allowed"
+        | "errored"
+        | "bool"
+        | "hasValue"
+        | "sets.contains"
+        | "sets.equivalent"
+        | "sets.intersects" => Ty::Bool,
+        f if f.starts_with("is") && f[2..].starts_with(|c: char| c.is_ascii_uppercase()) => {
+            Ty::Bool
+        }
+        "_?_:_" => {
+            let (a, b) = (arg(1), arg(2));
+            let any_list = Ty::List(Box::new(Ty::Dyn));
+            if a == b || b == Ty::Null || (a.is_list() && b == any_list) {
+                a
+            } else if a == Ty::Null || (b.is_list() && a == any_list) {
+                b
+            } else {
+                Ty::Dyn
+            }
+        }
+        "_[_]" => match arg(0) {
+            Ty::List(e) => *e,
+            Ty::Map(_, v) => *v,
+            _ => Ty::Dyn,
+        },
+        "_+_" | "_-_" | "_*_" | "_/_" | "_%_" => arith(func, arg(0), arg(1)),
+        "-_" => arg(0),
+        "size" | "int" | "indexOf" | "lastIndexOf" | "compareTo" | "sign" | "asInteger"
+        | "prefixLength" | "family" | "major" | "minor" | "patch" => Ty::Int,
+        f if f.starts_with("get") && !matches!(f, "getQuery") && target_is_time(target) => Ty::Int,
+        "uint" => Ty::Uint,
+        "double" | "asApproximateFloat" => Ty::Double,
+        "string"
+        | "lowerAscii"
+        | "upperAscii"
+        | "trim"
+        | "replace"
+        | "substring"
+        | "format"
+        | "join"
+        | "charAt"
+        | "find"
+        | "getScheme"
+        | "getHost"
+        | "getHostname"
+        | "getEscapedPath"
+        | "getPort"
+        | "reason"
+        | "error"
+        | "strings.quote"
+        | "base64.encode"
+        | "jsonpatch.escapeKey" => Ty::String,
+        "bytes" | "base64.decode" => Ty::Bytes,
+        "duration" => Ty::Duration,
+        "timestamp" => Ty::Timestamp,
+        "type" => Ty::Type,
+        "split" | "findAll" => Ty::List(Box::new(Ty::String)),
+        "getQuery" => Ty::Map(
+            Box::new(Ty::String),
+            Box::new(Ty::List(Box::new(Ty::String))),
+        ),
+        "quantity" => Ty::Library("quantity"),
+        "add" | "sub" if target == Some(&Ty::Library("quantity")) => Ty::Library("quantity"),
+        "url" => Ty::Library("url"),
+        "ip" => Ty::Library("ip"),
+        "cidr" | "masked" => Ty::Library("cidr"),
+        "semver" => Ty::Library("semver"),
+        "sum" | "max" | "min" => match target {
+            Some(Ty::List(e)) => (**e).clone(),
+            _ => Ty::Dyn,
+        },
+        "optional.of" | "optional.ofNonZeroValue" => Ty::Optional(Box::new(arg(0))),
+        "optional.none" => Ty::Optional(Box::new(Ty::Dyn)),
+        "orValue" | "value" => match target {
+            Some(Ty::Optional(t)) => (**t).clone(),
+            _ => Ty::Dyn,
+        },
+        _ => Ty::Dyn,
+    }
+}
+
+fn target_is_time(target: Option<&Ty<'_>>) -> bool {
+    matches!(target, Some(Ty::Timestamp | Ty::Duration | Ty::Dyn))
+}
+
+fn arith<'d>(func: &str, a: Ty<'d>, b: Ty<'d>) -> Ty<'d> {
+    match (a, b) {
+        (Ty::Dyn, b) => b,
+        (Ty::Timestamp, Ty::Timestamp) if func == "_-_" => Ty::Duration,
+        (Ty::Duration, Ty::Timestamp) => Ty::Timestamp,
+        (Ty::List(x), Ty::List(y)) if x.is_dyn() => Ty::List(y),
+        (a, _) => a,
+    }
+}
