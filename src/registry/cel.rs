@@ -552,6 +552,9 @@ fn duration(d: &chrono::Duration) -> String {
 }
 
 pub(crate) mod cost;
+pub(crate) mod decl;
+pub(crate) mod issues;
+pub(crate) mod types;
 
 #[cfg(test)]
 mod tests;

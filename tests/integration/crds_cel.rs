@@ -153,6 +153,18 @@ async fn kubectl_sees_cel_rules_enforced() {
             && err.contains("compilation failed"),
         "{err}"
     );
+
+    // So is one naming a field the schema does not declare, as cel-go's checker words it.
+    let typo = broken.replace(
+        "rule: self.minReplicas <=",
+        "rule: self.minReplica <= self.replicas",
+    );
+    let f = write(&server, "typo.yaml", &typo);
+    let err = fails(&server, &["apply", "-f", &f]).await;
+    assert!(
+        err.contains("compilation failed: ERROR: <input>:1:5: undefined field 'minReplica'"),
+        "{err}"
+    );
 }
 
 /// A CRD of one list of strings, with a rule comparing every pair of them; `bounded` declares

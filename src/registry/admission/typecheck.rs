@@ -7,10 +7,10 @@
 //! `oldObject`, indexes, optional selects and comprehension variables); operator and function
 //! overloads, `params` and `variables.*` are taken as dynamic, so they raise no warning.
 
+use crate::registry::cel::issues::{render, Issue, Token};
 use crate::registry::cel::parse;
 use kube_cel::cel::common::ast::{Expr, IdedExpr, LiteralValue};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
 
 /// A kind's schema: its root and the definitions its `$ref`s name (OpenAPI v3 components).
 pub(crate) struct KindSchema<'a> {
@@ -190,46 +190,6 @@ impl<'a> Checker<'a, '_> {
     }
 }
 
-/// Where each expression id starts in `source`: the parser keeps these only when parsing
-/// fails, so `source` is parsed once more with a stray `)` after it, which the parser drops
-/// (recovering the same tree, with the same ids) while reporting it.
-fn offsets(source: &str) -> HashMap<u64, usize> {
-    let with_error = format!("{source} )");
-    let Err(errors) = kube_cel::cel::parser::Parser::new()
-        .enable_optional_syntax(true)
-        .parse(&with_error)
-    else {
-        return HashMap::new();
-    };
-    let Some(info) = errors.errors.iter().find_map(|e| e.source_info.clone()) else {
-        return HashMap::new();
-    };
-    (0..4096u64)
-        .filter_map(|id| info.offset_for(id).map(|(start, _)| (id, start as usize)))
-        .collect()
-}
-
-/// cel-go's display of an issue at character `offset` of `source` (or with no location when
-/// it is not known).
-fn display(source: &str, offset: Option<usize>, message: &str) -> String {
-    let Some(offset) = offset else {
-        return format!("ERROR: <input>: {message}");
-    };
-    let before: Vec<char> = source.chars().take(offset).collect();
-    let line = before.iter().filter(|&&c| c == '\n').count() + 1;
-    let column = before.iter().rev().take_while(|&&c| c != '\n').count();
-    let text = source
-        .lines()
-        .nth(line - 1)
-        .unwrap_or("")
-        .replace('\t', " ");
-    format!(
-        "ERROR: <input>:{line}:{}: {message}\n | {text}\n | {}^",
-        column + 1,
-        ".".repeat(column)
-    )
-}
-
 /// The issues of `expression` against `schema` (`object` and `oldObject` of that kind;
 /// `params` is taken as dynamic), cel-go's text joined by newlines; None when there are none
 /// (or the expression does not parse: compile errors are reported on writes).
@@ -244,31 +204,16 @@ pub(crate) fn check_expression(expression: &str, schema: &KindSchema<'_>) -> Opt
         issues: Vec::new(),
     };
     checker.walk(&parsed);
-    if checker.issues.is_empty() {
-        return None;
-    }
-    let at = offsets(expression);
-    let mut located: Vec<(Option<usize>, String)> = checker
+    let issues = checker
         .issues
         .into_iter()
-        .map(|(id, m)| {
-            // The select's recorded token is its `.` (or `.?`).
-            let offset = at
-                .get(&id)
-                .copied()
-                .filter(|&o| expression.chars().nth(o) == Some('.'));
-            (offset, m)
+        .map(|(id, message)| Issue {
+            id,
+            message,
+            token: Token::Dot,
         })
         .collect();
-    located.sort_by_key(|(o, _)| *o);
-    located.dedup();
-    Some(
-        located
-            .iter()
-            .map(|(o, m)| display(expression, *o, m))
-            .collect::<Vec<_>>()
-            .join("\n"),
-    )
+    render(expression, issues)
 }
 
 #[cfg(test)]

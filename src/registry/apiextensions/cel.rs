@@ -14,14 +14,18 @@
 //!   not transition rules on values equal to the old ones are dropped (ratcheting), so a
 //!   top-level field an update leaves as it was, with no transition rule, is not evaluated.
 //!
-//! Where this differs from upstream: rules are parsed, not type-checked, when the CRD is
-//! written (a reference to a field the schema lacks fails when evaluated, not at CRD
-//! creation); the static cost budget is checked when the CRD is written (validation's
-//! `openapi/cost.rs`), there is no runtime budget; parse errors are the `cel` crate's
-//! text; old list items are correlated by index. May use: registry's error types.
+//! When the CRD is written, rules are also checked against the node's declared type (fields
+//! and variables named, the result's type; `cel::types`) and their cost is estimated
+//! (validation's `openapi/cost.rs`).
+//!
+//! Where this differs from upstream: function and operator argument types are not checked;
+//! there is no runtime cost budget; parse errors are the `cel` crate's text; old list items
+//! are correlated by index. May use: registry's error types and CEL modules.
 
 use super::gofmt::quote;
-use crate::registry::cel::compile_failure;
+use crate::registry::cel::decl::Decl;
+use crate::registry::cel::types::{check, Problem, Ty};
+use crate::registry::cel::{compile_failure, parse};
 use crate::registry::error::{FieldError, FieldErrorKind};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule;
 use kube_cel::{CompiledSchema, ErrorKind, RootContext, ValidationError, Validator};
@@ -439,9 +443,12 @@ fn go_rule(r: &ValidationRule) -> String {
 }
 
 /// The compile errors of the rules of one schema node (`at(i, field)` is the path of rule
-/// `i`'s field), as validation.go reports them.
+/// `i`'s field), as validation.go reports them: a rule or messageExpression that does not
+/// parse; and, given the node's declared type, one naming a field or variable that is not
+/// declared, or known to return another type than a bool (a string for messageExpression).
 pub(crate) fn compile_errors(
     rules: &[ValidationRule],
+    node: Option<&Decl>,
     at: impl Fn(usize, &str) -> String,
     errs: &mut Vec<FieldError>,
 ) {
@@ -449,25 +456,52 @@ pub(crate) fn compile_errors(
         if r.rule.trim().is_empty() {
             continue;
         }
-        if let Some(why) = compile_failure(&r.rule, false) {
-            errs.push(FieldError::invalid_raw(
-                at(i, "rule"),
-                go_rule(r),
-                format!("compilation failed: {why}"),
-            ));
-            continue;
+        let failed = |why: String| FieldError::invalid_raw(at(i, "rule"), go_rule(r), why);
+        match compile(&r.rule, node, &Ty::Bool) {
+            Some(Compiled::Failed(why)) => {
+                errs.push(failed(format!("compilation failed: {why}")));
+                continue;
+            }
+            Some(Compiled::WrongType) => {
+                errs.push(failed("cel expression must evaluate to a bool".into()));
+                continue;
+            }
+            None => {}
         }
         let expr = r.message_expression.as_deref().unwrap_or("");
         if expr.trim().is_empty() {
             continue;
         }
-        if let Some(why) = compile_failure(expr, false) {
-            errs.push(FieldError::invalid_raw(
-                at(i, "messageExpression"),
-                go_rule(r),
-                format!("messageExpression compilation failed: {why}"),
-            ));
+        let failed =
+            |why: String| FieldError::invalid_raw(at(i, "messageExpression"), go_rule(r), why);
+        match compile(expr, node, &Ty::String) {
+            Some(Compiled::Failed(why)) => {
+                errs.push(failed(format!(
+                    "messageExpression compilation failed: {why}"
+                )));
+            }
+            Some(Compiled::WrongType) => {
+                errs.push(failed("messageExpression must evaluate to a string".into()));
+            }
+            None => {}
         }
+    }
+}
+
+/// Why an expression does not compile.
+enum Compiled {
+    Failed(String),
+    WrongType,
+}
+
+fn compile(expr: &str, node: Option<&Decl>, want: &Ty<'_>) -> Option<Compiled> {
+    if let Some(why) = compile_failure(expr, false) {
+        return Some(Compiled::Failed(why));
+    }
+    let (node, parsed) = (node?, parse(expr, false).ok()?);
+    match check(expr, &parsed, node, want)? {
+        Problem::Issues(text) => Some(Compiled::Failed(text)),
+        Problem::WrongType => Some(Compiled::WrongType),
     }
 }
 

@@ -4,22 +4,20 @@
 //! pkg/cel/library/cost.go): each node costs by what it does (1 per identifier, select and
 //! call, a string traversal 0.1 per byte, a regex 0.25 per pattern byte...), a comprehension
 //! its step times the most elements its range can hold, and the sizes come from the schema
-//! ([`decl`]): `maxLength`, `maxItems` and `maxProperties` where set, otherwise how many would
+//! (`cel::decl`): `maxLength`, `maxItems` and `maxProperties` where set, otherwise how many would
 //! fit in the largest request. Only the estimate's maximum is used by callers, as upstream.
 //!
-//! Where this differs from upstream: types come from a light inference ([`types`]) instead of
+//! Where this differs from upstream: types come from a light inference (`cel::types`) instead of
 //! cel-go's checker, so an expression cel-go would refuse as mistyped is still estimated.
 
 mod builtins;
-pub(crate) mod decl;
 mod library;
-mod types;
 
+use super::decl::{Decl, Kind};
+use super::types::{Ty, Typer};
 use builtins::{overloads, Overload};
-use decl::{Decl, Kind};
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use std::collections::HashMap;
-use types::{Ty, Typer};
 
 /// StringTraversalCostFactor.
 const STRING_TRAVERSAL: f64 = 0.1;

@@ -106,6 +106,7 @@ fn rules_that_do_not_parse_reject_the_crd() {
     let mut errs = Vec::new();
     compile_errors(
         &rules,
+        None,
         |i, f| format!("schema.x-kubernetes-validations[{i}].{f}"),
         &mut errs,
     );
@@ -118,6 +119,85 @@ fn rules_that_do_not_parse_reject_the_crd() {
     assert!(errs[1]
         .to_string()
         .starts_with("schema.x-kubernetes-validations[1].messageExpression: Invalid value: apiextensions.ValidationRule{Rule:\"self.ok\""));
+}
+
+/// The compile errors of `rules` on the root of a resource whose schema is `schema`.
+fn checked(schema: serde_json::Value, rules: serde_json::Value) -> Vec<String> {
+    let rules: Vec<ValidationRule> = serde_json::from_value(rules).unwrap();
+    let node = crate::registry::cel::decl::decl(&schema, true).unwrap();
+    let mut errs = Vec::new();
+    compile_errors(&rules, Some(&node), |i, f| format!("r[{i}].{f}"), &mut errs);
+    errs.iter().map(ToString::to_string).collect()
+}
+
+#[test]
+fn rules_are_checked_against_the_schema() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+    "properties": {
+        "replicas": {"type": "integer"},
+        "image": {"type": "string"},
+        "x-y": {"type": "string"},
+        "ports": {"type": "array", "items": {"type": "object",
+            "properties": {"port": {"type": "integer"}}}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+    }}}});
+    // What the schema declares, and what every resource root has.
+    let fine = json!([
+        {"rule": "self.spec.replicas > 0 && self.spec.image != ''"},
+        {"rule": "self.spec.x__dash__y == '' && has(self.spec.labels)"},
+        {"rule": "self.spec.ports.all(p, p.port > 0) && self.spec.labels.team == 'a'"},
+        {"rule": "self.metadata.name.startsWith('a') && self.kind == 'K'"},
+        {"rule": "self.spec.replicas == oldSelf.spec.replicas", "messageExpression": "'was ' + string(oldSelf.spec.replicas)"},
+        {"rule": "[1, 2].exists(x, x == self.spec.replicas)"},
+    ]);
+    assert_eq!(checked(schema.clone(), fine), Vec::<String>::new());
+    let errs = checked(
+        schema,
+        json!([
+            {"rule": "self.spec.replica > 0"},
+            {"rule": "self.spec.ports.all(p, p.prot > 0)"},
+            {"rule": "self.metadata.labels.team == 'a'"},
+            {"rule": "self.spec.free.anything == 1"},
+            {"rule": "replicas > 0"},
+            {"rule": "self.spec.image"},
+            {"rule": "true", "messageExpression": "self.spec.replicas"},
+        ]),
+    );
+    let with = |i: usize, text: &str| {
+        errs.iter()
+            .any(|e| e.starts_with(&format!("r[{i}].")) && e.ends_with(text))
+    };
+    assert!(with(0, "compilation failed: ERROR: <input>:1:10: undefined field 'replica'\n | self.spec.replica > 0\n | .........^"), "{errs:#?}");
+    assert!(with(1, "compilation failed: ERROR: <input>:1:25: undefined field 'prot'\n | self.spec.ports.all(p, p.prot > 0)\n | ........................^"), "{errs:#?}");
+    // metadata is name and generateName only, as upstream declares it for rules.
+    assert!(
+        with(
+            2,
+            "undefined field 'labels'\n | self.metadata.labels.team == 'a'\n | .............^"
+        ),
+        "{errs:#?}"
+    );
+    // Fields kept unknown have no declared type for rules to read.
+    assert!(
+        with(
+            3,
+            "undefined field 'anything'\n | self.spec.free.anything == 1\n | ..............^"
+        ),
+        "{errs:#?}"
+    );
+    assert!(with(4, "compilation failed: ERROR: <input>:1:1: undeclared reference to 'replicas' (in container '')\n | replicas > 0\n | ^"), "{errs:#?}");
+    assert!(
+        with(5, ": cel expression must evaluate to a bool"),
+        "{errs:#?}"
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with("r[6].messageExpression: ")
+                && e.ends_with("messageExpression must evaluate to a string")),
+        "{errs:#?}"
+    );
+    assert_eq!(errs.len(), 7, "{errs:#?}");
 }
 
 #[test]

@@ -1,10 +1,10 @@
 //! cel-go's own estimates of its standard functions (checker/cost.go `functionCost`), by
 //! overload: which overloads the operand types allow, and what each costs.
 
-use super::types::Ty;
 use super::{
     fixed, union_entries, Coster, Estimate, Node, REGEX_LENGTH, STRING_TRAVERSAL, UNKNOWN,
 };
+use crate::registry::cel::types::Ty;
 use kube_cel::cel::common::ast::IdedExpr;
 
 /// Which overload of a function cost depends on (cel-go's overload IDs that have their own

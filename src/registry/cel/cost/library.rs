@@ -2,9 +2,9 @@
 //! `EstimateCallCost`), by function name: authorizer checks, lists, strings, regexes, URLs,
 //! IPs and CIDRs, quantities, semvers and formats.
 
-use super::types::Ty;
 use super::{fixed, Coster, Estimate, Node, UNKNOWN};
 use super::{MAX_FORMAT_SIZE, MAX_NAME_FORMAT_REGEX_SIZE, REGEX_LENGTH, STRING_TRAVERSAL};
+use crate::registry::cel::types::Ty;
 use kube_cel::cel::common::ast::{Expr, LiteralValue};
 
 impl<'d> Coster<'d> {

@@ -2,8 +2,8 @@
 //! pkg/apiserver/schema/cel/compilation_test.go `TestCostEstimation`): every case is estimated
 //! without bounds in the schema ("calc") and with them ("set").
 
-use super::decl::decl;
 use super::estimate;
+use crate::registry::cel::decl::decl;
 use crate::registry::cel::parse;
 use serde_json::{json, Value};
 

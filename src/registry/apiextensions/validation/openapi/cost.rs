@@ -5,7 +5,7 @@
 //! 100,000,000. Rules that do not parse are left to the compile errors.
 
 use super::path;
-use crate::registry::cel::cost::decl::{decl, Decl, MAX_REQUEST_SIZE_BYTES};
+use crate::registry::cel::decl::{decl, Decl, MAX_REQUEST_SIZE_BYTES};
 use crate::registry::cel::{cost, parse};
 use crate::registry::error::FieldError;
 use serde_json::Value;

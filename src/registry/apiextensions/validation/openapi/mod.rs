@@ -4,9 +4,8 @@
 //! x-kubernetes-* extensions. Properties are visited in name order (Go visits a map in random
 //! order, so upstream's order between sibling properties is not fixed either).
 //! Then, on a structural schema, the cost budget of its x-kubernetes-validations rules
-//! (`cost`). Left out: type-checking the rules against the schema (they are parsed, see
-//! `cel`), and checking `default` values against the schema
-//! (structuraldefaulting.ValidateDefaults).
+//! (`cost`); each node's rules are compiled against its declared type (`rules`). Left out:
+//! checking `default` values against the schema (structuraldefaulting.ValidateDefaults).
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceValidation, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
@@ -375,7 +374,7 @@ fn walk(
         }
     }
     extensions(s, fld, opts, errs);
-    validation_rules(s, fld, errs);
+    validation_rules(s, fld, is_root, errs);
 }
 
 /// The schema of `items` when it is a single schema.

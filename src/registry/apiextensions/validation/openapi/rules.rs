@@ -2,13 +2,19 @@
 //! reason, fieldPath), then whether they compile.
 
 use super::*;
+use crate::registry::cel::decl::decl;
 
 fn has_newlines(s: &str) -> bool {
     s.contains(['\n', '\r'])
 }
 
 /// x-kubernetes-validations rules: their static shape, then whether they compile.
-pub(super) fn validation_rules(s: &JSONSchemaProps, fld: &str, errs: &mut Vec<FieldError>) {
+pub(super) fn validation_rules(
+    s: &JSONSchemaProps,
+    fld: &str,
+    is_root: bool,
+    errs: &mut Vec<FieldError>,
+) {
     let Some(rules) = s
         .x_kubernetes_validations
         .as_ref()
@@ -92,7 +98,12 @@ pub(super) fn validation_rules(s: &JSONSchemaProps, fld: &str, errs: &mut Vec<Fi
             f,
         )
     };
-    crate::registry::apiextensions::cel::compile_errors(rules, at, errs);
+    // The node's declared type, to check the rules' references and result types against.
+    let embedded = s.x_kubernetes_embedded_resource == Some(true);
+    let node = serde_json::to_value(s)
+        .ok()
+        .and_then(|json| decl(&json, is_root || embedded));
+    crate::registry::apiextensions::cel::compile_errors(rules, node.as_ref(), at, errs);
 }
 
 /// pathValid: a rule's fieldPath names a field of the schema (true when the schema is not

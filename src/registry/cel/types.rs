@@ -1,15 +1,18 @@
-//! The types cost estimation needs of every expression node: what cel-go's checker would have
-//! inferred, as far as choosing an overload and a size depends on it. Anything not known is
-//! `dyn`, which makes estimation take every overload that could apply (as cel-go does for a
-//! dynamic operand), so an unknown type can raise an estimate, never lower it.
+//! The type of every expression node, as far as cel-go's checker would infer it for choosing
+//! an overload and a size (cost estimation) and for the checks it makes against a schema: a
+//! field an object type does not declare, an identifier nothing declares. Anything not known
+//! is `dyn`, which makes estimation take every overload that could apply (as cel-go does for a
+//! dynamic operand), so an unknown type can raise an estimate, never lower it, and is never
+//! reported.
 
 use super::decl::{Decl, Kind};
+use super::issues::{Issue, Token};
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use std::collections::HashMap;
 
 /// A CEL type.
 #[derive(Debug, Clone, PartialEq)]
-pub(super) enum Ty<'d> {
+pub(crate) enum Ty<'d> {
     Dyn,
     Null,
     Bool,
@@ -32,7 +35,7 @@ pub(super) enum Ty<'d> {
 
 impl<'d> Ty<'d> {
     /// The type of a value of declared type `d`.
-    pub(super) fn of(d: &'d Decl) -> Ty<'d> {
+    pub(crate) fn of(d: &'d Decl) -> Ty<'d> {
         match &d.kind {
             Kind::Dyn => Ty::Dyn,
             Kind::Bool => Ty::Bool,
@@ -48,30 +51,30 @@ impl<'d> Ty<'d> {
         }
     }
 
-    pub(super) fn is_dyn(&self) -> bool {
+    pub(crate) fn is_dyn(&self) -> bool {
         matches!(self, Ty::Dyn)
     }
 
     /// Whether a value of this type may be of the type `pred` accepts.
-    pub(super) fn could(&self, pred: impl Fn(&Ty<'d>) -> bool) -> bool {
+    pub(crate) fn could(&self, pred: impl Fn(&Ty<'d>) -> bool) -> bool {
         self.is_dyn() || pred(self)
     }
 
-    pub(super) fn is_list(&self) -> bool {
+    pub(crate) fn is_list(&self) -> bool {
         matches!(self, Ty::List(_))
     }
 
-    pub(super) fn is_map(&self) -> bool {
+    pub(crate) fn is_map(&self) -> bool {
         matches!(self, Ty::Map(..))
     }
 
     /// cel-go's MapKind, StructKind or TypeParamKind: a select on it costs one more.
-    pub(super) fn selects_field(&self) -> bool {
+    pub(crate) fn selects_field(&self) -> bool {
         matches!(self, Ty::Map(..) | Ty::Object(_))
     }
 
     /// A scalar: its size is 1.
-    pub(super) fn is_scalar(&self) -> bool {
+    pub(crate) fn is_scalar(&self) -> bool {
         match self {
             Ty::Bool | Ty::Double | Ty::Duration | Ty::Int | Ty::Timestamp | Ty::Uint => true,
             Ty::Optional(t) => t.is_scalar(),
@@ -80,7 +83,7 @@ impl<'d> Ty<'d> {
     }
 
     /// The first type parameter (a list's element, a map's key, an optional's value).
-    pub(super) fn first_parameter(&self) -> Option<&Ty<'d>> {
+    pub(crate) fn first_parameter(&self) -> Option<&Ty<'d>> {
         match self {
             Ty::List(t) | Ty::Map(t, _) | Ty::Optional(t) => Some(t),
             _ => None,
@@ -89,31 +92,64 @@ impl<'d> Ty<'d> {
 }
 
 /// Infers and remembers the type of every node of an expression.
-pub(super) struct Typer<'d> {
+pub(crate) struct Typer<'d> {
     scopes: Vec<(String, Ty<'d>)>,
-    pub(super) types: HashMap<u64, Ty<'d>>,
+    pub(crate) types: HashMap<u64, Ty<'d>>,
+    /// Undefined fields and undeclared identifiers met.
+    pub(crate) issues: Vec<Issue>,
 }
 
 impl<'d> Typer<'d> {
-    pub(super) fn new(vars: Vec<(String, Ty<'d>)>) -> Self {
+    pub(crate) fn new(vars: Vec<(String, Ty<'d>)>) -> Self {
         Typer {
             scopes: vars,
             types: HashMap::new(),
+            issues: Vec::new(),
         }
     }
 
-    fn var(&self, name: &str) -> Ty<'d> {
+    fn var(&mut self, name: &str, id: u64) -> Ty<'d> {
         if let Some((_, t)) = self.scopes.iter().rev().find(|(n, _)| n == name) {
             return t.clone();
         }
         match name {
             "int" | "uint" | "double" | "string" | "bytes" | "bool" | "list" | "map"
             | "null_type" | "type" => Ty::Type,
+            _ => {
+                self.issues.push(Issue {
+                    id,
+                    message: format!("undeclared reference to '{name}' (in container '')"),
+                    token: Token::Ident,
+                });
+                Ty::Dyn
+            }
+        }
+    }
+
+    /// The type of `name` of a value of type `operand`, noting a field its object type does
+    /// not declare.
+    fn field(&mut self, operand: &Ty<'d>, name: &str, id: u64) -> Ty<'d> {
+        match operand {
+            Ty::Object(d) => match &d.kind {
+                Kind::Object(fields) => match fields.get(name) {
+                    Some(f) => Ty::of(f),
+                    None => {
+                        self.issues.push(Issue {
+                            id,
+                            message: format!("undefined field '{name}'"),
+                            token: Token::Dot,
+                        });
+                        Ty::Dyn
+                    }
+                },
+                _ => Ty::Dyn,
+            },
+            Ty::Map(_, v) => (**v).clone(),
             _ => Ty::Dyn,
         }
     }
 
-    pub(super) fn infer(&mut self, e: &IdedExpr) -> Ty<'d> {
+    pub(crate) fn infer(&mut self, e: &IdedExpr) -> Ty<'d> {
         let t = match &e.expr {
             Expr::Literal(l) => match l {
                 LiteralValue::Boolean(_) => Ty::Bool,
@@ -124,13 +160,14 @@ impl<'d> Typer<'d> {
                 LiteralValue::String(_) => Ty::String,
                 LiteralValue::UInt(_) => Ty::Uint,
             },
-            Expr::Ident(name) => self.var(name),
+            Expr::Ident(name) => self.var(name, e.id),
             Expr::Select(s) => {
                 let operand = self.infer(&s.operand);
+                let t = self.field(&operand, &s.field, e.id);
                 if s.test {
                     Ty::Bool
                 } else {
-                    field(&operand, &s.field)
+                    t
                 }
             }
             Expr::List(l) => {
@@ -220,17 +257,6 @@ fn common(tys: Vec<Ty<'_>>) -> Ty<'_> {
         first
     } else {
         Ty::Dyn
-    }
-}
-
-fn field<'d>(operand: &Ty<'d>, name: &str) -> Ty<'d> {
-    match operand {
-        Ty::Object(d) => match &d.kind {
-            Kind::Object(fields) => fields.get(name).map_or(Ty::Dyn, Ty::of),
-            _ => Ty::Dyn,
-        },
-        Ty::Map(_, v) => (**v).clone(),
-        _ => Ty::Dyn,
     }
 }
 
@@ -350,4 +376,28 @@ fn arith<'d>(func: &str, a: Ty<'d>, b: Ty<'d>) -> Ty<'d> {
         (Ty::List(x), Ty::List(y)) if x.is_dyn() => Ty::List(y),
         (a, _) => a,
     }
+}
+
+/// What checking an expression against the declared type of `self` finds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Problem {
+    /// Undefined fields or undeclared identifiers, in cel-go's text.
+    Issues(String),
+    /// The expression is known to return another type than the one wanted.
+    WrongType,
+}
+
+/// Checks parsed `expr` (whose text is `source`) with `self` and `oldSelf` of declared type
+/// `root`, wanting a result of type `want`.
+pub(crate) fn check(source: &str, expr: &IdedExpr, root: &Decl, want: &Ty<'_>) -> Option<Problem> {
+    let vars = ["self", "oldSelf"]
+        .iter()
+        .map(|v| (v.to_string(), Ty::of(root)))
+        .collect();
+    let mut typer = Typer::new(vars);
+    let t = typer.infer(expr);
+    if let Some(text) = super::issues::render(source, std::mem::take(&mut typer.issues)) {
+        return Some(Problem::Issues(text));
+    }
+    (!t.is_dyn() && t != *want).then_some(Problem::WrongType)
 }

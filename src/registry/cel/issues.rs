@@ -1,0 +1,91 @@
+//! Compile issues shown as cel-go shows them: `ERROR: <input>:<line>:<column>: <message>`, the
+//! line, and a caret under the column, one issue per line group, in source order.
+
+use std::collections::HashMap;
+
+/// Which token of its expression an issue points at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Token {
+    /// A select's `.` (or `.?`): an undefined field.
+    Dot,
+    /// An identifier's first character: an undeclared reference.
+    Ident,
+}
+
+/// One issue: the expression node it is about, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Issue {
+    pub(crate) id: u64,
+    pub(crate) message: String,
+    pub(crate) token: Token,
+}
+
+/// Where each expression id starts in `source`: the parser keeps these only when parsing
+/// fails, so `source` is parsed once more with a stray `)` after it, which the parser drops
+/// (recovering the same tree, with the same ids) while reporting it.
+fn offsets(source: &str) -> HashMap<u64, usize> {
+    let with_error = format!("{source} )");
+    let Err(errors) = kube_cel::cel::parser::Parser::new()
+        .enable_optional_syntax(true)
+        .parse(&with_error)
+    else {
+        return HashMap::new();
+    };
+    let Some(info) = errors.errors.iter().find_map(|e| e.source_info.clone()) else {
+        return HashMap::new();
+    };
+    (0..4096u64)
+        .filter_map(|id| info.offset_for(id).map(|(start, _)| (id, start as usize)))
+        .collect()
+}
+
+/// cel-go's display of an issue at character `offset` of `source` (or with no location when
+/// it is not known).
+fn display(source: &str, offset: Option<usize>, message: &str) -> String {
+    let Some(offset) = offset else {
+        return format!("ERROR: <input>: {message}");
+    };
+    let before: Vec<char> = source.chars().take(offset).collect();
+    let line = before.iter().filter(|&&c| c == '\n').count() + 1;
+    let column = before.iter().rev().take_while(|&&c| c != '\n').count();
+    let text = source
+        .lines()
+        .nth(line - 1)
+        .unwrap_or("")
+        .replace('\t', " ");
+    format!(
+        "ERROR: <input>:{line}:{}: {message}\n | {text}\n | {}^",
+        column + 1,
+        ".".repeat(column)
+    )
+}
+
+/// `issues` of `expression` in cel-go's text, joined by newlines (None when there are none).
+pub(crate) fn render(expression: &str, issues: Vec<Issue>) -> Option<String> {
+    if issues.is_empty() {
+        return None;
+    }
+    let at = offsets(expression);
+    let mut located: Vec<(Option<usize>, String)> = issues
+        .into_iter()
+        .map(|issue| {
+            let offset = at.get(&issue.id).copied().filter(|&o| {
+                let c = expression.chars().nth(o);
+                match issue.token {
+                    Token::Dot => c == Some('.'),
+                    Token::Ident => c.is_some_and(|c| c.is_alphabetic() || c == '_'),
+                }
+            });
+            (offset, issue.message)
+        })
+        .collect();
+    located.sort_by_key(|(o, _)| *o);
+    located.dedup();
+    Some(
+        located
+            .iter()
+            .map(|(o, m)| display(expression, *o, m))
+            .collect::<Vec<_>>()
+            .join("\n"),
+    )
+}
