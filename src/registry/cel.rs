@@ -118,6 +118,41 @@ pub(crate) fn parse(expr: &str, optional_syntax: bool) -> Result<IdedExpr, Strin
     Ok(parsed)
 }
 
+/// Whether `expr` names the variable `name`.
+pub(crate) fn references(expr: &IdedExpr, name: &str) -> bool {
+    let mut found = false;
+    visit(expr, &mut |e| {
+        found |= matches!(&e.expr, Expr::Ident(n) if n == name)
+    });
+    found
+}
+
+/// `source` with every reference to the variable `name` replaced by `with` (None when it does
+/// not parse).
+pub(crate) fn replace_ident(source: &str, name: &str, with: &str) -> Option<String> {
+    let parsed = parse(source, false).ok()?;
+    let mut ids = Vec::new();
+    visit(&parsed, &mut |e| {
+        if matches!(&e.expr, Expr::Ident(n) if n == name) {
+            ids.push(e.id);
+        }
+    });
+    let at = issues::offsets(source);
+    // Offsets count characters; replace from the end so earlier ones stay valid.
+    let mut starts: Vec<usize> = ids.iter().filter_map(|id| at.get(id).copied()).collect();
+    starts.sort_unstable();
+    let mut chars: Vec<char> = source.chars().collect();
+    let len = name.chars().count();
+    for &start in starts.iter().rev() {
+        let here: String = chars.get(start..start + len)?.iter().collect();
+        if here != name {
+            return None;
+        }
+        chars.splice(start..start + len, with.chars());
+    }
+    Some(chars.into_iter().collect())
+}
+
 /// The function `a.?f` is rewritten to call: the interpreter's own `_?._` fails when `a` is a
 /// map without `f` (it should give `optional.none()`), so [`parse`] with optional syntax
 /// routes the select here (see [`register_optional_select`]).

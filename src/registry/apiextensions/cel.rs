@@ -25,7 +25,7 @@
 use super::gofmt::quote;
 use crate::registry::cel::decl::Decl;
 use crate::registry::cel::types::{check, Problem, Ty};
-use crate::registry::cel::{compile_failure, parse};
+use crate::registry::cel::{compile_failure, parse, references, replace_ident};
 use crate::registry::error::{FieldError, FieldErrorKind};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule;
 use kube_cel::{CompiledSchema, ErrorKind, RootContext, ValidationError, Validator};
@@ -44,6 +44,9 @@ pub(crate) struct Rules {
     /// The schema, to find the node (and its type) where a rule failed.
     schema: Value,
     root: RootContext,
+    /// The texts of rules and messageExpressions kube-cel was given rewritten, with their
+    /// originals (see [`optional_old_self`]).
+    rewritten: Vec<(String, String)>,
 }
 
 /// The rules under one top-level field (`None`: the root's own rules, over the whole object).
@@ -81,7 +84,9 @@ fn has_rules(schema: &Value) -> bool {
 /// schema and under which no rule lies. kube-cel walks every node it has a schema for,
 /// converting its value and binding `self` there even where no rule is; for a spec with a
 /// rule at its root and plain fields below, that walk was most of the cost of a write.
-fn lean(schema: &Value) -> Value {
+/// Rules with `optionalOldSelf` are rewritten on the way (see [`optional_old_self`]); each
+/// rewritten text is noted with the original in `rewritten`.
+fn lean(schema: &Value, rewritten: &mut Vec<(String, String)>) -> Value {
     let Value::Object(m) = schema else {
         return schema.clone();
     };
@@ -93,12 +98,19 @@ fn lean(schema: &Value) -> Value {
                 let kept = props
                     .iter()
                     .filter(|(_, s)| !inert(s))
-                    .map(|(n, s)| (n.clone(), lean(s)))
+                    .map(|(n, s)| (n.clone(), lean(s, rewritten)))
                     .collect();
                 out.insert(k.clone(), Value::Object(kept));
             }
             ("items" | "additionalProperties", Value::Object(_)) => {
-                out.insert(k.clone(), lean(v));
+                out.insert(k.clone(), lean(v, rewritten));
+            }
+            ("x-kubernetes-validations", Value::Array(rules)) => {
+                let rules = rules
+                    .iter()
+                    .map(|r| optional_old_self(r, rewritten))
+                    .collect();
+                out.insert(k.clone(), Value::Array(rules));
             }
             _ => {
                 out.insert(k.clone(), v.clone());
@@ -106,6 +118,34 @@ fn lean(schema: &Value) -> Value {
         }
     }
     Value::Object(out)
+}
+
+/// What `oldSelf` reads as in a rule with `optionalOldSelf: true`: upstream declares it
+/// `optional_type(T)`, `optional.of` the old value or `optional.none()` on create, so rules
+/// say `oldSelf.hasValue()`, `oldSelf.value()` or `oldSelf.orValue(x)`. kube-cel binds the
+/// old value itself, or null, so such a rule (and its messageExpression) is given this in
+/// place of `oldSelf`.
+const OPTIONAL_OLD_SELF: &str = "(oldSelf == null ? optional.none() : optional.of(oldSelf))";
+
+/// Rule `r` as kube-cel is given it: with `oldSelf` made optional when `optionalOldSelf` is
+/// true (noting each rewritten text with its original).
+fn optional_old_self(r: &Value, rewritten: &mut Vec<(String, String)>) -> Value {
+    if r.get("optionalOldSelf") != Some(&Value::Bool(true)) {
+        return r.clone();
+    }
+    let mut out = r.clone();
+    for field in ["rule", "messageExpression"] {
+        let Some(text) = r.get(field).and_then(Value::as_str) else {
+            continue;
+        };
+        if let Some(new) = replace_ident(text, "oldSelf", OPTIONAL_OLD_SELF) {
+            if new != text {
+                rewritten.push((new.clone(), text.to_string()));
+                out[field] = Value::String(new);
+            }
+        }
+    }
+    out
 }
 
 /// Whether kube-cel converts values of `schema` exactly as it converts them without a schema
@@ -162,19 +202,20 @@ impl Rules {
             .get("x-kubernetes-validations")
             .and_then(Value::as_array)
             .is_some_and(|r| !r.is_empty());
+        let mut rewritten = Vec::new();
         let parts = match schema.get("properties").and_then(Value::as_object) {
             Some(props) if !root_rules => props
                 .iter()
                 .filter(|(_, s)| has_rules(s))
                 .map(|(name, s)| Part {
                     field: Some(name.clone()),
-                    compiled: kube_cel::compile_schema(&lean(s)),
+                    compiled: kube_cel::compile_schema(&lean(s, &mut rewritten)),
                     transition: names_old_self(s),
                 })
                 .collect(),
             _ => vec![Part {
                 field: None,
-                compiled: kube_cel::compile_schema(&lean(schema)),
+                compiled: kube_cel::compile_schema(&lean(schema, &mut rewritten)),
                 transition: names_old_self(schema),
             }],
         };
@@ -186,6 +227,7 @@ impl Rules {
                 api_group: group.to_string(),
                 kind: kind.to_string(),
             },
+            rewritten,
         })
     }
 
@@ -221,6 +263,14 @@ impl Rules {
             };
             let Err(failures) = outcome else { continue };
             for mut e in failures.into_vec() {
+                for (new_text, original) in &self.rewritten {
+                    if e.rule == *new_text {
+                        e.rule = original.clone();
+                    }
+                    if e.message.contains(new_text.as_str()) {
+                        e.message = e.message.replace(new_text.as_str(), original);
+                    }
+                }
                 if let Some(f) = &part.field {
                     e.field_path = match e.field_path.as_str() {
                         "" => f.clone(),
@@ -456,8 +506,9 @@ pub(crate) fn compile_errors(
         if r.rule.trim().is_empty() {
             continue;
         }
+        let optional = r.optional_old_self == Some(true);
         let failed = |why: String| FieldError::invalid_raw(at(i, "rule"), go_rule(r), why);
-        match compile(&r.rule, node, &Ty::Bool) {
+        match compile(&r.rule, node, optional, &Ty::Bool) {
             Some(Compiled::Failed(why)) => {
                 errs.push(failed(format!("compilation failed: {why}")));
                 continue;
@@ -468,13 +519,22 @@ pub(crate) fn compile_errors(
             }
             None => {}
         }
+        if let (Some(set), Ok(parsed)) = (r.optional_old_self, parse(&r.rule, false)) {
+            if !references(&parsed, "oldSelf") {
+                errs.push(FieldError::invalid_raw(
+                    at(i, "optionalOldSelf"),
+                    set.to_string(),
+                    "may not be set if oldSelf is not used in rule",
+                ));
+            }
+        }
         let expr = r.message_expression.as_deref().unwrap_or("");
         if expr.trim().is_empty() {
             continue;
         }
         let failed =
             |why: String| FieldError::invalid_raw(at(i, "messageExpression"), go_rule(r), why);
-        match compile(expr, node, &Ty::String) {
+        match compile(expr, node, optional, &Ty::String) {
             Some(Compiled::Failed(why)) => {
                 errs.push(failed(format!(
                     "messageExpression compilation failed: {why}"
@@ -494,12 +554,17 @@ enum Compiled {
     WrongType,
 }
 
-fn compile(expr: &str, node: Option<&Decl>, want: &Ty<'_>) -> Option<Compiled> {
+fn compile(
+    expr: &str,
+    node: Option<&Decl>,
+    optional_old_self: bool,
+    want: &Ty<'_>,
+) -> Option<Compiled> {
     if let Some(why) = compile_failure(expr, false) {
         return Some(Compiled::Failed(why));
     }
     let (node, parsed) = (node?, parse(expr, false).ok()?);
-    match check(expr, &parsed, node, want)? {
+    match check(expr, &parsed, node, optional_old_self, want)? {
         Problem::Issues(text) => Some(Compiled::Failed(text)),
         Problem::WrongType => Some(Compiled::WrongType),
     }

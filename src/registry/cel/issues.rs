@@ -23,7 +23,7 @@ pub(crate) struct Issue {
 /// Where each expression id starts in `source`: the parser keeps these only when parsing
 /// fails, so `source` is parsed once more with a stray `)` after it, which the parser drops
 /// (recovering the same tree, with the same ids) while reporting it.
-fn offsets(source: &str) -> HashMap<u64, usize> {
+pub(crate) fn offsets(source: &str) -> HashMap<u64, usize> {
     let with_error = format!("{source} )");
     let Err(errors) = kube_cel::cel::parser::Parser::new()
         .enable_optional_syntax(true)

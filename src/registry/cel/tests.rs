@@ -139,3 +139,22 @@ fn crd_rules_refuse_struct_literals() {
     );
     assert_eq!(compile_failure("self.spec == {'a': 1}", false), None);
 }
+
+#[test]
+fn identifiers_are_replaced_where_they_are_references() {
+    use crate::registry::cel::{references, replace_ident};
+    let rule = "oldSelf.x == 'oldSelf' && self.oldSelf == 1 || oldSelf == null";
+    assert_eq!(
+        replace_ident(rule, "oldSelf", "(O)").as_deref(),
+        Some("(O).x == 'oldSelf' && self.oldSelf == 1 || (O) == null")
+    );
+    assert!(references(
+        &crate::registry::cel::parse(rule, false).unwrap(),
+        "oldSelf"
+    ));
+    assert!(!references(
+        &crate::registry::cel::parse("self.oldSelf == 'oldSelf'", false).unwrap(),
+        "oldSelf"
+    ));
+    assert_eq!(replace_ident("self >", "self", "x"), None);
+}

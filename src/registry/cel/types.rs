@@ -388,12 +388,24 @@ pub(crate) enum Problem {
 }
 
 /// Checks parsed `expr` (whose text is `source`) with `self` and `oldSelf` of declared type
-/// `root`, wanting a result of type `want`.
-pub(crate) fn check(source: &str, expr: &IdedExpr, root: &Decl, want: &Ty<'_>) -> Option<Problem> {
-    let vars = ["self", "oldSelf"]
-        .iter()
-        .map(|v| (v.to_string(), Ty::of(root)))
-        .collect();
+/// `root` (`oldSelf` an optional of it with `optional_old_self`), wanting a result of type
+/// `want`.
+pub(crate) fn check(
+    source: &str,
+    expr: &IdedExpr,
+    root: &Decl,
+    optional_old_self: bool,
+    want: &Ty<'_>,
+) -> Option<Problem> {
+    let old = if optional_old_self {
+        Ty::Optional(Box::new(Ty::of(root)))
+    } else {
+        Ty::of(root)
+    };
+    let vars = vec![
+        ("self".to_string(), Ty::of(root)),
+        ("oldSelf".to_string(), old),
+    ];
     let mut typer = Typer::new(vars);
     let t = typer.infer(expr);
     if let Some(text) = super::issues::render(source, std::mem::take(&mut typer.issues)) {

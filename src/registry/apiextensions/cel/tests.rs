@@ -218,7 +218,7 @@ fn fields_without_rules_keep_the_schema_their_values_are_converted_by() {
             "note": {"type": "string", "default": "fine"}
         }
     }}});
-    let lean_spec = lean(&schema["properties"]["spec"]);
+    let lean_spec = lean(&schema["properties"]["spec"], &mut Vec::new());
     let kept: Vec<&String> = lean_spec["properties"]
         .as_object()
         .unwrap()
@@ -258,5 +258,66 @@ fn an_unchanged_part_reports_nothing_but_transition_rules_still_run() {
             "spec: Invalid value: \"object\": replicas must be at least minReplicas",
             "spec.name: Invalid value: \"string\": Value is immutable",
         ]
+    );
+}
+
+#[test]
+fn optional_old_self_is_an_optional() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+    "replicas": {"type": "integer", "x-kubernetes-validations": [
+        {"rule": "!oldSelf.hasValue() || self >= oldSelf.value()", "optionalOldSelf": true},
+        {"rule": "self >= oldSelf.orValue(2)", "optionalOldSelf": true,
+         "messageExpression": "'was ' + string(oldSelf.orValue(2))"},
+    ]}}}}});
+    let rules = Rules::compile(&schema, "g.io", "v1", "K").expect("has rules");
+    let errors = |new: Value, old: Option<Value>| -> Vec<String> {
+        let mut e: Vec<String> = rules
+            .validate(&new, old.as_ref())
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        e.sort();
+        e
+    };
+    // On create oldSelf is optional.none(): the first rule passes, the second reads 2.
+    assert_eq!(
+        errors(json!({"spec": {"replicas": 3}}), None),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        errors(json!({"spec": {"replicas": 1}}), None),
+        ["spec.replicas: Invalid value: \"integer\": was 2"]
+    );
+    // On update it holds the old value; failures read with the rule as written.
+    assert_eq!(
+        errors(json!({"spec": {"replicas": 4}}), Some(json!({"spec": {"replicas": 5}}))),
+        [
+            "spec.replicas: Invalid value: \"integer\": failed rule: !oldSelf.hasValue() || self >= oldSelf.value()",
+            "spec.replicas: Invalid value: \"integer\": was 5",
+        ]
+    );
+    assert_eq!(
+        errors(
+            json!({"spec": {"replicas": 6}}),
+            Some(json!({"spec": {"replicas": 5}}))
+        ),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn optional_old_self_needs_old_self() {
+    let rules: Vec<ValidationRule> = serde_json::from_value(json!([
+        {"rule": "self > 0", "optionalOldSelf": true},
+        {"rule": "oldSelf.orValue(0) <= self", "optionalOldSelf": true},
+    ]))
+    .unwrap();
+    let node = crate::registry::cel::decl::decl(&json!({"type": "integer"}), false).unwrap();
+    let mut errs = Vec::new();
+    compile_errors(&rules, Some(&node), |i, f| format!("r[{i}].{f}"), &mut errs);
+    let shown: Vec<String> = errs.iter().map(ToString::to_string).collect();
+    assert_eq!(
+        shown,
+        ["r[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"]
     );
 }
