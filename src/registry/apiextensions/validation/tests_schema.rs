@@ -397,3 +397,38 @@ fn structural_errors_come_sorted_by_their_text_before_the_walks() {
         ]
     );
 }
+
+// validation_test.go "forbid transition rule on element of list of type atomic" and friends.
+#[test]
+fn transition_rules_need_correlatable_nodes() {
+    let immutable = json!([{"rule": "self == oldSelf"}]);
+    let list = |list_type: &str| {
+        // Bounded, so the rule is within the cost budget.
+        json!({"type": "array", "x-kubernetes-list-type": list_type, "maxItems": 10,
+            "x-kubernetes-list-map-keys": if list_type == "map" { json!(["k"]) } else { Value::Null },
+            "items": {"type": "object", "required": ["k"], "properties": {
+                "k": {"type": "string"},
+                "v": {"type": "string", "maxLength": 10,
+                    "x-kubernetes-validations": immutable.clone()}}}})
+    };
+    // Items of a map list are matched by key with their old selves.
+    let mut map_list = list("map");
+    assert_eq!(prop(map_list.take()), Vec::<String>::new());
+    let mut atomic = list("atomic");
+    atomic
+        .as_object_mut()
+        .unwrap()
+        .remove("x-kubernetes-list-map-keys");
+    assert_eq!(
+        prop(atomic),
+        [at(".properties[a].items.properties[v].x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[a]")]
+    );
+    // Properties of an atomic map neither; a rule that does not name oldSelf is fine there.
+    let atomic_map = json!({"type": "object", "x-kubernetes-map-type": "atomic", "properties": {
+        "x": {"type": "string", "maxLength": 10, "x-kubernetes-validations": immutable},
+        "y": {"type": "string", "x-kubernetes-validations": [{"rule": "self != 'oldSelf'"}]}}});
+    assert_eq!(
+        prop(atomic_map),
+        [at(".properties[a].properties[x].x-kubernetes-validations[0].rule: Invalid value: \"self == oldSelf\": oldSelf cannot be used on the uncorrelatable portion of the schema within spec.validation.openAPIV3Schema.properties[a]")]
+    );
+}

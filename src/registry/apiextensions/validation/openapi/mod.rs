@@ -61,9 +61,24 @@ struct Ssv {
     disallow_defaults_reason: String,
     inside_resource_meta: bool,
     require_valid_property_type: bool,
+    /// The highest ancestor whose children cannot be matched with their old values (the items
+    /// of a list that is not a map list, the properties of an atomic map): rules below it may
+    /// not name `oldSelf`.
+    uncorrelatable: Option<String>,
 }
 
 impl Ssv {
+    /// withForbidOldSelfValidations: children of `fld` cannot be correlated.
+    fn with_uncorrelatable(&self, fld: &str) -> Ssv {
+        Ssv {
+            uncorrelatable: self
+                .uncorrelatable
+                .clone()
+                .or_else(|| Some(fld.to_string())),
+            ..self.clone()
+        }
+    }
+
     fn with_forbidden_defaults(&self, reason: &str) -> Ssv {
         Ssv {
             allow_defaults: false,
@@ -249,6 +264,7 @@ pub(super) fn validate_validation(
         disallow_defaults_reason: String::new(),
         inside_resource_meta: false,
         require_valid_property_type: opts.require_valid_property_type,
+        uncorrelatable: None,
     };
     let mut init_errs = Vec::new();
     // Rules are costed only on a valid structural schema (upstream's CEL context).
@@ -313,8 +329,14 @@ fn walk(
         }
     }
     let embedded = s.x_kubernetes_embedded_resource == Some(true);
+    // MapIsCorrelatable: only an atomic map's properties are not.
+    let atomic_map = s.x_kubernetes_map_type.as_deref() == Some("atomic");
     for (name, p) in props.into_iter().flatten() {
-        let mut sub = ssv.clone();
+        let mut sub = if atomic_map {
+            ssv.with_uncorrelatable(fld)
+        } else {
+            ssv.clone()
+        };
         if (is_root || embedded) && matches!(name.as_str(), "metadata" | "kind" | "apiVersion") {
             sub.inside_resource_meta = true;
             if is_root {
@@ -352,11 +374,26 @@ fn walk(
             errs,
         );
     }
+    // Old items are matched with new ones only in map lists (by their keys).
+    let items_ssv = if s.x_kubernetes_list_type.as_deref() == Some("map") {
+        ssv.clone()
+    } else {
+        ssv.with_uncorrelatable(fld)
+    };
     match &s.items {
-        Some(JSONSchemaPropsOrArray::Schema(i)) => walk(i, &at("items"), ssv, false, opts, errs),
+        Some(JSONSchemaPropsOrArray::Schema(i)) => {
+            walk(i, &at("items"), &items_ssv, false, opts, errs)
+        }
         Some(JSONSchemaPropsOrArray::Schemas(l)) => {
             for (i, x) in l.iter().enumerate() {
-                walk(x, &path::index(&at("items"), i), ssv, false, opts, errs);
+                walk(
+                    x,
+                    &path::index(&at("items"), i),
+                    &items_ssv,
+                    false,
+                    opts,
+                    errs,
+                );
             }
         }
         None => {}
@@ -374,7 +411,7 @@ fn walk(
         }
     }
     extensions(s, fld, opts, errs);
-    validation_rules(s, fld, is_root, errs);
+    validation_rules(s, fld, is_root, ssv.uncorrelatable.as_deref(), errs);
 }
 
 /// The schema of `items` when it is a single schema.

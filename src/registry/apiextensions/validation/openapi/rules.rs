@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::registry::cel::decl::decl;
+use crate::registry::cel::{parse, references};
 
 fn has_newlines(s: &str) -> bool {
     s.contains(['\n', '\r'])
@@ -13,6 +14,7 @@ pub(super) fn validation_rules(
     s: &JSONSchemaProps,
     fld: &str,
     is_root: bool,
+    uncorrelatable: Option<&str>,
     errs: &mut Vec<FieldError>,
 ) {
     let Some(rules) = s
@@ -104,6 +106,21 @@ pub(super) fn validation_rules(
         .ok()
         .and_then(|json| decl(&json, is_root || embedded));
     crate::registry::apiextensions::cel::compile_errors(rules, node.as_ref(), at, errs);
+    // Transition rules need an old value to compare with, which these nodes do not have.
+    if let Some(within) = uncorrelatable {
+        for (i, rule) in rules.iter().enumerate() {
+            let names_old_self = parse(&rule.rule, false).is_ok_and(|e| references(&e, "oldSelf"));
+            if names_old_self {
+                errs.push(FieldError::invalid(
+                    at(i, "rule"),
+                    &rule.rule,
+                    format!(
+                        "oldSelf cannot be used on the uncorrelatable portion of the schema within {within}"
+                    ),
+                ));
+            }
+        }
+    }
 }
 
 /// pathValid: a rule's fieldPath names a field of the schema (true when the schema is not
