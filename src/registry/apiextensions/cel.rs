@@ -19,8 +19,9 @@
 //! (validation's `openapi/cost.rs`).
 //!
 //! Where this differs from upstream: function and operator argument types are not checked;
-//! there is no runtime cost budget; parse errors are the `cel` crate's text; old list items
-//! are correlated by index. May use: registry's error types and CEL modules.
+//! there is no runtime cost budget; parse errors are the `cel` crate's text. Old items of map
+//! lists are matched by key (`align`), of other lists by index (upstream forbids `oldSelf`
+//! below those, and does not ratchet their items). May use: registry's error types and CEL modules.
 
 use super::gofmt::quote;
 use crate::registry::cel::decl::Decl;
@@ -47,6 +48,8 @@ pub(crate) struct Rules {
     /// The texts of rules and messageExpressions kube-cel was given rewritten, with their
     /// originals (see [`optional_old_self`]).
     rewritten: Vec<(String, String)>,
+    /// Whether old values must be lined up by map-list keys first (`align`).
+    align: bool,
 }
 
 /// The rules under one top-level field (`None`: the root's own rules, over the whole object).
@@ -228,12 +231,20 @@ impl Rules {
                 kind: kind.to_string(),
             },
             rewritten,
+            align: align::needed(schema),
         })
     }
 
     /// The rules' errors for `new` (`old` on update), as upstream's field errors.
     pub(crate) fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
         let mut errs = Vec::new();
+        let aligned = old
+            .filter(|_| self.align)
+            .map(|o| align::align(&self.schema, new, o));
+        let (old, old_ratchet) = match &aligned {
+            Some((rules, ratchet)) => (Some(rules), Some(ratchet)),
+            None => (old, old),
+        };
         for part in &self.parts {
             let (value, old_value, root) = match &part.field {
                 None => (Some(new), old, Some(&self.root)),
@@ -278,7 +289,7 @@ impl Rules {
                         p => format!("{f}.{p}"),
                     };
                 }
-                errs.extend(self.field_error(&e, new, old));
+                errs.extend(self.field_error(&e, new, old_ratchet));
             }
         }
         errs
@@ -569,6 +580,8 @@ fn compile(
         Problem::WrongType => Some(Compiled::WrongType),
     }
 }
+
+mod align;
 
 #[cfg(test)]
 mod tests;

@@ -321,3 +321,39 @@ fn optional_old_self_needs_old_self() {
         ["r[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"]
     );
 }
+
+#[test]
+fn map_list_items_are_compared_with_the_old_item_of_their_key() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "ports": {"type": "array", "x-kubernetes-list-type": "map",
+            "x-kubernetes-list-map-keys": ["name"], "maxItems": 10,
+            "items": {"type": "object", "required": ["name"], "properties": {
+                "name": {"type": "string"},
+                "port": {"type": "integer", "x-kubernetes-validations": [
+                    {"rule": "self == oldSelf", "message": "port is immutable"}]},
+                "weight": {"type": "integer", "x-kubernetes-validations": [{"rule": "self < 10"}]}}}}}}}});
+    let rules = Rules::compile(&schema, "g.io", "v1", "K").expect("has rules");
+    let errors = |new: Value, old: Value| -> Vec<String> {
+        rules
+            .validate(&new, Some(&old))
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    let old = json!({"spec": {"ports": [{"name": "a", "port": 1, "weight": 50}, {"name": "b", "port": 2}]}});
+    // Reordered, with a new item in front: every old item meets its own old self, and the
+    // old item's weight over the bound is ratcheted (it was already there).
+    let reordered = json!({"spec": {"ports": [
+        {"name": "c", "port": 3}, {"name": "b", "port": 2}, {"name": "a", "port": 1, "weight": 50}]}});
+    assert_eq!(errors(reordered, old.clone()), Vec::<String>::new());
+    // A changed port is caught at its place in the new list; a new item's weight is checked.
+    let changed = json!({"spec": {"ports": [
+        {"name": "c", "port": 3, "weight": 11}, {"name": "a", "port": 9, "weight": 50}]}});
+    assert_eq!(
+        errors(changed, old),
+        [
+            "spec.ports[0].weight: Invalid value: \"integer\": failed rule: self < 10",
+            "spec.ports[1].port: Invalid value: \"integer\": port is immutable",
+        ]
+    );
+}
