@@ -118,6 +118,32 @@ pub(crate) fn parse(expr: &str, optional_syntax: bool) -> Result<IdedExpr, Strin
     Ok(parsed)
 }
 
+/// Names CEL and Kubernetes' libraries declare besides variables: type names, and the
+/// namespaces of qualified functions (`optional.none()`, `sets.contains(...)`,
+/// `format.dns1123Label()`...), which the parser reads as identifiers.
+pub(crate) const DECLARED_NAMES: [&str; 20] = [
+    "int",
+    "uint",
+    "double",
+    "bool",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "optional",
+    "math",
+    "strings",
+    "sets",
+    "format",
+    "base64",
+    "lists",
+    "jsonpatch",
+    "cel",
+    "ip",
+];
+
 /// Whether `expr` names the variable `name`.
 pub(crate) fn references(expr: &IdedExpr, name: &str) -> bool {
     let mut found = false;

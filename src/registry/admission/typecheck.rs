@@ -8,7 +8,7 @@
 //! overloads, `params` and `variables.*` are taken as dynamic, so they raise no warning.
 
 use crate::registry::cel::issues::{render, Issue, Token};
-use crate::registry::cel::parse;
+use crate::registry::cel::{parse, DECLARED_NAMES};
 use kube_cel::cel::common::ast::{Expr, IdedExpr, LiteralValue};
 use serde_json::{Map, Value};
 
@@ -58,20 +58,37 @@ fn unescape(field: &str) -> String {
         .replace('\u{0}', "__")
 }
 
+/// The variables of admission policies' expressions besides `object` and `oldObject`, which
+/// are typed: no issue is raised for them.
+const VARIABLES: [&str; 5] = [
+    "params",
+    "request",
+    "namespaceObject",
+    "authorizer",
+    "variables",
+];
+
 struct Checker<'a, 's> {
     schema: &'s KindSchema<'a>,
     vars: Vec<(String, Ty<'a>)>,
     /// (expression id, message) of each issue.
-    issues: Vec<(u64, String)>,
+    issues: Vec<Issue>,
 }
 
 impl<'a> Checker<'a, '_> {
-    fn var(&self, name: &str) -> Ty<'a> {
-        self.vars
-            .iter()
-            .rev()
-            .find(|(n, _)| n == name)
-            .map_or(Ty::Dyn, |(_, t)| *t)
+    /// The type of variable `name`, noting one nothing declares.
+    fn var(&mut self, name: &str, id: u64) -> Ty<'a> {
+        if let Some((_, t)) = self.vars.iter().rev().find(|(n, _)| n == name) {
+            return *t;
+        }
+        if !VARIABLES.contains(&name) && !DECLARED_NAMES.contains(&name) {
+            self.issues.push(Issue {
+                id,
+                message: format!("undeclared reference to '{name}' (in container '')"),
+                token: Token::Ident,
+            });
+        }
+        Ty::Dyn
     }
 
     /// The type of `field` of a value of type `t`, noting an undefined field.
@@ -96,7 +113,11 @@ impl<'a> Checker<'a, '_> {
         }
         // Always there at a resource's root, declared or not (WithTypeAndObjectMeta).
         if !(root && matches!(field, "apiVersion" | "kind" | "metadata")) {
-            self.issues.push((id, format!("undefined field '{field}'")));
+            self.issues.push(Issue {
+                id,
+                message: format!("undefined field '{field}'"),
+                token: Token::Dot,
+            });
         }
         Ty::Dyn
     }
@@ -117,7 +138,7 @@ impl<'a> Checker<'a, '_> {
 
     fn walk(&mut self, e: &'_ IdedExpr) -> Ty<'a> {
         match &e.expr {
-            Expr::Ident(name) => self.var(name),
+            Expr::Ident(name) => self.var(name, e.id),
             Expr::Select(s) => {
                 let root = self.is_root(&s.operand);
                 let t = self.walk(&s.operand);
@@ -204,16 +225,7 @@ pub(crate) fn check_expression(expression: &str, schema: &KindSchema<'_>) -> Opt
         issues: Vec::new(),
     };
     checker.walk(&parsed);
-    let issues = checker
-        .issues
-        .into_iter()
-        .map(|(id, message)| Issue {
-            id,
-            message,
-            token: Token::Dot,
-        })
-        .collect();
-    render(expression, issues)
+    render(expression, checker.issues)
 }
 
 #[cfg(test)]
@@ -281,5 +293,9 @@ mod tests {
             "{two}"
         );
         assert!(two.contains("ERROR: <input>:2:16: undefined field 'nme'\n | object.metadata.nme == ''\n | ...............^"), "{two}");
+        assert_eq!(
+            check("size(params.x) > 0 && objec.spec.replicas > 1").unwrap(),
+            "ERROR: <input>:1:23: undeclared reference to 'objec' (in container '')\n | size(params.x) > 0 && objec.spec.replicas > 1\n | ......................^"
+        );
     }
 }

@@ -115,6 +115,7 @@ impl<'d> Typer<'d> {
         match name {
             "int" | "uint" | "double" | "string" | "bytes" | "bool" | "list" | "map"
             | "null_type" | "type" => Ty::Type,
+            _ if super::DECLARED_NAMES.contains(&name) => Ty::Dyn,
             _ => {
                 self.issues.push(Issue {
                     id,

@@ -357,3 +357,20 @@ fn map_list_items_are_compared_with_the_old_item_of_their_key() {
         ]
     );
 }
+
+#[test]
+fn library_namespaces_are_not_undeclared() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+        "a": {"type": "array", "maxItems": 5, "items": {"type": "string", "maxLength": 8}},
+        "n": {"type": "string", "maxLength": 63}}}}});
+    let errs = checked(
+        schema,
+        json!([
+            {"rule": "sets.contains(self.spec.a, ['x']) || math.greatest(1, 2) == 2"},
+            {"rule": "!format.dns1123Label().validate(self.spec.n).hasValue()"},
+            {"rule": "optional.of(self.spec.n).hasValue() && ip.isCanonical('127.0.0.1')"},
+            {"rule": "lists.range(3).size() == 3 && strings.quote(self.spec.n) != ''"},
+        ]),
+    );
+    assert_eq!(errs, Vec::<String>::new());
+}
