@@ -118,6 +118,31 @@ pub(crate) fn parse(expr: &str, optional_syntax: bool) -> Result<IdedExpr, Strin
     Ok(parsed)
 }
 
+/// CEL's reserved words (the lexer's RESERVED symbols): no identifier may be one.
+pub(crate) const RESERVED_WORDS: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
 /// Names CEL and Kubernetes' libraries declare besides variables: type names, and the
 /// namespaces of qualified functions (`optional.none()`, `sets.contains(...)`,
 /// `format.dns1123Label()`...), which the parser reads as identifiers.

@@ -251,32 +251,6 @@ fn with_type_and_object_meta(s: &Value) -> Option<Value> {
     Some(out)
 }
 
-/// CEL's reserved words: a property so named is read as `__<name>__`.
-const RESERVED: [&str; 22] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-    "",
-];
-
 /// Escape (k8s.io/apiserver pkg/cel/escaping.go): the name CEL reads property `name` by, or
 /// `None` when it cannot be read.
 pub(crate) fn escape(name: &str) -> Option<String> {
@@ -284,7 +258,8 @@ pub(crate) fn escape(name: &str) -> Option<String> {
     if first.is_ascii_digit() {
         return None;
     }
-    if RESERVED.contains(&name) {
+    // A reserved word is read as `__<name>__`.
+    if super::RESERVED_WORDS.contains(&name) {
         return Some(format!("__{name}__"));
     }
     let mut out = String::with_capacity(name.len());

@@ -201,32 +201,27 @@ impl<'d> Coster<'d> {
 /// `replace`: the cost of a traversal of the string, twice; the result's size from how many
 /// replacements can happen.
 fn replace_cost(sz: Estimate, from: Estimate, to: Estimate) -> (Estimate, Option<Estimate>) {
-    let mut count = fixed(0);
-    let mut retained = fixed(0);
-    if from.min == 0 {
-        count.max = if sz.max < u64::MAX {
-            sz.max + 1
+    // (replacements, characters retained) for a string of `len` when the replaced text has
+    // `from_len` characters and a replacement does not grow it (`shrinks`).
+    let bound = |len: u64, from_len: u64, shrinks: bool| {
+        if from_len == 0 {
+            (len.saturating_add(1), len)
+        } else if shrinks {
+            (0, len)
         } else {
-            sz.max
-        };
-        retained.max = sz.max;
-    } else if to.max <= from.min {
-        retained.max = sz.max;
-    } else {
-        count.max = (sz.max as f64 / from.min as f64).ceil() as u64;
-    }
-    if from.max == 0 {
-        count.min = if sz.min < u64::MAX {
-            sz.min + 1
-        } else {
-            sz.min
-        };
-        retained.min = sz.min;
-    } else if from.max <= to.min {
-        retained.min = sz.min;
-    } else {
-        count.min = (sz.min as f64 / from.max as f64).ceil() as u64;
-    }
+            ((len as f64 / from_len as f64).ceil() as u64, 0)
+        }
+    };
+    let (max_count, max_retained) = bound(sz.max, from.min, to.max <= from.min);
+    let (min_count, min_retained) = bound(sz.min, from.max, from.max <= to.min);
+    let count = Estimate {
+        min: min_count,
+        max: max_count,
+    };
+    let retained = Estimate {
+        min: min_retained,
+        max: max_retained,
+    };
     let size = count.mul(to).add(retained);
     (sz.factor(2.0 * STRING_TRAVERSAL), Some(size))
 }

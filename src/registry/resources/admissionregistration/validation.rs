@@ -6,7 +6,7 @@
 
 use crate::api::selectors::qualified_name_errors;
 use crate::registry::apiextensions::validation::dns1035_label_errors;
-use crate::registry::cel::compile_failure;
+use crate::registry::cel::{compile_failure, RESERVED_WORDS};
 use crate::registry::error::{quote, FieldError, FieldErrorKind};
 use crate::registry::strategy::str_at;
 use crate::registry::validation::{
@@ -486,34 +486,13 @@ pub(super) fn validate_param_ref(pr: &Value, path: &str) -> Vec<FieldError> {
 
 /// isCELIdentifier.
 fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: [&str; 21] = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-    ];
     let mut chars = name.chars();
     let first_ok = chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic());
-    first_ok && chars.all(|c| c == '_' || c.is_ascii_alphanumeric()) && !RESERVED.contains(&name)
+    first_ok
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !RESERVED_WORDS.contains(&name)
 }
 
 /// validateVariable.
