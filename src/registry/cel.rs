@@ -90,8 +90,9 @@ pub(crate) fn refuse_structs(expr: &IdedExpr) -> Result<(), Error> {
 }
 
 /// Parses `expr`, with CEL's optional syntax (`a.?b`, `a[?k]`, `{?k: v}`, `[?v]`) when
-/// `optional_syntax` (upstream's admission environments enable optional types; kapi's CRD
-/// rules are compiled by a library that does not). A parse error reads as cel-go's text after
+/// `optional_syntax` (upstream's environments enable optional types; kapi's CRD rules are
+/// evaluated by a library that does not, so they are lowered first, see `lower`). A parse
+/// error reads as cel-go's text after
 /// `compilation failed: ` (`ERROR: <input>: ...`, on one line).
 pub(crate) fn parse(expr: &str, optional_syntax: bool) -> Result<IdedExpr, String> {
     let mut parsed = kube_cel::cel::parser::Parser::new()
@@ -116,92 +117,6 @@ pub(crate) fn parse(expr: &str, optional_syntax: bool) -> Result<IdedExpr, Strin
         });
     }
     Ok(parsed)
-}
-
-/// CEL's reserved words (the lexer's RESERVED symbols): no identifier may be one.
-pub(crate) const RESERVED_WORDS: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
-
-/// Names CEL and Kubernetes' libraries declare besides variables: type names, and the
-/// namespaces of qualified functions (`optional.none()`, `sets.contains(...)`,
-/// `format.dns1123Label()`...), which the parser reads as identifiers.
-pub(crate) const DECLARED_NAMES: [&str; 20] = [
-    "int",
-    "uint",
-    "double",
-    "bool",
-    "string",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-    "optional",
-    "math",
-    "strings",
-    "sets",
-    "format",
-    "base64",
-    "lists",
-    "jsonpatch",
-    "cel",
-    "ip",
-];
-
-/// Whether `expr` names the variable `name`.
-pub(crate) fn references(expr: &IdedExpr, name: &str) -> bool {
-    let mut found = false;
-    visit(expr, &mut |e| {
-        found |= matches!(&e.expr, Expr::Ident(n) if n == name)
-    });
-    found
-}
-
-/// `source` with every reference to the variable `name` replaced by `with` (None when it does
-/// not parse).
-pub(crate) fn replace_ident(source: &str, name: &str, with: &str) -> Option<String> {
-    let parsed = parse(source, false).ok()?;
-    let mut ids = Vec::new();
-    visit(&parsed, &mut |e| {
-        if matches!(&e.expr, Expr::Ident(n) if n == name) {
-            ids.push(e.id);
-        }
-    });
-    let at = issues::offsets(source);
-    // Offsets count characters; replace from the end so earlier ones stay valid.
-    let mut starts: Vec<usize> = ids.iter().filter_map(|id| at.get(id).copied()).collect();
-    starts.sort_unstable();
-    let mut chars: Vec<char> = source.chars().collect();
-    let len = name.chars().count();
-    for &start in starts.iter().rev() {
-        let here: String = chars.get(start..start + len)?.iter().collect();
-        if here != name {
-            return None;
-        }
-        chars.splice(start..start + len, with.chars());
-    }
-    Some(chars.into_iter().collect())
 }
 
 /// The function `a.?f` is rewritten to call: the interpreter's own `_?._` fails when `a` is a
@@ -640,6 +555,9 @@ fn duration(d: &chrono::Duration) -> String {
 pub(crate) mod cost;
 pub(crate) mod decl;
 pub(crate) mod issues;
+pub(crate) mod lower;
+mod names;
+pub(crate) use names::{references, replace_ident, DECLARED_NAMES, RESERVED_WORDS};
 pub(crate) mod types;
 
 #[cfg(test)]

@@ -25,6 +25,7 @@
 
 use super::gofmt::quote;
 use crate::registry::cel::decl::Decl;
+use crate::registry::cel::lower::lower_optional_syntax;
 use crate::registry::cel::types::{check, Problem, Ty};
 use crate::registry::cel::{compile_failure, parse, references, replace_ident};
 use crate::registry::error::{FieldError, FieldErrorKind};
@@ -46,7 +47,7 @@ pub(crate) struct Rules {
     schema: Value,
     root: RootContext,
     /// The texts of rules and messageExpressions kube-cel was given rewritten, with their
-    /// originals (see [`optional_old_self`]).
+    /// originals (see [`for_kube_cel`]).
     rewritten: Vec<(String, String)>,
     /// Whether old values must be lined up by map-list keys first (`align`).
     align: bool,
@@ -87,7 +88,7 @@ fn has_rules(schema: &Value) -> bool {
 /// schema and under which no rule lies. kube-cel walks every node it has a schema for,
 /// converting its value and binding `self` there even where no rule is; for a spec with a
 /// rule at its root and plain fields below, that walk was most of the cost of a write.
-/// Rules with `optionalOldSelf` are rewritten on the way (see [`optional_old_self`]); each
+/// Rules with `optionalOldSelf` are rewritten on the way (see [`for_kube_cel`]); each
 /// rewritten text is noted with the original in `rewritten`.
 fn lean(schema: &Value, rewritten: &mut Vec<(String, String)>) -> Value {
     let Value::Object(m) = schema else {
@@ -109,10 +110,7 @@ fn lean(schema: &Value, rewritten: &mut Vec<(String, String)>) -> Value {
                 out.insert(k.clone(), lean(v, rewritten));
             }
             ("x-kubernetes-validations", Value::Array(rules)) => {
-                let rules = rules
-                    .iter()
-                    .map(|r| optional_old_self(r, rewritten))
-                    .collect();
+                let rules = rules.iter().map(|r| for_kube_cel(r, rewritten)).collect();
                 out.insert(k.clone(), Value::Array(rules));
             }
             _ => {
@@ -130,22 +128,28 @@ fn lean(schema: &Value, rewritten: &mut Vec<(String, String)>) -> Value {
 /// place of `oldSelf`.
 const OPTIONAL_OLD_SELF: &str = "(oldSelf == null ? optional.none() : optional.of(oldSelf))";
 
-/// Rule `r` as kube-cel is given it: with `oldSelf` made optional when `optionalOldSelf` is
-/// true (noting each rewritten text with its original).
-fn optional_old_self(r: &Value, rewritten: &mut Vec<(String, String)>) -> Value {
-    if r.get("optionalOldSelf") != Some(&Value::Bool(true)) {
-        return r.clone();
-    }
+/// Rule `r` as kube-cel is given it: without optional syntax (`cel::lower`), and with
+/// `oldSelf` made optional when `optionalOldSelf` is true (noting each rewritten text with its
+/// original).
+fn for_kube_cel(r: &Value, rewritten: &mut Vec<(String, String)>) -> Value {
+    let optional = r.get("optionalOldSelf") == Some(&Value::Bool(true));
     let mut out = r.clone();
     for field in ["rule", "messageExpression"] {
         let Some(text) = r.get(field).and_then(Value::as_str) else {
             continue;
         };
-        if let Some(new) = replace_ident(text, "oldSelf", OPTIONAL_OLD_SELF) {
-            if new != text {
-                rewritten.push((new.clone(), text.to_string()));
-                out[field] = Value::String(new);
+        let mut new = lower_optional_syntax(text)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| text.to_string());
+        if optional {
+            if let Some(wrapped) = replace_ident(&new, "oldSelf", OPTIONAL_OLD_SELF) {
+                new = wrapped;
             }
+        }
+        if new != text {
+            rewritten.push((new.clone(), text.to_string()));
+            out[field] = Value::String(new);
         }
     }
     out
@@ -530,7 +534,7 @@ pub(crate) fn compile_errors(
             }
             None => {}
         }
-        if let (Some(set), Ok(parsed)) = (r.optional_old_self, parse(&r.rule, false)) {
+        if let (Some(set), Ok(parsed)) = (r.optional_old_self, parse(&r.rule, true)) {
             if !references(&parsed, "oldSelf") {
                 errs.push(FieldError::invalid_raw(
                     at(i, "optionalOldSelf"),
@@ -571,10 +575,13 @@ fn compile(
     optional_old_self: bool,
     want: &Ty<'_>,
 ) -> Option<Compiled> {
-    if let Some(why) = compile_failure(expr, false) {
+    if let Some(why) = compile_failure(expr, true) {
         return Some(Compiled::Failed(why));
     }
-    let (node, parsed) = (node?, parse(expr, false).ok()?);
+    if let Err(why) = lower_optional_syntax(expr) {
+        return Some(Compiled::Failed(format!("ERROR: <input>: {why}")));
+    }
+    let (node, parsed) = (node?, parse(expr, true).ok()?);
     match check(expr, &parsed, node, optional_old_self, want)? {
         Problem::Issues(text) => Some(Compiled::Failed(text)),
         Problem::WrongType => Some(Compiled::WrongType),

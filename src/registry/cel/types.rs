@@ -196,7 +196,25 @@ impl<'d> Typer<'d> {
             Expr::Call(c) => {
                 let target = c.target.as_ref().map(|t| self.infer(t));
                 let args: Vec<Ty<'d>> = c.args.iter().map(|a| self.infer(a)).collect();
-                call(&c.func_name, target.as_ref(), &args)
+                // Optional selects and indexes: on the value of an optional operand.
+                let value = |t: &Ty<'d>| match t {
+                    Ty::Optional(v) => (**v).clone(),
+                    t => t.clone(),
+                };
+                match (c.func_name.as_str(), c.args.as_slice()) {
+                    (super::OPT_SELECT, [_, field]) => match &field.expr {
+                        Expr::Literal(LiteralValue::String(f)) => {
+                            let t = self.field(&value(&args[0]), f.inner(), e.id);
+                            Ty::Optional(Box::new(t))
+                        }
+                        _ => Ty::Dyn,
+                    },
+                    ("_[?_]", [_, _]) => {
+                        let t = call("_[_]", None, &[value(&args[0]), args[1].clone()]);
+                        Ty::Optional(Box::new(t))
+                    }
+                    _ => call(&c.func_name, target.as_ref(), &args),
+                }
             }
             Expr::Comprehension(c) => {
                 let range = self.infer(&c.iter_range);

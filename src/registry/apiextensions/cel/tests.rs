@@ -374,3 +374,51 @@ fn library_namespaces_are_not_undeclared() {
     );
     assert_eq!(errs, Vec::<String>::new());
 }
+
+#[test]
+fn rules_may_use_optional_syntax() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.?replicas.orValue(1) <= self.?max.orValue(10)", "message": "too many"},
+            {"rule": "self.?labels[?'team'].orValue('a') != 'b'", "messageExpression": "'team ' + self.?labels[?'team'].orValue('')"},
+        ],
+        "properties": {
+            "replicas": {"type": "integer"}, "max": {"type": "integer"},
+            "labels": {"type": "object", "maxProperties": 10, "additionalProperties": {"type": "string", "maxLength": 10}}}}}});
+    // Accepted when the CRD is written...
+    let node = crate::registry::cel::decl::decl(&schema["properties"]["spec"], false).unwrap();
+    let rules: Vec<ValidationRule> =
+        serde_json::from_value(schema["properties"]["spec"]["x-kubernetes-validations"].clone())
+            .unwrap();
+    let mut errs = Vec::new();
+    compile_errors(&rules, Some(&node), |i, f| format!("r[{i}].{f}"), &mut errs);
+    assert!(errs.is_empty(), "{errs:?}");
+    // ... a field the schema lacks is still caught behind `.?` ...
+    let typo: Vec<ValidationRule> =
+        serde_json::from_value(json!([{"rule": "self.?replica.orValue(1) > 0"}])).unwrap();
+    compile_errors(&typo, Some(&node), |i, f| format!("r[{i}].{f}"), &mut errs);
+    assert!(
+        errs[0]
+            .to_string()
+            .ends_with("undefined field 'replica'\n | self.?replica.orValue(1) > 0\n | ....^"),
+        "{errs:?}"
+    );
+    // ... and enforced on objects, failures read with the rule as written.
+    let rules = Rules::compile(&schema, "g.io", "v1", "K").expect("has rules");
+    let errors = |v: Value| -> Vec<String> {
+        rules
+            .validate(&v, None)
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    };
+    assert_eq!(errors(json!({"spec": {}})), Vec::<String>::new());
+    assert_eq!(
+        errors(json!({"spec": {"replicas": 11}})),
+        ["spec: Invalid value: \"object\": too many"]
+    );
+    assert_eq!(
+        errors(json!({"spec": {"labels": {"team": "b"}}})),
+        ["spec: Invalid value: \"object\": team b"]
+    );
+}

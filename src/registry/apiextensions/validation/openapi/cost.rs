@@ -176,7 +176,7 @@ fn expression_cost(expr: Option<&Value>, d: &Decl) -> Option<u64> {
     let expr = expr
         .and_then(Value::as_str)
         .filter(|e| !e.trim().is_empty())?;
-    let parsed = parse(expr, false).ok()?;
+    let parsed = parse(expr, true).ok()?;
     Some(cost::estimate(&parsed, d).max)
 }
 

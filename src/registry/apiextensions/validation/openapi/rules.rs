@@ -109,7 +109,7 @@ pub(super) fn validation_rules(
     // Transition rules need an old value to compare with, which these nodes do not have.
     if let Some(within) = uncorrelatable {
         for (i, rule) in rules.iter().enumerate() {
-            let names_old_self = parse(&rule.rule, false).is_ok_and(|e| references(&e, "oldSelf"));
+            let names_old_self = parse(&rule.rule, true).is_ok_and(|e| references(&e, "oldSelf"));
             if names_old_self {
                 errs.push(FieldError::invalid(
                     at(i, "rule"),
