@@ -234,3 +234,57 @@ async fn kubectl_sees_rules_over_the_cost_budget_refused() {
     let err = fails(&server, &["apply", "-f", &f]).await;
     assert!(err.contains("names must be unique"), "{err}");
 }
+
+const SCALERS: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: scalers.cel.example.com
+spec:
+  group: cel.example.com
+  scope: Namespaced
+  names: {plural: scalers, singular: scaler, kind: Scaler}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: self.?replicas.orValue(1) <= 5
+              message: at most 5 replicas
+            properties:
+              replicas:
+                type: integer
+                x-kubernetes-validations:
+                - rule: "!oldSelf.hasValue() || self >= oldSelf.value()"
+                  optionalOldSelf: true
+                  message: cannot scale down
+"#;
+
+#[tokio::test]
+async fn kubectl_sees_optional_syntax_and_optional_old_self() {
+    let server = TestServer::start().await;
+    wait_default(&server).await;
+    apply_crd(&server, "scalers.yaml", SCALERS, "scalers.cel.example.com").await;
+    let scaler = |replicas: &str| {
+        format!("apiVersion: cel.example.com/v1\nkind: Scaler\nmetadata: {{name: s}}\nspec: {{{replicas}}}\n")
+    };
+    // No replicas: the optional chain reads 1; a first value has no old self to compare with.
+    let f = write(&server, "s.yaml", &scaler(""));
+    ok(&server, &["apply", "-f", &f]).await;
+    let f = write(&server, "s.yaml", &scaler("replicas: 3"));
+    ok(&server, &["apply", "-f", &f]).await;
+    let f = write(&server, "s.yaml", &scaler("replicas: 2"));
+    let err = fails(&server, &["apply", "-f", &f]).await;
+    assert!(
+        err.contains("spec.replicas: Invalid value: \"integer\": cannot scale down"),
+        "{err}"
+    );
+    let f = write(&server, "s.yaml", &scaler("replicas: 6"));
+    let err = fails(&server, &["apply", "-f", &f]).await;
+    assert!(err.contains("at most 5 replicas"), "{err}");
+}

@@ -313,21 +313,33 @@ fn operation(
         .iter()
         .map(|(n, t, d)| param(n, "query", t, d, flavor))
         .collect();
-    let consumes: Vec<&str> = if verb == "patch" {
-        vec![
+    // Custom resources as apiextensions-apiserver's builder publishes them: kubectl's
+    // client-side apply sends a strategic merge patch only where PATCH declares it.
+    let custom = r.is_custom();
+    let consumes: Vec<&str> = match (verb, custom) {
+        ("patch", false) => vec![
             "application/json-patch+json",
             "application/merge-patch+json",
             "application/strategic-merge-patch+json",
             "application/apply-patch+yaml",
-        ]
-    } else {
-        vec!["*/*"]
+        ],
+        ("patch", true) => vec![
+            "application/json-patch+json",
+            "application/merge-patch+json",
+            "application/apply-patch+yaml",
+        ],
+        (_, false) => vec!["*/*"],
+        (_, true) => vec!["application/json", "application/yaml"],
     };
-    let produces = [
-        "application/json",
-        "application/yaml",
-        "application/vnd.kubernetes.protobuf",
-    ];
+    let produces: &[&str] = if custom {
+        &["application/json", "application/yaml"]
+    } else {
+        &[
+            "application/json",
+            "application/yaml",
+            "application/vnd.kubernetes.protobuf",
+        ]
+    };
     let mut op = Map::new();
     op.insert("description".into(), format!("{action} {}", r.kind).into());
     op.insert("operationId".into(), id.into());

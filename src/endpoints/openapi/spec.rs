@@ -53,6 +53,12 @@ impl From<&ResourceInfo> for Served {
 }
 
 impl Served {
+    /// Whether it is a custom resource (served as apiextensions-apiserver publishes them: no
+    /// strategic merge patch, no protobuf).
+    pub(crate) fn is_custom(&self) -> bool {
+        matches!(self.schema, KindSchema::Custom(_))
+    }
+
     fn gvk(&self) -> GroupVersionKind {
         GroupVersionKind::new(&self.group, &self.version, &self.kind)
     }
