@@ -158,6 +158,22 @@ pub(crate) async fn many_crds(server: Server, dir: &std::path::Path, s: &Setting
         let (ms, size) = timed_get(&admin, &url, path, accept).await?;
         println!("| {label} | {ms:.1} ms | {size} |");
     }
+    // What the CRDs take once the controllers have caught up with them.
+    let settle_start = Instant::now();
+    let mut samples = Vec::new();
+    while settle_start.elapsed() < s.settle {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        samples.push(rss_mib(server.child.id()));
+    }
+    if let Some(last) = samples.last() {
+        let most = samples.iter().copied().fold(rss, f64::max);
+        let shown: Vec<String> = samples.iter().map(|m| format!("{m:.0}")).collect();
+        println!(
+            "RSS over the {:.0} s after: at most {most:.0} MiB, at the end {last:.0} MiB (every 5 s: {})",
+            s.settle.as_secs_f64(),
+            shown.join(", ")
+        );
+    }
     drop(admin);
     server.stop().await?;
     let mut starts = Vec::new();

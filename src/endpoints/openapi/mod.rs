@@ -3,8 +3,8 @@
 //! header picks it, in gnostic protobuf (kubectl create/apply/explain decode v2 eagerly), with
 //! the hash of the JSON as ETag of both; the v3 index of group versions with those hashes; a
 //! v3 document fetched by its current hash is immutable-cached, one fetched with a stale hash
-//! redirected to it. Documents list only what the registry serves and are built once, on
-//! first use. With remote APIServices, /openapi/v2 is this server's document with their
+//! redirected to it. Documents list only what the registry serves and are built on first use
+//! (the v3 ones again when asked for, a few MB of them kept). With remote APIServices, /openapi/v2 is this server's document with their
 //! documents merged in ([`merge`]), built again when one of them changes.
 //! May use: api.
 
@@ -97,7 +97,20 @@ impl Forms {
 struct Docs {
     v2: Forms,
     v3_index: Doc,
-    v3: Vec<(String, Forms)>,
+    /// Each group version with the hash of its document. The documents themselves are built
+    /// again when asked for and kept in [`OpenApi::v3_built`]: with thousands of CRDs, every
+    /// group version's document in JSON and protobuf took hundreds of MB.
+    v3: Vec<(String, String)>,
+}
+
+/// How many bytes of built v3 documents are kept (the most recently built first).
+const V3_KEPT_BYTES: usize = 16 << 20;
+
+/// Built v3 documents, oldest first, and their size.
+#[derive(Default)]
+struct Built {
+    docs: std::collections::VecDeque<(String, Arc<Forms>)>,
+    bytes: usize,
 }
 
 /// kube-openapi's computeETag: the upper-case hex SHA-512 of the JSON bytes.
@@ -112,6 +125,8 @@ pub(crate) struct OpenApi {
     /// The v2 document with the remote documents merged in, and the generation of the remote
     /// documents it was built from.
     merged_v2: Mutex<Option<(u64, Arc<Forms>)>>,
+    /// The v3 documents built lately.
+    v3_built: Mutex<Built>,
 }
 
 impl OpenApi {
@@ -121,6 +136,7 @@ impl OpenApi {
             served: resources.into_iter().map(Served::from).collect(),
             docs: OnceLock::new(),
             merged_v2: Mutex::new(None),
+            v3_built: Mutex::new(Built::default()),
         }
     }
 
@@ -128,17 +144,17 @@ impl OpenApi {
         self.docs.get_or_init(|| {
             let served = &self.served;
             let v2 = spec::v2_document(served, SPEC_VERSION);
-            let v3: Vec<(String, Forms)> = spec::v3_group_versions(served)
+            let v3: Vec<(String, String)> = spec::v3_group_versions(served)
                 .into_iter()
                 .filter_map(|gv| {
                     let doc = spec::v3_document(served, &gv, SPEC_VERSION)?;
-                    Some((gv, Forms::new(&doc, proto3::encode_v3)))
+                    Some((gv, etag_of(doc.to_string().as_bytes())))
                 })
                 .collect();
             let paths: Map<String, Value> = v3
                 .iter()
-                .map(|(gv, d)| {
-                    let url = format!("/openapi/v3/{gv}?hash={}", d.json.hash);
+                .map(|(gv, hash)| {
+                    let url = format!("/openapi/v3/{gv}?hash={hash}");
                     (gv.clone(), json!({ "serverRelativeURL": url }))
                 })
                 .collect();
@@ -164,10 +180,32 @@ impl OpenApi {
             return Some(respond(&docs.v3_index, "application/json", headers, false));
         }
         let gv = path.strip_prefix("/openapi/v3/")?;
-        let Some((_, forms)) = docs.v3.iter().find(|(name, _)| name == gv) else {
+        if !docs.v3.iter().any(|(name, _)| name == gv) {
+            return Some(Status::not_found_path().into_response());
+        }
+        let Some(forms) = self.v3_forms(gv) else {
             return Some(Status::not_found_path().into_response());
         };
-        Some(group_version(gv, forms, query, headers))
+        Some(group_version(gv, &forms, query, headers))
+    }
+
+    /// The v3 document of `gv`, kept from a recent request or built again (the same bytes,
+    /// so the same hash the index lists).
+    fn v3_forms(&self, gv: &str) -> Option<Arc<Forms>> {
+        let mut built = self.v3_built.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, forms)) = built.docs.iter().find(|(name, _)| name == gv) {
+            return Some(forms.clone());
+        }
+        let doc = spec::v3_document(&self.served, gv, SPEC_VERSION)?;
+        let forms = Arc::new(Forms::new(&doc, proto3::encode_v3));
+        built.bytes += forms.json.bytes.len() + forms.proto.bytes.len();
+        built.docs.push_back((gv.to_string(), forms.clone()));
+        while built.bytes > V3_KEPT_BYTES && built.docs.len() > 1 {
+            if let Some((_, old)) = built.docs.pop_front() {
+                built.bytes -= old.json.bytes.len() + old.proto.bytes.len();
+            }
+        }
+        Some(forms)
     }
 
     /// Serves /openapi/v2 with the remote APIServices' documents merged in: `remotes` holds each
