@@ -35,17 +35,8 @@ impl<'d> Coster<'d> {
             "isSorted" | "sum" | "max" | "min" | "indexOf" | "lastIndexOf" | "includes" => {
                 let t = target?;
                 let mut el = fixed(1);
-                if let Some(el_ty) = t.ty.first_parameter() {
-                    if matches!(el_ty, Ty::String | Ty::Bytes) {
-                        let el_node = Node {
-                            path: t.path.clone().map(|mut p| {
-                                p.push("@items".into());
-                                p
-                            }),
-                            ty: el_ty.clone(),
-                            expr: None,
-                            size: None,
-                        };
+                if let Some(el_node) = items_node(t) {
+                    if matches!(el_node.ty, Ty::String | Ty::Bytes) {
                         el = el.add(size(&el_node).factor(STRING_TRAVERSAL));
                     }
                     return Some((size(t).mul(el), None));
@@ -86,16 +77,7 @@ impl<'d> Coster<'d> {
                 let t = target?;
                 let list = size(t);
                 let mut sz = fixed(0);
-                if let Some(el_ty) = t.ty.first_parameter() {
-                    let el_node = Node {
-                        path: t.path.clone().map(|mut p| {
-                            p.push("@items".into());
-                            p
-                        }),
-                        ty: el_ty.clone(),
-                        expr: None,
-                        size: None,
-                    };
+                if let Some(el_node) = items_node(t) {
                     sz = list.mul(size(&el_node));
                 }
                 if let Some(sep) = args.first() {
@@ -196,6 +178,22 @@ impl<'d> Coster<'d> {
             .and_then(|p| self.estimate_size(p))
             .unwrap_or(UNKNOWN)
     }
+}
+
+/// listElementNode: the element of list `t` (its first type parameter), at `t`'s path and
+/// `@items`, with no size of its own.
+fn items_node<'e, 'd>(t: &Node<'e, 'd>) -> Option<Node<'e, 'd>> {
+    let ty = t.ty.first_parameter()?.clone();
+    let path = t.path.clone().map(|mut p| {
+        p.push("@items".into());
+        p
+    });
+    Some(Node {
+        path,
+        ty,
+        expr: None,
+        size: None,
+    })
 }
 
 /// `replace`: the cost of a traversal of the string, twice; the result's size from how many
