@@ -11,7 +11,9 @@
 //!    alternate within each run; the table shows medians and the per-run ratios.
 //! 2. **Bound token against x509.** On the RBAC server, the same GET as a ServiceAccount
 //!    authenticating with a token from TokenRequest (bound to the same Role), alternating with
-//!    bench-user's certificate.
+//!    bench-user's certificate; then the same pair with requests encoded as Go's HTTP/2
+//!    client (kubectl, client-go) encodes them, which indexes `Authorization` in HPACK where
+//!    the `h2` crate sends it whole every time (`common/goh2.rs`).
 //!
 //! Environment: `KAPI_BENCH_SECS` (seconds per cell, default 5), `KAPI_BENCH_RUNS` (default
 //! 5), `KAPI_BENCH_OBJECTS` (Roles and RoleBindings each, default 1000), plus
@@ -21,6 +23,8 @@
 // Shared with the other benches, which use what this one does not.
 #[path = "common/gets.rs"]
 mod gets;
+#[path = "common/goh2.rs"]
+mod goh2;
 #[allow(dead_code)]
 #[path = "common/harness.rs"]
 mod harness;
@@ -207,6 +211,15 @@ async fn bench(s: Settings, smoke: bool) -> Res<()> {
         ("x509 client certificate", &rbac, &rbac_user),
         ("TokenRequest token", &rbac, &sa),
         Proto::H2,
+        &s.timing,
+        smoke,
+    )
+    .await?;
+    compare(
+        "2b. The same with requests encoded as Go's client (kubectl, client-go) encodes them",
+        ("x509 client certificate", &rbac, &rbac_user),
+        ("TokenRequest token", &rbac, &sa),
+        Proto::GoH2,
         &s.timing,
         smoke,
     )

@@ -16,6 +16,8 @@
 #[allow(dead_code)]
 #[path = "common/gets.rs"]
 mod gets;
+#[path = "common/goh2.rs"]
+mod goh2;
 #[allow(dead_code)]
 #[path = "common/harness.rs"]
 mod harness;

@@ -3,6 +3,7 @@
 //! such cells compared run by run. Shared by the benches that compare two servers or two
 //! credentials on the same load (auth, metrics).
 
+use super::goh2;
 use super::harness::{median, Timing};
 use super::loader;
 use super::server::{cpu_seconds, Server};
@@ -16,30 +17,31 @@ pub(crate) const NS: &str = "bench";
 const CONNS: usize = 8;
 const STREAMS: usize = 8;
 
-/// How the loader connects: HTTP/2 (8 connections x 8 streams, as kubectl and client-go),
-/// or HTTP/1.1 (64 connections, one request at a time each, as the Python client).
+/// How the loader connects: HTTP/2 (8 connections x 8 streams, as kubectl and client-go)
+/// from the `h2` crate or encoded as Go's client encodes it, or HTTP/1.1 (64 connections,
+/// one request at a time each, as the Python client).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Proto {
     H2,
+    #[allow(dead_code)] // the metrics bench does not use it
+    GoH2,
     Http1,
 }
 
 /// One connection's request sender.
 enum Sender {
     H2(loader::Conn),
+    GoH2(goh2::Conn),
     Http1(hyper::client::conn::http1::SendRequest<http_body_util::Empty<bytes::Bytes>>),
 }
 
 impl Sender {
-    async fn connect(
-        proto: Proto,
+    /// One HTTP/1.1 connection (the HTTP/2 ones are shared by several senders).
+    async fn http1(
         tls: std::sync::Arc<rustls::ClientConfig>,
         host: &str,
         port: u16,
     ) -> Res<Sender> {
-        if proto == Proto::H2 {
-            return Ok(Sender::H2(loader::connect(tls, host, port).await?));
-        }
         let mut config = (*tls).clone();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         let tcp = tokio::net::TcpStream::connect((host, port)).await?;
@@ -67,6 +69,7 @@ impl Sender {
                 let (status, _) = loader::request_with(conn, &Method::GET, uri, None, auth).await?;
                 Ok(status)
             }
+            Sender::GoH2(conn) => Ok(hyper::StatusCode::from_u16(conn.get().await?)?),
             Sender::Http1(send) => {
                 use http_body_util::BodyExt;
                 let mut req = hyper::Request::new(http_body_util::Empty::new());
@@ -126,18 +129,24 @@ pub(crate) async fn cell(
     let end = measure_from + Duration::from_secs_f64(s.secs);
     let mut tasks = Vec::new();
     let (conns, streams) = match proto {
-        Proto::H2 => (CONNS, STREAMS),
+        Proto::H2 | Proto::GoH2 => (CONNS, STREAMS),
         Proto::Http1 => (CONNS * STREAMS, 1),
     };
     for _ in 0..conns {
-        let h2 = match proto {
-            Proto::H2 => Some(loader::connect(tls.clone(), &host, port).await?),
+        let shared = match proto {
+            Proto::H2 => Some(Sender::H2(loader::connect(tls.clone(), &host, port).await?)),
+            Proto::GoH2 => {
+                let auth = auth.as_ref().map(|a| a.as_bytes());
+                let conn = goh2::connect(tls.clone(), &host, port, uri.path(), auth).await?;
+                Some(Sender::GoH2(conn))
+            }
             Proto::Http1 => None,
         };
         for _ in 0..streams {
-            let mut conn = match &h2 {
-                Some(c) => Sender::H2(c.clone()),
-                None => Sender::connect(proto, tls.clone(), &host, port).await?,
+            let mut conn = match &shared {
+                Some(Sender::H2(c)) => Sender::H2(c.clone()),
+                Some(Sender::GoH2(c)) => Sender::GoH2(c.clone()),
+                _ => Sender::http1(tls.clone(), &host, port).await?,
             };
             let (uri, auth) = (uri.clone(), auth.clone());
             tasks.push(tokio::spawn(async move {
@@ -229,7 +238,8 @@ pub(crate) async fn compare(
         b_p99.push(pb);
     }
     let shape = match proto {
-        Proto::H2 => "HTTP/2, c=64 = 8 connections x 8 streams",
+        Proto::H2 => "HTTP/2 from the h2 crate, c=64 = 8 connections x 8 streams",
+        Proto::GoH2 => "HTTP/2 encoded as Go's client, c=64 = 8 connections x 8 streams",
         Proto::Http1 => "HTTP/1.1, c=64 = 64 connections",
     };
     println!(

@@ -13,8 +13,12 @@ use crate::api::UserInfo;
 use crate::serviceaccount::jwt::{self, Claims};
 use crate::serviceaccount::legacy::{self, INVALID_SINCE_LABEL};
 use crate::serviceaccount::{Issuer, Subjects, TokenSecret};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::{Arc, RwLock};
+
+/// Hash maps looked up by name or token on every request: foldhash, randomly seeded per map
+/// (hashbrown's default), a fraction of SipHash's cost on these short keys.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Most tokens kept verified; the cache is emptied when it is full.
 const CACHE_MAX: usize = 4096;
@@ -197,7 +201,7 @@ impl ServiceAccountTokens {
         ServiceAccountTokens {
             issuer,
             subjects,
-            cache: RwLock::new(HashMap::new()),
+            cache: RwLock::new(HashMap::default()),
         }
     }
 

@@ -9,8 +9,11 @@ use super::{Error, GenericStore, Registry};
 use crate::serviceaccount::{legacy, Subjects, TokenSecret};
 use base64::Engine as _;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
+
+/// Hash maps looked up by name or token on every request: foldhash, randomly seeded per map
+/// (hashbrown's default), a fraction of SipHash's cost on these short keys.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// Which objects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,8 +7,11 @@ use crate::api::authorizer::PolicyRule;
 use crate::api::UserInfo;
 use serde::Deserialize;
 use serde_json::Value;
-use std::collections::HashMap;
 use std::sync::Arc;
+
+/// Hash maps looked up by name or token on every request: foldhash, randomly seeded per map
+/// (hashbrown's default), a fraction of SipHash's cost on these short keys.
+type HashMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
 
 /// A binding's roleRef.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
