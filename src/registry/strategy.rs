@@ -219,6 +219,12 @@ pub(crate) trait Strategy: Send + Sync + 'static {
     /// What the resource is.
     fn info(&self) -> &ResourceInfo;
 
+    /// The resource's other versions holding the same objects (a CRD's), for admission's
+    /// matchPolicy Equivalent; None for the built-ins, served at one version each.
+    fn equivalents(&self) -> Option<&dyn crate::registry::admission::Equivalents> {
+        None
+    }
+
     /// Decodes through the typed struct and back: the canonical stored form (unknown fields
     /// dropped, as kube's decoder does). Returns the object and the unknown field paths;
     /// `Err` is a decode error (wrong types).

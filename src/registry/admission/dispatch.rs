@@ -146,15 +146,18 @@ impl Request {
                 .await?;
             }
             for (i, hook) in hooks.iter().enumerate() {
-                if !reinvocation.should_run_webhook(i)
-                    || !hook
-                        .decides((&self.chain, &ns), self, attrs, object.as_ref())
-                        .await?
-                {
+                if !reinvocation.should_run_webhook(i) {
                     continue;
                 }
+                let Some(invocation) = hook
+                    .decides((&self.chain, &ns), self, attrs, object.as_ref())
+                    .await?
+                else {
+                    continue;
+                };
+                let at = (usize::from(again), i);
                 if hook
-                    .mutate((usize::from(again), i), self, attrs, object, redecode)
+                    .mutate(at, (self, attrs), &invocation, object, redecode)
                     .await?
                 {
                     reinvocation.changed();
@@ -206,31 +209,35 @@ impl Request {
         let hooks = self.chain.hooks(Kind::Validating);
         let mut deciding = Vec::new();
         for hook in hooks.iter() {
-            if hook
+            if let Some(invocation) = hook
                 .decides((&self.chain, &ns), self, attrs, object)
                 .await?
             {
-                deciding.push(hook.clone());
+                deciding.push((hook.clone(), invocation));
             }
         }
-        let calls = deciding.iter().enumerate().map(|(i, hook)| async move {
-            match hook.call(false, self, attrs, object).await {
-                Ok(answer) => {
-                    hook.annotate(self, answer.audit_annotations);
-                    self.warn(answer.warnings);
-                    if answer.allowed {
-                        Ok(())
-                    } else {
-                        Err(review::denied(&hook.name, answer.status.as_ref()))
+        let calls = deciding
+            .iter()
+            .enumerate()
+            .map(|(i, (hook, invocation))| async move {
+                let (attrs, object) = invocation.view(attrs, object);
+                match hook.call(false, self, &attrs, object).await {
+                    Ok(answer) => {
+                        hook.annotate(self, answer.audit_annotations);
+                        self.warn(answer.warnings);
+                        if answer.allowed {
+                            Ok(())
+                        } else {
+                            Err(review::denied(&hook.name, answer.status.as_ref()))
+                        }
                     }
+                    Err(cause) => hook.call_failed(
+                        self,
+                        call_key("failed-open.validating.webhook.admission.k8s.io/", (0, i)),
+                        cause,
+                    ),
                 }
-                Err(cause) => hook.call_failed(
-                    self,
-                    call_key("failed-open.validating.webhook.admission.k8s.io/", (0, i)),
-                    cause,
-                ),
-            }
-        });
+            });
         for result in futures::future::join_all(calls).await {
             result?;
         }

@@ -150,6 +150,10 @@ pub(crate) enum Error {
     /// A dry run reached a webhook with side effects.
     #[error("admission webhook {0:?} does not support dry run")]
     DryRunUnsupported(String),
+    /// The object could not be converted to the version a webhook matched by matchPolicy
+    /// Equivalent, or back (an internal error, as upstream's VersionedAttribute failure).
+    #[error("{0}")]
+    Conversion(String),
 }
 
 /// The admission side of one write: who writes, to which subresource, with which options,
@@ -251,7 +255,18 @@ impl Request {
     }
 }
 
+/// The other versions of a resource that hold the same objects (a CRD's other served
+/// versions), and conversion between them: what a webhook's matchPolicy Equivalent matches by
+/// (upstream's EquivalentResourceMapper and object convertor).
+pub(crate) trait Equivalents: Send + Sync {
+    /// The served versions of the resource, the one written included.
+    fn versions(&self) -> Vec<&str>;
+    /// `obj` at `version` of the same group and kind, or why it cannot be converted.
+    fn convert(&self, obj: Value, version: &str) -> Result<Value, String>;
+}
+
 /// What a write is about: the resource, the object and what it was.
+#[derive(Clone, Copy)]
 pub(crate) struct Attributes<'a> {
     /// The operation.
     pub operation: Operation,
@@ -275,6 +290,11 @@ pub(crate) struct Attributes<'a> {
     pub old_json: Option<&'a [u8]>,
     /// A custom resource's structural schema (what an apply configuration merges by).
     pub schema: Option<&'a CustomSchema>,
+    /// The version the client wrote: `version` too, unless a webhook matched an equivalent
+    /// version and these attributes are converted to it (its requestKind, requestResource).
+    pub request_version: &'a str,
+    /// The resource's other versions, when it has some.
+    pub equivalents: Option<&'a dyn Equivalents>,
 }
 
 impl Attributes<'static> {
@@ -294,6 +314,8 @@ impl Attributes<'static> {
             old_object: None,
             old_json: None,
             schema: None,
+            request_version: "v1",
+            equivalents: None,
         }
     }
 }

@@ -100,6 +100,15 @@ pub(super) fn request(
         kind: "",
         resource: attrs.resource,
     };
+    // The version written, when the webhook sees the write converted to another.
+    let request_kind = Gvk {
+        version: attrs.request_version,
+        ..kind
+    };
+    let request_resource = Gvk {
+        version: attrs.request_version,
+        ..resource
+    };
     let user = &req.user;
     let review = Review {
         kind: "AdmissionReview",
@@ -109,8 +118,8 @@ pub(super) fn request(
             kind: &kind,
             resource: &resource,
             sub_resource: &req.subresource,
-            request_kind: &kind,
-            request_resource: &resource,
+            request_kind: &request_kind,
+            request_resource: &request_resource,
             request_sub_resource: &req.subresource,
             name: attrs.name,
             namespace: attrs.namespace,

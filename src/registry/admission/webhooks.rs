@@ -46,6 +46,9 @@ pub(super) struct Hook {
     uses: Uses,
     /// failurePolicy Fail (the default).
     fail: bool,
+    /// matchPolicy Equivalent (the default): rules naming another version of the resource
+    /// written match it too, and the webhook sees the write converted to that version.
+    equivalent: bool,
     timeout: Duration,
     /// sideEffects None or NoneOnDryRun: dry runs may reach it.
     dry_run_ok: bool,
@@ -183,6 +186,7 @@ impl Hook {
             conditions,
             uses,
             fail: str_of(w, "failurePolicy") != "Ignore",
+            equivalent: str_of(w, "matchPolicy") != "Exact",
             timeout,
             dry_run_ok: matches!(str_of(w, "sideEffects"), "None" | "NoneOnDryRun"),
             version,
@@ -191,22 +195,40 @@ impl Hook {
         }
     }
 
-    /// Whether the write is one this webhook asks for (rules, selectors), before its
-    /// matchConditions.
-    async fn matches(
+    /// Whether a rule names the write (None), or, under matchPolicy Equivalent, another
+    /// version of its resource (Some(Some(version))), as upstream's ShouldCallHook: the
+    /// version written first, then each rule in order against the other versions.
+    fn matched_version(&self, req: &Request, attrs: &Attributes<'_>) -> Option<Option<String>> {
+        let sub = &req.subresource;
+        if self.rules.iter().any(|r| rule_matches(r, attrs, sub)) {
+            return Some(None);
+        }
+        let versions = attrs.equivalents.filter(|_| self.equivalent)?.versions();
+        self.rules.iter().find_map(|r| {
+            versions
+                .iter()
+                .filter(|v| **v != attrs.version)
+                .find(|v| {
+                    rule_matches(
+                        r,
+                        &Attributes {
+                            version: v,
+                            ..*attrs
+                        },
+                        sub,
+                    )
+                })
+                .map(|v| Some(v.to_string()))
+        })
+    }
+
+    /// Whether the webhook's selectors take the write.
+    async fn selected(
         &self,
         (chain, ns): (&Chain, &NamespaceCell),
-        req: &Request,
         attrs: &Attributes<'_>,
         object: Option<&Value>,
     ) -> bool {
-        if !self
-            .rules
-            .iter()
-            .any(|r| rule_matches(r, attrs, &req.subresource))
-        {
-            return false;
-        }
         if let Some(sel) = &self.object_selector {
             if !object_selected(sel, attrs, object) {
                 return false;
@@ -337,24 +359,30 @@ impl Hook {
         ]
     }
 
-    /// Whether the webhook decides this write: it matches, a dry run may reach it, and its
-    /// matchConditions hold. A call failure under failurePolicy Fail is an error.
+    /// Whether the webhook decides this write, and how it sees it: its rules and selectors
+    /// take it, a dry run may reach it, and its matchConditions hold (evaluated on the write
+    /// as the webhook sees it). A call failure under failurePolicy Fail is an error.
     pub(super) async fn decides(
         &self,
         namespace: (&Chain, &NamespaceCell),
         req: &Request,
         attrs: &Attributes<'_>,
         object: Option<&Value>,
-    ) -> Result<bool, Error> {
-        if !self.matches(namespace, req, attrs, object).await {
-            return Ok(false);
+    ) -> Result<Option<Invocation>, Error> {
+        let Some(version) = self.matched_version(req, attrs) else {
+            return Ok(None);
+        };
+        if !self.selected(namespace, attrs, object).await {
+            return Ok(None);
         }
         if attrs.dry_run && !self.dry_run_ok {
             return Err(Error::DryRunUnsupported(self.name.clone()));
         }
-        match self.conditions(req, attrs, object) {
-            Conditions::Call => Ok(true),
-            Conditions::Skip => Ok(false),
+        let invocation = Invocation::new(version, attrs, object)?;
+        let (attrs, object) = invocation.view(attrs, object);
+        match self.conditions(req, &attrs, object) {
+            Conditions::Call => Ok(Some(invocation)),
+            Conditions::Skip => Ok(None),
             // Failing closed refuses the write as Forbidden, without calling the webhook;
             // failing open skips the webhook (generic/webhook.go's ShouldCallHook).
             Conditions::Failed(cause) if self.fail => {
@@ -366,7 +394,7 @@ impl Hook {
                     name: attrs.name.to_string(),
                 })
             }
-            Conditions::Failed(_) => Ok(false),
+            Conditions::Failed(_) => Ok(None),
         }
     }
 
@@ -410,12 +438,14 @@ impl Hook {
     pub(super) async fn mutate(
         &self,
         at: (usize, usize),
-        req: &Request,
-        attrs: &Attributes<'_>,
+        (req, attrs): (&Request, &Attributes<'_>),
+        invocation: &Invocation,
         object: &mut Option<Value>,
         redecode: &super::Redecode<'_>,
     ) -> Result<bool, crate::registry::Error> {
-        let result = self.call_mutating(at, req, attrs, object, redecode).await;
+        let result = self
+            .call_mutating(at, (req, attrs), invocation, object, redecode)
+            .await;
         let mutated = matches!(result, Ok(true));
         req.annotate(
             call_key(MUTATION_ANNOTATION_PREFIX, at),
@@ -433,13 +463,14 @@ impl Hook {
     async fn call_mutating(
         &self,
         at: (usize, usize),
-        req: &Request,
-        attrs: &Attributes<'_>,
+        (req, attrs): (&Request, &Attributes<'_>),
+        invocation: &Invocation,
         object: &mut Option<Value>,
         redecode: &super::Redecode<'_>,
     ) -> Result<bool, crate::registry::Error> {
         let failed_open_key = || call_key(&format!("failed-open.{MUTATION_ANNOTATION_PREFIX}"), at);
-        let answer = match self.call(true, req, attrs, object.as_ref()).await {
+        let (seen, current) = invocation.view(attrs, object.as_ref());
+        let answer = match self.call(true, req, &seen, current).await {
             Ok(a) => a,
             Err(cause) => {
                 return self
@@ -453,7 +484,7 @@ impl Hook {
         if !answer.allowed {
             return Err(review::denied(&self.name, answer.status.as_ref()).into());
         }
-        let (Some(patch), Some(current)) = (answer.patch, object.as_ref()) else {
+        let (Some(patch), Some(current)) = (answer.patch, current) else {
             return Ok(false);
         };
         let patched = serde_json::from_slice::<json_patch::Patch>(&patch)
@@ -475,7 +506,71 @@ impl Hook {
         if &patched == current {
             return Ok(false);
         }
+        let patched = invocation.back(attrs, patched)?;
         *object = Some(redecode(patched)?);
         Ok(true)
+    }
+}
+
+/// How a webhook sees a write it decides: as written, or converted to the equivalent version
+/// its rules name (upstream's WebhookInvocation and VersionedAttributes).
+#[derive(Default)]
+pub(super) struct Invocation {
+    /// The version the webhook matched, when not the one written.
+    version: Option<String>,
+    object: Option<Value>,
+    old_object: Option<Value>,
+}
+
+impl Invocation {
+    /// The invocation at `version` (None: the version written), the objects converted to it.
+    fn new(
+        version: Option<String>,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<Invocation, Error> {
+        let (Some(version), Some(equivalents)) = (version, attrs.equivalents) else {
+            return Ok(Invocation::default());
+        };
+        let convert = |o: &Value| {
+            equivalents
+                .convert(o.clone(), &version)
+                .map_err(Error::Conversion)
+        };
+        Ok(Invocation {
+            object: object.map(convert).transpose()?,
+            old_object: attrs.old_object.map(convert).transpose()?,
+            version: Some(version),
+        })
+    }
+
+    /// The write's attributes and object as the webhook sees them.
+    pub(super) fn view<'b>(
+        &'b self,
+        attrs: &Attributes<'b>,
+        object: Option<&'b Value>,
+    ) -> (Attributes<'b>, Option<&'b Value>) {
+        match &self.version {
+            None => (*attrs, object),
+            Some(version) => (
+                Attributes {
+                    version,
+                    old_object: self.old_object.as_ref(),
+                    old_json: None,
+                    ..*attrs
+                },
+                self.object.as_ref(),
+            ),
+        }
+    }
+
+    /// A patched object the webhook saw, back at the version written.
+    fn back(&self, attrs: &Attributes<'_>, patched: Value) -> Result<Value, Error> {
+        match (&self.version, attrs.equivalents) {
+            (Some(_), Some(equivalents)) => equivalents
+                .convert(patched, attrs.version)
+                .map_err(Error::Conversion),
+            _ => Ok(patched),
+        }
     }
 }

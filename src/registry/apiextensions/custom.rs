@@ -11,6 +11,7 @@ use super::conversion::Converter;
 use super::schema::{CoerceOptions, Schema};
 use super::serving::compare_versions;
 use crate::api::At;
+use crate::registry::admission::Equivalents;
 use crate::registry::error::{Error, FieldError};
 use crate::registry::strategy::{
     since, status_update, text, typed_roundtrip, Column, CustomSchema, Input, KindSchema, Names,
@@ -60,6 +61,9 @@ pub(crate) struct CustomResource {
     api_version: String,
     /// How objects change version (shared by the CRD's versions).
     converter: Arc<Converter>,
+    /// The CRD's served versions, when it serves more than one (what admission webhooks'
+    /// matchPolicy Equivalent matches).
+    served: Vec<String>,
     schema: Option<Schema>,
     /// The storage version's schema, when that is another version: what a conversion to
     /// storage prunes by.
@@ -111,6 +115,12 @@ impl CustomResource {
             .and_then(|s| s.open_api_v3_schema.as_ref())
             .map(Schema::compile);
         let rules = Rules::compile(&schema_json, &spec.group, &version.name, &names.kind);
+        let served: Vec<String> = spec
+            .versions
+            .iter()
+            .filter(|v| v.served)
+            .map(|v| v.name.clone())
+            .collect();
         let info = ResourceInfo {
             group: Text::Owned(spec.group.clone()),
             version: Text::Owned(version.name.clone()),
@@ -139,6 +149,7 @@ impl CustomResource {
             storage_api_version: format!("{}/{storage}", spec.group),
             api_version: format!("{}/{}", spec.group, version.name),
             converter,
+            served: if served.len() > 1 { served } else { Vec::new() },
             schema: props.map(Schema::compile),
             storage_schema,
             rules,
@@ -249,9 +260,24 @@ fn cell(type_: &str, value: &Value) -> Value {
     }
 }
 
+impl Equivalents for CustomResource {
+    fn versions(&self) -> Vec<&str> {
+        self.served.iter().map(String::as_str).collect()
+    }
+
+    fn convert(&self, obj: Value, version: &str) -> Result<Value, String> {
+        self.converter
+            .convert(obj, &format!("{}/{version}", self.info.group))
+    }
+}
+
 impl Strategy for CustomResource {
     fn info(&self) -> &ResourceInfo {
         &self.info
+    }
+
+    fn equivalents(&self) -> Option<&dyn Equivalents> {
+        Some(self).filter(|s| !s.served.is_empty()).map(|s| s as _)
     }
 
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {

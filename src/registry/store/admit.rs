@@ -57,6 +57,8 @@ impl GenericStore {
                 crate::registry::strategy::KindSchema::Custom(s) => Some(s),
                 crate::registry::strategy::KindSchema::Typed(_) => None,
             },
+            request_version: &i.version,
+            equivalents: self.strategy.equivalents(),
         }
     }
 

@@ -1,0 +1,120 @@
+//! A webhook's matchPolicy with kubectl: under Equivalent (the default) a webhook whose rules
+//! name v1 of a custom resource also sees writes made at v2, converted to v1, and its patch
+//! comes back to v2; under Exact it sees only v1 writes.
+
+use crate::admission::{apply, eventually, webhook, Webhook};
+use crate::crds::{apply_crd, fails, ok, write};
+use crate::support::TestServer;
+use serde_json::{json, Value};
+
+const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.equiv.example.com
+spec:
+  group: equiv.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+  - name: v2
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+"#;
+
+/// A webhook on v1 gadgets.
+fn on_v1(name: &str, hook: &Webhook, path: &str, match_policy: &str) -> Value {
+    let mut w = webhook(
+        name,
+        &hook.url(path),
+        &hook.ca_bundle(),
+        "gadgets",
+        json!({"matchPolicy": match_policy}),
+    );
+    w["rules"][0]["apiGroups"] = json!(["equiv.example.com"]);
+    w
+}
+
+fn gadget(name: &str, version: &str) -> String {
+    json!({"apiVersion": format!("equiv.example.com/{version}"), "kind": "Gadget",
+           "metadata": {"name": name, "namespace": "default"}, "spec": {"size": 3}})
+    .to_string()
+}
+
+#[tokio::test]
+async fn equivalent_webhooks_see_other_versions_converted_and_exact_ones_do_not() {
+    let server = TestServer::start().await;
+    apply_crd(&server, "crd.yaml", CRD, "gadgets.equiv.example.com").await;
+    let hook = Webhook::start().await;
+    apply(
+        &server,
+        "MutatingWebhookConfiguration",
+        "gadgets",
+        vec![
+            on_v1("a-equivalent.example.com", &hook, "/mutate", "Equivalent"),
+            on_v1("b-exact.example.com", &hook, "/count", "Exact"),
+        ],
+    )
+    .await;
+    // Written at v2: only the Equivalent webhook sees it, at v1, and its label is kept.
+    let file = write(&server, "v2.json", &gadget("at-v2", "v2"));
+    let labels = eventually("the webhooks to take effect", || async {
+        ok(&server, &["create", "-f", &file]).await;
+        let got: Value = serde_json::from_str(
+            &ok(
+                &server,
+                &["get", "gadgets.v2.equiv.example.com", "at-v2", "-o", "json"],
+            )
+            .await,
+        )
+        .unwrap();
+        ok(&server, &["delete", "gadgets", "at-v2"]).await;
+        Some(got["metadata"]["labels"].clone()).filter(|l| l.is_object())
+    })
+    .await;
+    assert_eq!(labels, json!({"mutated": "true"}));
+    let review = hook.sent_to("/mutate").last().unwrap()["request"].clone();
+    assert_eq!(review["kind"]["version"], "v1", "{review}");
+    assert_eq!(review["resource"]["version"], "v1");
+    assert_eq!(review["requestKind"]["version"], "v2");
+    assert_eq!(review["requestResource"]["version"], "v2");
+    assert_eq!(review["object"]["apiVersion"], "equiv.example.com/v1");
+    assert!(
+        hook.sent_to("/count").is_empty(),
+        "the Exact webhook saw a v2 write"
+    );
+    // Written at v1: both see it as written.
+    let file = write(&server, "v1.json", &gadget("at-v1", "v1"));
+    ok(&server, &["create", "-f", &file]).await;
+    let review = hook.sent_to("/count").last().unwrap()["request"].clone();
+    assert_eq!(review["requestKind"]["version"], "v1");
+    assert_eq!(review["object"]["apiVersion"], "equiv.example.com/v1");
+
+    // A validating webhook on v1 refuses v2 writes too.
+    apply(
+        &server,
+        "ValidatingWebhookConfiguration",
+        "gadgets",
+        vec![on_v1("deny.example.com", &hook, "/deny", "Equivalent")],
+    )
+    .await;
+    let file = write(&server, "v2-denied.json", &gadget("denied", "v2"));
+    let refused = eventually("the validating webhook to take effect", || async {
+        let o = server.kubectl(&["create", "-f", &file]).await;
+        if o.status.success() {
+            ok(&server, &["delete", "gadgets", "denied"]).await;
+            return None;
+        }
+        Some(String::from_utf8_lossy(&o.stderr).into_owned())
+    })
+    .await;
+    assert!(
+        refused.contains(r#"admission webhook "deny.example.com" denied the request"#),
+        "{refused}"
+    );
+    fails(&server, &["get", "gadgets", "denied"]).await;
+}
