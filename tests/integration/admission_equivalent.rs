@@ -1,6 +1,7 @@
-//! A webhook's matchPolicy with kubectl: under Equivalent (the default) a webhook whose rules
-//! name v1 of a custom resource also sees writes made at v2, converted to v1, and its patch
-//! comes back to v2; under Exact it sees only v1 writes.
+//! matchPolicy with kubectl: under Equivalent (the default) a webhook or a
+//! ValidatingAdmissionPolicy whose rules name v1 of a custom resource also sees writes made at
+//! v2, converted to v1, and a webhook's patch comes back to v2; under Exact a webhook sees only
+//! v1 writes.
 
 use crate::admission::{apply, eventually, webhook, Webhook};
 use crate::crds::{apply_crd, fails, ok, write};
@@ -117,4 +118,57 @@ async fn equivalent_webhooks_see_other_versions_converted_and_exact_ones_do_not(
         "{refused}"
     );
     fails(&server, &["get", "gadgets", "denied"]).await;
+}
+
+const POLICY: &str = r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: small-gadgets
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [equiv.example.com]
+      apiVersions: [v1]
+      operations: [CREATE, UPDATE]
+      resources: [gadgets]
+  validations:
+  - expression: "object.apiVersion == 'equiv.example.com/v1'"
+    message: saw another version
+  - expression: "object.spec.size <= 2"
+    message: too big
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: small-gadgets
+spec:
+  policyName: small-gadgets
+  validationActions: [Deny]
+"#;
+
+#[tokio::test]
+async fn an_equivalent_policy_sees_other_versions_converted() {
+    let server = TestServer::start().await;
+    apply_crd(&server, "crd.yaml", CRD, "gadgets.equiv.example.com").await;
+    let policy = write(&server, "policy.yaml", POLICY);
+    ok(&server, &["apply", "-f", &policy]).await;
+    let big = json!({"apiVersion": "equiv.example.com/v2", "kind": "Gadget",
+                     "metadata": {"name": "big", "namespace": "default"}, "spec": {"size": 3}});
+    let big = write(&server, "big.json", &big.to_string());
+    let refused = eventually("the policy to take effect", || async {
+        let o = server.kubectl(&["create", "-f", &big]).await;
+        if o.status.success() {
+            ok(&server, &["delete", "gadgets", "big"]).await;
+            return None;
+        }
+        Some(String::from_utf8_lossy(&o.stderr).into_owned())
+    })
+    .await;
+    assert!(refused.contains("too big"), "{refused}");
+    assert!(!refused.contains("saw another version"), "{refused}");
+    // A small one written at v2 passes: the policy saw it at v1.
+    let small = json!({"apiVersion": "equiv.example.com/v2", "kind": "Gadget",
+                       "metadata": {"name": "small", "namespace": "default"}, "spec": {"size": 1}});
+    let small = write(&server, "small.json", &small.to_string());
+    ok(&server, &["create", "-f", &small]).await;
 }

@@ -4,7 +4,9 @@
 //! and the params objects its paramRef names.
 
 use super::activation::{compile, Compiled};
-use super::webhooks::{is_namespace, labels, object_selected, rule_matches, selector};
+use super::webhooks::{
+    equivalent_version, is_namespace, labels, object_selected, rule_matches, selector,
+};
 use super::Attributes;
 use kube::core::{Selector, SelectorExt};
 use serde_json::Value;
@@ -23,6 +25,8 @@ pub(super) struct Matcher {
     object_selector: Option<Selector>,
     /// matchResources was given (a binding without one matches whatever its policy does).
     given: bool,
+    /// matchPolicy Equivalent (the default).
+    equivalent: bool,
 }
 
 impl Matcher {
@@ -47,6 +51,7 @@ impl Matcher {
             namespace_selector: selector(v.get("namespaceSelector")),
             object_selector: selector(v.get("objectSelector")),
             given: true,
+            equivalent: v.get("matchPolicy").and_then(Value::as_str) != Some("Exact"),
         }
     }
 
@@ -65,32 +70,56 @@ impl Matcher {
         object: Option<&Value>,
         namespace: Option<&Value>,
     ) -> bool {
+        self.matched(attrs, subresource, object, namespace)
+            .is_some()
+    }
+
+    /// [`Self::matches`], and at which version: None when a rule names the version written,
+    /// or, under matchPolicy Equivalent (the default), another served version a rule names
+    /// (matching.go's matchesResourceRules: resourceNames are not looked at for those).
+    pub(super) fn matched(
+        &self,
+        attrs: &Attributes<'_>,
+        subresource: &str,
+        object: Option<&Value>,
+        namespace: Option<&Value>,
+    ) -> Option<Option<String>> {
         if !self.given {
-            return true;
+            return Some(None);
         }
         let hit = |r: &Value| rule_matches(r, attrs, subresource) && Matcher::named(r, attrs.name);
-        // A binding's empty resourceRules leave the policy's matching as it is.
-        if (!self.rules.is_empty() && !self.rules.iter().any(hit)) || self.exclude.iter().any(hit) {
-            return false;
+        let equivalent = |rules: &[Value]| {
+            self.equivalent
+                .then(|| equivalent_version(rules, attrs, subresource))
+                .flatten()
+        };
+        if self.exclude.iter().any(hit) || equivalent(&self.exclude).is_some() {
+            return None;
         }
+        // A binding's empty resourceRules leave the policy's matching as it is.
+        let version = if self.rules.is_empty() || self.rules.iter().any(hit) {
+            None
+        } else {
+            Some(equivalent(&self.rules)?)
+        };
         if let Some(sel) = &self.object_selector {
             if !object_selected(sel, attrs, object) {
-                return false;
+                return None;
             }
         }
         if let Some(sel) = &self.namespace_selector {
             let ns_labels = if is_namespace(attrs) {
                 labels(object.or(attrs.old_object))
             } else if attrs.namespace.is_empty() {
-                return true;
+                return Some(version);
             } else {
                 labels(namespace)
             };
             if !sel.matches(&ns_labels) {
-                return false;
+                return None;
             }
         }
-        true
+        Some(version)
     }
 }
 

@@ -19,6 +19,7 @@ use super::activation::{
     bind_variables, compile, conditions_hold, execute, json, run, Compiled, Uses, BASE,
 };
 use super::matching::{params_of, str_at, Binding, Header, Params, ParamsOf};
+use super::webhooks::Invocation;
 use super::{Attributes, Error, Request};
 use crate::metrics::admission::PolicyOutcome;
 use kube_cel::cel::{Context as CelContext, Value as CelValue};
@@ -335,18 +336,23 @@ pub(super) async fn validate(
     object: Option<&Value>,
     namespace: Option<&Value>,
 ) -> Result<(), Error> {
-    // What to evaluate: the matching bindings with their params (read first, as that awaits).
-    let mut work: Vec<(&Policy, &Binding, ParamsOf)> = Vec::new();
+    // What to evaluate: the matching bindings with their params (read first, as that awaits)
+    // and the version the policy matched (matchPolicy Equivalent).
+    let mut work: Vec<(&Policy, &Binding, ParamsOf, Option<String>)> = Vec::new();
     // One policy's uses as they are (the usual case); several policies' merged.
     let mut uses: Option<std::borrow::Cow<'_, Uses>> = None;
     for (policy, binding) in bound {
-        if !policy
-            .header
-            .constraints
+        let Some(version) =
+            policy
+                .header
+                .constraints
+                .matched(attrs, &req.subresource, object, namespace)
+        else {
+            continue;
+        };
+        if !binding
+            .resources
             .matches(attrs, &req.subresource, object, namespace)
-            || !binding
-                .resources
-                .matches(attrs, &req.subresource, object, namespace)
         {
             continue;
         }
@@ -358,6 +364,7 @@ pub(super) async fn validate(
             policy,
             binding,
             params_of(&policy.header, binding, params, attrs).await,
+            version,
         ));
     }
     let Some(uses) = uses.filter(|_| !work.is_empty()) else {
@@ -369,23 +376,38 @@ pub(super) async fn validate(
         Result<Evaluated<'p>, String>,
         Duration,
     );
+    // The write as each matched version sees it (converted once per version).
+    let mut views: Vec<(&Option<String>, Invocation)> = Vec::new();
+    for (_, _, _, version) in &work {
+        if views.iter().all(|(v, _)| *v != version) {
+            let invocation = Invocation::new(version.clone(), attrs, object)?;
+            views.push((version, invocation));
+        }
+    }
     let decided: Vec<Decided<'_>> = BASE.with(|base| {
-        let mut ctx = base.new_inner_scope();
-        uses.bind(&mut ctx, (req, attrs), object, namespace);
         let mut out = Vec::new();
-        for (policy, binding, params) in &work {
-            match params {
-                Ok(list) => {
-                    for p in list {
-                        let started = std::time::Instant::now();
-                        let evaluated = decide(policy, &ctx, p.as_ref());
-                        out.push((*policy, *binding, Ok(evaluated), started.elapsed()));
+        for (version, invocation) in &views {
+            let (attrs, object) = invocation.view(attrs, object);
+            let mut ctx = base.new_inner_scope();
+            uses.bind(&mut ctx, (req, &attrs), object, namespace);
+            let at_version = work.iter().enumerate().filter(|(_, w)| &w.3 == *version);
+            for (i, (policy, binding, params, _)) in at_version {
+                match params {
+                    Ok(list) => {
+                        for p in list {
+                            let started = std::time::Instant::now();
+                            let evaluated = decide(policy, &ctx, p.as_ref());
+                            let took = started.elapsed();
+                            out.push((i, (*policy, *binding, Ok(evaluated), took)));
+                        }
                     }
+                    Err(e) => out.push((i, (*policy, *binding, Err(e.clone()), Duration::ZERO))),
                 }
-                Err(e) => out.push((*policy, *binding, Err(e.clone()), Duration::ZERO)),
             }
         }
-        out
+        // In binding order, whichever version each policy saw.
+        out.sort_by_key(|(i, _)| *i);
+        out.into_iter().map(|(_, d)| d).collect()
     });
     let metrics = &crate::metrics::global().admission;
     let mut denials: Vec<Denial<'_>> = Vec::new();

@@ -131,6 +131,32 @@ pub(super) fn rule_matches(rule: &Value, attrs: &Attributes<'_>, subresource: &s
         && scope
 }
 
+/// The first of the written resource's other served versions that one of `rules` names,
+/// rule by rule (what matchPolicy Equivalent matches when no rule names the version written).
+pub(super) fn equivalent_version(
+    rules: &[Value],
+    attrs: &Attributes<'_>,
+    subresource: &str,
+) -> Option<String> {
+    let versions = attrs.equivalents?.versions();
+    rules.iter().find_map(|r| {
+        versions
+            .iter()
+            .filter(|v| **v != attrs.version)
+            .find(|v| {
+                rule_matches(
+                    r,
+                    &Attributes {
+                        version: v,
+                        ..*attrs
+                    },
+                    subresource,
+                )
+            })
+            .map(|v| v.to_string())
+    })
+}
+
 /// How a webhook's matchConditions decided.
 enum Conditions {
     Call,
@@ -203,23 +229,10 @@ impl Hook {
         if self.rules.iter().any(|r| rule_matches(r, attrs, sub)) {
             return Some(None);
         }
-        let versions = attrs.equivalents.filter(|_| self.equivalent)?.versions();
-        self.rules.iter().find_map(|r| {
-            versions
-                .iter()
-                .filter(|v| **v != attrs.version)
-                .find(|v| {
-                    rule_matches(
-                        r,
-                        &Attributes {
-                            version: v,
-                            ..*attrs
-                        },
-                        sub,
-                    )
-                })
-                .map(|v| Some(v.to_string()))
-        })
+        if !self.equivalent {
+            return None;
+        }
+        equivalent_version(&self.rules, attrs, sub).map(Some)
     }
 
     /// Whether the webhook's selectors take the write.
@@ -524,7 +537,7 @@ pub(super) struct Invocation {
 
 impl Invocation {
     /// The invocation at `version` (None: the version written), the objects converted to it.
-    fn new(
+    pub(super) fn new(
         version: Option<String>,
         attrs: &Attributes<'_>,
         object: Option<&Value>,
