@@ -51,15 +51,7 @@ pub(crate) async fn connect_with_windows(
     stream_window: u32,
     connection_window: u32,
 ) -> Res<Conn> {
-    let tcp = tokio::net::TcpStream::connect((host, port)).await?;
-    tcp.set_nodelay(true)?;
-    let name = rustls::pki_types::ServerName::try_from(host.to_string())?;
-    let stream = tokio_rustls::TlsConnector::from(tls)
-        .connect(name, tcp)
-        .await?;
-    if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
-        return Err("the server did not negotiate HTTP/2 (ALPN h2)".into());
-    }
+    let stream = tls_h2(tls, host, port).await?;
     let (send, conn) = h2::client::Builder::new()
         .initial_window_size(stream_window)
         .initial_connection_window_size(connection_window)
@@ -69,6 +61,24 @@ pub(crate) async fn connect_with_windows(
         let _ = conn.await;
     });
     Ok(send)
+}
+
+/// A TLS connection to `host:port` that negotiated HTTP/2.
+pub(crate) async fn tls_h2(
+    tls: Arc<rustls::ClientConfig>,
+    host: &str,
+    port: u16,
+) -> Res<tokio_rustls::client::TlsStream<tokio::net::TcpStream>> {
+    let tcp = tokio::net::TcpStream::connect((host, port)).await?;
+    tcp.set_nodelay(true)?;
+    let name = rustls::pki_types::ServerName::try_from(host.to_string())?;
+    let stream = tokio_rustls::TlsConnector::from(tls)
+        .connect(name, tcp)
+        .await?;
+    if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
+        return Err("the server did not negotiate HTTP/2 (ALPN h2)".into());
+    }
+    Ok(stream)
 }
 
 /// Host and port of an `https://host:port` server URL.

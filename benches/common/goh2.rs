@@ -71,15 +71,7 @@ pub(crate) async fn connect(
     path: &str,
     authorization: Option<&[u8]>,
 ) -> Res<Conn> {
-    let tcp = tokio::net::TcpStream::connect((host, port)).await?;
-    tcp.set_nodelay(true)?;
-    let name = rustls::pki_types::ServerName::try_from(host.to_string())?;
-    let stream = tokio_rustls::TlsConnector::from(tls)
-        .connect(name, tcp)
-        .await?;
-    if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
-        return Err("the server did not negotiate h2".into());
-    }
+    let stream = super::loader::tls_h2(tls, host, port).await?;
     let (mut read, mut write) = tokio::io::split(stream);
     let mut start = PREFACE.to_vec();
     // SETTINGS: ENABLE_PUSH 0, INITIAL_WINDOW_SIZE; then the connection's window.
