@@ -269,3 +269,68 @@ pub(super) async fn params_of(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::admission::{Equivalents, Operation};
+    use serde_json::json;
+
+    /// A resource served at v1 and v2, converted by rewriting apiVersion.
+    struct TwoVersions;
+
+    impl Equivalents for TwoVersions {
+        fn versions(&self) -> Vec<&str> {
+            vec!["v1", "v2"]
+        }
+
+        fn convert(&self, mut obj: Value, version: &str) -> Result<Value, String> {
+            obj["apiVersion"] = json!(format!("example.com/{version}"));
+            Ok(obj)
+        }
+    }
+
+    fn rules(version: &str) -> Value {
+        json!([{"apiGroups": ["example.com"], "apiVersions": [version],
+                "operations": ["CREATE"], "resources": ["gadgets"]}])
+    }
+
+    #[test]
+    fn equivalent_rules_match_other_versions_and_exact_ones_do_not() {
+        let attrs = Attributes {
+            group: "example.com",
+            version: "v2",
+            request_version: "v2",
+            kind: "Gadget",
+            resource: "gadgets",
+            equivalents: Some(&TwoVersions),
+            ..Attributes::for_tests(Operation::Create)
+        };
+        let matcher = |extra: Value| {
+            let mut m = json!({"resourceRules": rules("v1")});
+            m.as_object_mut()
+                .unwrap()
+                .extend(extra.as_object().unwrap().clone());
+            Matcher::new(Some(&m)).matched(&attrs, "", None, None)
+        };
+        assert_eq!(matcher(json!({})), Some(Some("v1".to_string())));
+        assert_eq!(matcher(json!({"matchPolicy": "Exact"})), None);
+        // Excluding v1 excludes the v2 write too, under Equivalent.
+        assert_eq!(matcher(json!({"excludeResourceRules": rules("v1")})), None);
+        // A rule naming the version written wins over an equivalent one.
+        assert_eq!(
+            matcher(json!({"resourceRules": [rules("v1")[0], rules("v2")[0]]})),
+            Some(None)
+        );
+        // Without other versions, nothing is equivalent.
+        let single = Attributes {
+            equivalents: None,
+            ..attrs
+        };
+        let m = json!({"resourceRules": rules("v1")});
+        assert_eq!(
+            Matcher::new(Some(&m)).matched(&single, "", None, None),
+            None
+        );
+    }
+}
