@@ -4,8 +4,8 @@
 //! the hash of the JSON as ETag of both; the v3 index of group versions with those hashes; a
 //! v3 document fetched by its current hash is immutable-cached, one fetched with a stale hash
 //! redirected to it. Documents list only what the registry serves and are built on first use
-//! (the v3 ones again when asked for, a few MB of them kept). With remote APIServices, /openapi/v2 is this server's document with their
-//! documents merged in ([`merge`]), built again when one of them changes.
+//! (the v3 ones again when asked for, a few MB of them kept). With remote APIServices,
+//! /openapi/v2 is this server's document with their documents merged in ([`merge`]), built again when one of them changes.
 //! May use: api.
 
 mod merge;
@@ -94,13 +94,13 @@ impl Forms {
     }
 }
 
+/// The v2 document and the v3 index (each group version with the hash of its document). The
+/// v3 documents themselves are built again when asked for and kept in [`OpenApi::v3_built`]:
+/// with thousands of CRDs, every group version's document in JSON and protobuf took hundreds
+/// of MB.
 struct Docs {
     v2: Forms,
     v3_index: Doc,
-    /// Each group version with the hash of its document. The documents themselves are built
-    /// again when asked for and kept in [`OpenApi::v3_built`]: with thousands of CRDs, every
-    /// group version's document in JSON and protobuf took hundreds of MB.
-    v3: Vec<(String, String)>,
 }
 
 /// How many bytes of built v3 documents are kept (the most recently built first).
@@ -144,24 +144,18 @@ impl OpenApi {
         self.docs.get_or_init(|| {
             let served = &self.served;
             let v2 = spec::v2_document(served, SPEC_VERSION);
-            let v3: Vec<(String, String)> = spec::v3_group_versions(served)
+            let paths: Map<String, Value> = spec::v3_group_versions(served)
                 .into_iter()
                 .filter_map(|gv| {
                     let doc = spec::v3_document(served, &gv, SPEC_VERSION)?;
-                    Some((gv, etag_of(doc.to_string().as_bytes())))
-                })
-                .collect();
-            let paths: Map<String, Value> = v3
-                .iter()
-                .map(|(gv, hash)| {
+                    let hash = etag_of(doc.to_string().as_bytes());
                     let url = format!("/openapi/v3/{gv}?hash={hash}");
-                    (gv.clone(), json!({ "serverRelativeURL": url }))
+                    Some((gv, json!({ "serverRelativeURL": url })))
                 })
                 .collect();
             Docs {
                 v2: Forms::new(&v2, proto::encode_v2),
                 v3_index: Doc::new(json!({ "paths": paths }).to_string().into_bytes()),
-                v3,
             }
         })
     }
@@ -180,9 +174,7 @@ impl OpenApi {
             return Some(respond(&docs.v3_index, "application/json", headers, false));
         }
         let gv = path.strip_prefix("/openapi/v3/")?;
-        if !docs.v3.iter().any(|(name, _)| name == gv) {
-            return Some(Status::not_found_path().into_response());
-        }
+        // None for what the index does not list: both come from v3_document.
         let Some(forms) = self.v3_forms(gv) else {
             return Some(Status::not_found_path().into_response());
         };
@@ -192,12 +184,21 @@ impl OpenApi {
     /// The v3 document of `gv`, kept from a recent request or built again (the same bytes,
     /// so the same hash the index lists).
     fn v3_forms(&self, gv: &str) -> Option<Arc<Forms>> {
-        let mut built = self.v3_built.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((_, forms)) = built.docs.iter().find(|(name, _)| name == gv) {
-            return Some(forms.clone());
+        let lock = || self.v3_built.lock().unwrap_or_else(|e| e.into_inner());
+        let kept = |built: &Built| {
+            let found = built.docs.iter().find(|(name, _)| name == gv);
+            found.map(|(_, forms)| forms.clone())
+        };
+        if let Some(forms) = kept(&lock()) {
+            return Some(forms);
         }
+        // Built without the lock, so requests for other documents do not wait on this one.
         let doc = spec::v3_document(&self.served, gv, SPEC_VERSION)?;
         let forms = Arc::new(Forms::new(&doc, proto3::encode_v3));
+        let mut built = lock();
+        if let Some(forms) = kept(&built) {
+            return Some(forms);
+        }
         built.bytes += forms.json.bytes.len() + forms.proto.bytes.len();
         built.docs.push_back((gv.to_string(), forms.clone()));
         while built.bytes > V3_KEPT_BYTES && built.docs.len() > 1 {
