@@ -276,12 +276,12 @@ mod tests {
     use crate::registry::admission::{Equivalents, Operation};
     use serde_json::json;
 
-    /// A resource served at v1 and v2, converted by rewriting apiVersion.
-    struct TwoVersions;
+    /// A resource served at these versions, converted by rewriting apiVersion.
+    struct Versions(Vec<String>);
 
-    impl Equivalents for TwoVersions {
-        fn versions(&self) -> Vec<&str> {
-            vec!["v1", "v2"]
+    impl Equivalents for Versions {
+        fn versions(&self) -> &[String] {
+            &self.0
         }
 
         fn convert(&self, mut obj: Value, version: &str) -> Result<Value, String> {
@@ -297,13 +297,13 @@ mod tests {
 
     #[test]
     fn equivalent_rules_match_other_versions_and_exact_ones_do_not() {
+        let two = Versions(vec!["v1".into(), "v2".into()]);
         let attrs = Attributes {
             group: "example.com",
             version: "v2",
-            request_version: "v2",
             kind: "Gadget",
             resource: "gadgets",
-            equivalents: Some(&TwoVersions),
+            equivalents: Some(&two),
             ..Attributes::for_tests(Operation::Create)
         };
         let matcher = |extra: Value| {

@@ -260,7 +260,7 @@ impl Request {
 /// (upstream's EquivalentResourceMapper and object convertor).
 pub(crate) trait Equivalents: Send + Sync {
     /// The served versions of the resource, the one written included.
-    fn versions(&self) -> Vec<&str>;
+    fn versions(&self) -> &[String];
     /// `obj` at `version` of the same group and kind, or why it cannot be converted.
     fn convert(&self, obj: Value, version: &str) -> Result<Value, String>;
 }
@@ -290,9 +290,10 @@ pub(crate) struct Attributes<'a> {
     pub old_json: Option<&'a [u8]>,
     /// A custom resource's structural schema (what an apply configuration merges by).
     pub schema: Option<&'a CustomSchema>,
-    /// The version the client wrote: `version` too, unless a webhook matched an equivalent
-    /// version and these attributes are converted to it (its requestKind, requestResource).
-    pub request_version: &'a str,
+    /// The version the client wrote, when these attributes are converted to an equivalent
+    /// version a webhook or policy matched (a review's requestKind, requestResource); None:
+    /// `version` is the one written.
+    pub request_version: Option<&'a str>,
     /// The resource's other versions, when it has some.
     pub equivalents: Option<&'a dyn Equivalents>,
 }
@@ -314,7 +315,7 @@ impl Attributes<'static> {
             old_object: None,
             old_json: None,
             schema: None,
-            request_version: "v1",
+            request_version: None,
             equivalents: None,
         }
     }

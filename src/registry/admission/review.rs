@@ -101,12 +101,13 @@ pub(super) fn request(
         resource: attrs.resource,
     };
     // The version written, when the webhook sees the write converted to another.
+    let request_version = attrs.request_version.unwrap_or(attrs.version);
     let request_kind = Gvk {
-        version: attrs.request_version,
+        version: request_version,
         ..kind
     };
     let request_resource = Gvk {
-        version: attrs.request_version,
+        version: request_version,
         ..resource
     };
     let user = &req.user;

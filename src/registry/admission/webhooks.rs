@@ -142,7 +142,7 @@ pub(super) fn equivalent_version(
     rules.iter().find_map(|r| {
         versions
             .iter()
-            .filter(|v| **v != attrs.version)
+            .filter(|v| *v != attrs.version)
             .find(|v| {
                 rule_matches(
                     r,
@@ -568,6 +568,7 @@ impl Invocation {
             Some(version) => (
                 Attributes {
                     version,
+                    request_version: Some(attrs.version),
                     old_object: self.old_object.as_ref(),
                     old_json: None,
                     ..*attrs

@@ -261,8 +261,8 @@ fn cell(type_: &str, value: &Value) -> Value {
 }
 
 impl Equivalents for CustomResource {
-    fn versions(&self) -> Vec<&str> {
-        self.served.iter().map(String::as_str).collect()
+    fn versions(&self) -> &[String] {
+        &self.served
     }
 
     fn convert(&self, obj: Value, version: &str) -> Result<Value, String> {
@@ -277,7 +277,11 @@ impl Strategy for CustomResource {
     }
 
     fn equivalents(&self) -> Option<&dyn Equivalents> {
-        Some(self).filter(|s| !s.served.is_empty()).map(|s| s as _)
+        if self.served.is_empty() {
+            None
+        } else {
+            Some(self)
+        }
     }
 
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {

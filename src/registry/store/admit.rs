@@ -57,7 +57,7 @@ impl GenericStore {
                 crate::registry::strategy::KindSchema::Custom(s) => Some(s),
                 crate::registry::strategy::KindSchema::Typed(_) => None,
             },
-            request_version: &i.version,
+            request_version: None,
             equivalents: self.strategy.equivalents(),
         }
     }
