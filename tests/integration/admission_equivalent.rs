@@ -46,6 +46,20 @@ fn gadget(name: &str, version: &str) -> String {
     .to_string()
 }
 
+/// kubectl's error once creating the gadget `name` from `file` is refused (created ones are
+/// deleted while `what` is not in force yet).
+async fn refused(server: &TestServer, file: &str, name: &str, what: &str) -> String {
+    eventually(&format!("{what} to take effect"), || async {
+        let o = server.kubectl(&["create", "-f", file]).await;
+        if o.status.success() {
+            ok(server, &["delete", "gadgets", name]).await;
+            return None;
+        }
+        Some(String::from_utf8_lossy(&o.stderr).into_owned())
+    })
+    .await
+}
+
 #[tokio::test]
 async fn equivalent_webhooks_see_other_versions_converted_and_exact_ones_do_not() {
     let server = TestServer::start().await;
@@ -104,15 +118,7 @@ async fn equivalent_webhooks_see_other_versions_converted_and_exact_ones_do_not(
     )
     .await;
     let file = write(&server, "v2-denied.json", &gadget("denied", "v2"));
-    let refused = eventually("the validating webhook to take effect", || async {
-        let o = server.kubectl(&["create", "-f", &file]).await;
-        if o.status.success() {
-            ok(&server, &["delete", "gadgets", "denied"]).await;
-            return None;
-        }
-        Some(String::from_utf8_lossy(&o.stderr).into_owned())
-    })
-    .await;
+    let refused = refused(&server, &file, "denied", "the validating webhook").await;
     assert!(
         refused.contains(r#"admission webhook "deny.example.com" denied the request"#),
         "{refused}"
@@ -155,15 +161,7 @@ async fn an_equivalent_policy_sees_other_versions_converted() {
     let big = json!({"apiVersion": "equiv.example.com/v2", "kind": "Gadget",
                      "metadata": {"name": "big", "namespace": "default"}, "spec": {"size": 3}});
     let big = write(&server, "big.json", &big.to_string());
-    let refused = eventually("the policy to take effect", || async {
-        let o = server.kubectl(&["create", "-f", &big]).await;
-        if o.status.success() {
-            ok(&server, &["delete", "gadgets", "big"]).await;
-            return None;
-        }
-        Some(String::from_utf8_lossy(&o.stderr).into_owned())
-    })
-    .await;
+    let refused = refused(&server, &big, "big", "the policy").await;
     assert!(refused.contains("too big"), "{refused}");
     assert!(!refused.contains("saw another version"), "{refused}");
     // A small one written at v2 passes: the policy saw it at v1.
