@@ -15,8 +15,9 @@
 //! 3. **Many CRDs.** 2,000 CRDs (about 5 KB of schema each, 20 kinds per group, as Crossplane
 //!    providers install them) POSTed at concurrency 16; the time until every one is
 //!    Established; the server's RSS afterwards; GET /apis, aggregated discovery (/apis as
-//!    `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`) and
-//!    /openapi/v3 (median of 10 each); the most RSS over the next 70 s (the garbage
+//!    `application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList`), /openapi/v3
+//!    and /openapi/v2 as kubectl asks for it (protobuf, gzip) (the first and the median of
+//!    10 each); the most RSS over the next 70 s (the garbage
 //!    collector's resync watches the new resources); then a restart with all of them, spawn →
 //!    /readyz. This part runs on a fresh server and data dir, so its RSS is the CRDs' alone.
 //!

@@ -194,6 +194,9 @@ async fn watch(
     leases: &SharedWatch,
     kinds: Arc<Kinds>,
 ) -> bool {
+    // One client for all the watches: each kube Client has a request buffer of its own
+    // (1,024 slots and a task), which with thousands of CRDs came to tens of MB.
+    let collector = carrying(client, CollectorEvents);
     let watches = kinds.0.iter().map(|k| {
         let resource = api_resource(k);
         let k = k.clone();
@@ -203,7 +206,7 @@ async fn watch(
                 .map(move |e| Ok(to_obj(&k, e)))
                 .boxed();
         }
-        let api: Api<MetaOnly> = Api::all_with(carrying(client, CollectorEvents), &resource);
+        let api: Api<MetaOnly> = Api::all_with(collector.clone(), &resource);
         watcher(api, watcher::Config::default())
             .default_backoff()
             .map(move |ev| ev.map(|e| to_obj(&k, e)))

@@ -19,7 +19,12 @@ use crate::api::{full_body, Body, Status};
 use crate::registry::ResourceInfo;
 use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use serde_json::{json, Map, Value};
+use bytes::Bytes;
+use flate2::read::GzDecoder;
+use flate2::write::GzEncoder;
+use flate2::Compression;
 use sha2::{Digest, Sha512};
+use std::io::{Read, Write};
 use spec::Served;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -57,15 +62,48 @@ enum Form {
 /// The `info.version` of the documents.
 const SPEC_VERSION: &str = "unversioned";
 
+/// A document's bytes, kept as they are or gzip-compressed, and the hash of its JSON.
 struct Doc {
-    bytes: Vec<u8>,
+    bytes: Bytes,
     hash: String,
+    gzipped: bool,
 }
 
 impl Doc {
     fn new(bytes: Vec<u8>) -> Doc {
         let hash = etag_of(&bytes);
-        Doc { bytes, hash }
+        Doc {
+            bytes: Bytes::from(bytes),
+            hash,
+            gzipped: false,
+        }
+    }
+
+    /// The document compressed, as gziphandler compresses the v2 handler's answers (at gzip's
+    /// default level): what a client that accepts gzip is sent as it is, and what the others
+    /// wait to have inflated.
+    fn gzipped(bytes: &[u8], hash: String) -> Doc {
+        let mut gz = GzEncoder::new(Vec::with_capacity(bytes.len() / 8), Compression::default());
+        // Writing into a Vec cannot fail.
+        let _ = gz.write_all(bytes);
+        let mut out = gz.finish().unwrap_or_default();
+        out.shrink_to_fit();
+        Doc {
+            bytes: Bytes::from(out),
+            hash,
+            gzipped: true,
+        }
+    }
+
+    /// The bytes to send, and whether they are gzip-encoded: compressed bytes go out as they
+    /// are when the client accepts gzip, inflated otherwise.
+    fn body(&self, headers: &HeaderMap) -> std::io::Result<(Bytes, bool)> {
+        if !self.gzipped || negotiate::accepts_gzip(headers) {
+            return Ok((self.bytes.clone(), self.gzipped));
+        }
+        let mut out = Vec::new();
+        GzDecoder::new(&self.bytes[..]).read_to_end(&mut out)?;
+        Ok((Bytes::from(out), false))
     }
 }
 
@@ -80,10 +118,25 @@ impl Forms {
     fn new(doc: &Value, encode: fn(&Value) -> Vec<u8>) -> Forms {
         let json = Doc::new(doc.to_string().into_bytes());
         let proto = Doc {
-            bytes: encode(doc),
+            bytes: Bytes::from(encode(doc)),
             hash: json.hash.clone(),
+            gzipped: false,
         };
         Forms { json, proto }
+    }
+
+    /// Both forms kept gzip-compressed: the v2 document lists every resource (with thousands
+    /// of CRDs, tens of MB in each form), and kubectl asks for it with gzip accepted.
+    fn gzipped(doc: &Value, encode: fn(&Value) -> Vec<u8>) -> Forms {
+        let json = doc.to_string().into_bytes();
+        let hash = etag_of(&json);
+        let json = Doc::gzipped(&json, hash.clone());
+        let proto = Doc::gzipped(&encode(doc), hash);
+        Forms { json, proto }
+    }
+
+    fn size(&self) -> usize {
+        self.json.bytes.len() + self.proto.bytes.len()
     }
 
     fn pick(&self, form: Form) -> (&Doc, &'static str) {
@@ -92,15 +145,6 @@ impl Forms {
             Form::Proto(content_type) => (&self.proto, content_type),
         }
     }
-}
-
-/// The v2 document and the v3 index (each group version with the hash of its document). The
-/// v3 documents themselves are built again when asked for and kept in [`OpenApi::v3_built`]:
-/// with thousands of CRDs, every group version's document in JSON and protobuf took hundreds
-/// of MB.
-struct Docs {
-    v2: Forms,
-    v3_index: Doc,
 }
 
 /// How many bytes of built v3 documents are kept (the most recently built first).
@@ -121,7 +165,13 @@ fn etag_of(bytes: &[u8]) -> String {
 /// The OpenAPI documents of the resources a server actually serves, built on first use.
 pub(crate) struct OpenApi {
     served: Vec<Served>,
-    docs: OnceLock<Docs>,
+    /// The v2 document, built on its first request.
+    v2: OnceLock<Forms>,
+    /// The v3 index (each group version with the hash of its document), built on first use.
+    /// The v3 documents themselves are built again when asked for and kept in
+    /// [`OpenApi::v3_built`]: with thousands of CRDs, every group version's document in JSON
+    /// and protobuf took hundreds of MB.
+    v3_index: OnceLock<Doc>,
     /// The v2 document with the remote documents merged in, and the generation of the remote
     /// documents it was built from.
     merged_v2: Mutex<Option<(u64, Arc<Forms>)>>,
@@ -134,16 +184,23 @@ impl OpenApi {
     pub(crate) fn new<'a>(resources: impl IntoIterator<Item = &'a ResourceInfo>) -> OpenApi {
         OpenApi {
             served: resources.into_iter().map(Served::from).collect(),
-            docs: OnceLock::new(),
+            v2: OnceLock::new(),
+            v3_index: OnceLock::new(),
             merged_v2: Mutex::new(None),
             v3_built: Mutex::new(Built::default()),
         }
     }
 
-    fn docs(&self) -> &Docs {
-        self.docs.get_or_init(|| {
+    fn v2(&self) -> &Forms {
+        self.v2.get_or_init(|| {
+            let doc = spec::v2_document(&self.served, SPEC_VERSION);
+            Forms::gzipped(&doc, proto::encode_v2)
+        })
+    }
+
+    fn v3_index(&self) -> &Doc {
+        self.v3_index.get_or_init(|| {
             let served = &self.served;
-            let v2 = spec::v2_document(served, SPEC_VERSION);
             let paths: Map<String, Value> = spec::v3_group_versions(served)
                 .into_iter()
                 .filter_map(|gv| {
@@ -153,10 +210,7 @@ impl OpenApi {
                     Some((gv, json!({ "serverRelativeURL": url })))
                 })
                 .collect();
-            Docs {
-                v2: Forms::new(&v2, proto::encode_v2),
-                v3_index: Doc::new(json!({ "paths": paths }).to_string().into_bytes()),
-            }
+            Doc::new(json!({ "paths": paths }).to_string().into_bytes())
         })
     }
 
@@ -166,12 +220,11 @@ impl OpenApi {
     pub(crate) fn handle(&self, path: &str, headers: &HeaderMap) -> Option<Response<Body>> {
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
         let path = path.trim_end_matches('/');
-        let docs = self.docs();
         if path == "/openapi/v2" {
-            return Some(v2(&docs.v2, headers));
+            return Some(v2(self.v2(), headers));
         }
         if path == "/openapi/v3" {
-            return Some(respond(&docs.v3_index, "application/json", headers, false));
+            return Some(respond(self.v3_index(), "application/json", headers, false));
         }
         let gv = path.strip_prefix("/openapi/v3/")?;
         // None for what the index does not list: both come from v3_document.
@@ -199,11 +252,11 @@ impl OpenApi {
         if let Some(forms) = kept(&built) {
             return Some(forms);
         }
-        built.bytes += forms.json.bytes.len() + forms.proto.bytes.len();
+        built.bytes += forms.size();
         built.docs.push_back((gv.to_string(), forms.clone()));
         while built.bytes > V3_KEPT_BYTES && built.docs.len() > 1 {
             if let Some((_, old)) = built.docs.pop_front() {
-                built.bytes -= old.json.bytes.len() + old.proto.bytes.len();
+                built.bytes -= old.size();
             }
         }
         Some(forms)
@@ -228,7 +281,7 @@ impl OpenApi {
                     let local = spec::v2_document(&self.served, SPEC_VERSION);
                     let remotes = remotes.iter().map(|(p, s)| (p.as_str(), s.as_ref()));
                     let merged = merge::merge_remotes(local, remotes);
-                    let forms = Arc::new(Forms::new(&merged, proto::encode_v2));
+                    let forms = Arc::new(Forms::gzipped(&merged, proto::encode_v2));
                     *slot = Some((generation, forms.clone()));
                     forms
                 }
@@ -306,14 +359,27 @@ fn respond(doc: &Doc, content_type: &str, headers: &HeaderMap, immutable: bool) 
         .get(header::IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    let mut gzipped = false;
     let mut resp = if not_modified {
         let mut r = Response::new(crate::api::empty_body());
         *r.status_mut() = StatusCode::NOT_MODIFIED;
         r
     } else {
-        Response::new(full_body(doc.bytes.clone()))
+        match doc.body(headers) {
+            Ok((bytes, gz)) => {
+                gzipped = gz;
+                Response::new(full_body(bytes))
+            }
+            Err(e) => {
+                return Status::internal(format!("inflating the OpenAPI document: {e}"))
+                    .into_response()
+            }
+        }
     };
     let h = resp.headers_mut();
+    if gzipped {
+        h.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+    }
     if let Ok(v) = HeaderValue::from_str(content_type) {
         h.insert(header::CONTENT_TYPE, v);
     }
@@ -321,6 +387,9 @@ fn respond(doc: &Doc, content_type: &str, headers: &HeaderMap, immutable: bool) 
         h.insert(header::ETAG, v);
     }
     h.insert(header::VARY, HeaderValue::from_static("Accept"));
+    if doc.gzipped {
+        h.append(header::VARY, HeaderValue::from_static("Accept-Encoding"));
+    }
     if immutable {
         h.insert(
             header::CACHE_CONTROL,

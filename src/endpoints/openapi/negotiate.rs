@@ -80,6 +80,37 @@ pub(crate) fn parse_accept(header: &str) -> Vec<Clause> {
     clauses
 }
 
+/// Whether the request accepts a gzip-encoded response, as gziphandler (which wraps
+/// kube-openapi's /openapi/v2 handler) decides: the first Accept-Encoding header split at
+/// commas, each coding lower-cased with its `q` (1 when absent, 0 when it does not parse,
+/// clamped to 0..1; as there, only a `q` in the last parameter counts), and gzip accepted when
+/// its q is above 0.
+pub(crate) fn accepts_gzip(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(header::ACCEPT_ENCODING) else {
+        return false;
+    };
+    let value = String::from_utf8_lossy(value.as_bytes());
+    let mut gzip_q = 0.0;
+    for coding in value.split(',') {
+        let mut name = String::new();
+        let mut q = 1.0;
+        for (n, part) in coding.split(';').enumerate() {
+            let part = part.trim();
+            q = 1.0;
+            if n == 0 {
+                name = part.to_ascii_lowercase();
+            } else if let Some(v) = part.strip_prefix("q=") {
+                q = v.parse::<f64>().unwrap_or(0.0).clamp(0.0, 1.0);
+            }
+        }
+        // Later entries for the same coding replace earlier ones (a map in gziphandler).
+        if name == "gzip" {
+            gzip_q = q;
+        }
+    }
+    gzip_q > 0.0
+}
+
 /// goautoneg's ordering: a clause goes before another when its q is higher, or its type or
 /// subtype is concrete where the other's is `*`. That is no strict order, so the result
 /// depends on the algorithm: Go's sort.Sort insertion-sorts lists of up to 12 elements, which
@@ -120,6 +151,29 @@ mod tests {
             .into_iter()
             .map(|c| format!("{}/{};{}", c.kind, c.subtype, c.q))
             .collect()
+    }
+
+    fn gzip(value: &str) -> bool {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::ACCEPT_ENCODING, value.parse().unwrap());
+        accepts_gzip(&headers)
+    }
+
+    #[test]
+    fn accepts_gzip_like_gziphandler() {
+        assert!(!accepts_gzip(&HeaderMap::new()));
+        assert!(gzip("gzip"));
+        assert!(gzip("deflate, GZIP"));
+        assert!(gzip(" gzip ; q=0.5"));
+        assert!(!gzip("gzip;q=0"));
+        assert!(!gzip("gzip;q=x"));
+        assert!(!gzip("deflate, br"));
+        // `*` does not stand for gzip there; the last entry for a coding wins.
+        assert!(!gzip("*"));
+        assert!(!gzip("gzip, gzip;q=0"));
+        assert!(gzip("gzip;q=0, gzip"));
+        // Only a q in the last parameter counts.
+        assert!(gzip("gzip;q=0;level=1"));
     }
 
     #[test]

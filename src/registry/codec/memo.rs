@@ -65,6 +65,11 @@ impl Encoded {
             }
         }
         out.push(b'}');
+        // The buffer doubled as it grew, and what is kept of it (the watch cache's copy, the
+        // memo's) keeps its capacity: large objects give back the slack.
+        if out.capacity() > 4096 && out.capacity() - out.len() > out.len() / 4 {
+            out.shrink_to_fit();
+        }
         Encoded {
             bytes: out.into(),
             metadata,
