@@ -155,10 +155,20 @@ pub(crate) async fn many_crds(server: Server, dir: &std::path::Path, s: &Setting
     println!("|---|---|---|---|");
     for (label, path, accept, encoding) in [
         ("GET /apis", "/apis", "application/json", None),
-        ("GET /apis (aggregated discovery v2)", "/apis", AGGREGATED, None),
+        (
+            "GET /apis (aggregated discovery v2)",
+            "/apis",
+            AGGREGATED,
+            None,
+        ),
         ("GET /openapi/v3", "/openapi/v3", "application/json", None),
         // As kubectl asks for it (validating a List): protobuf, gzip accepted by Go's transport.
-        ("GET /openapi/v2 (protobuf, gzip)", "/openapi/v2", PROTO_V2, Some("gzip")),
+        (
+            "GET /openapi/v2 (protobuf, gzip)",
+            "/openapi/v2",
+            PROTO_V2,
+            Some("gzip"),
+        ),
     ] {
         let (first, ms, size) = timed_get(&admin, &url, path, accept, encoding).await?;
         println!("| {label} | {first:.1} ms | {ms:.1} ms | {size} |");

@@ -111,6 +111,11 @@ impl CustomSchema {
         }
     }
 
+    /// The schema as JSON text.
+    pub(crate) fn text(&self) -> &str {
+        &self.json
+    }
+
     /// The schema, decoded once and kept (what server-side apply and managedFields follow
     /// on every write of the kind).
     pub(crate) fn value(&self) -> &Value {

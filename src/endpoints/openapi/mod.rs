@@ -17,15 +17,15 @@ mod spec;
 
 use crate::api::{full_body, Body, Status};
 use crate::registry::ResourceInfo;
-use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
-use serde_json::{json, Map, Value};
 use bytes::Bytes;
 use flate2::read::GzDecoder;
 use flate2::write::GzEncoder;
 use flate2::Compression;
+use http::{header, HeaderMap, HeaderValue, Response, StatusCode};
+use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha512};
-use std::io::{Read, Write};
 use spec::Served;
+use std::io::{Read, Write};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// The protobuf media types a client may ask the v2 document in: the `.` form and the

@@ -18,11 +18,11 @@ use crate::registry::strategy::{
     ResourceInfo, ScalePaths, Strategy, Text, AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, CustomResourceDefinitionVersion,
+    CustomResourceDefinition, CustomResourceDefinitionVersion, JSONSchemaProps,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::{Map, Value};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock, OnceLock};
 
 /// Subresource sets a custom resource can have.
 const STATUS: &[(&str, &[&str])] = &[("status", &["get", "patch", "update"])];
@@ -49,7 +49,41 @@ struct CustomObject {
 /// An additionalPrinterColumn: its header and where its value is.
 struct PrinterColumn {
     column: Column,
-    path: Option<serde_json_path::JsonPath>,
+    path: Option<Arc<serde_json_path::JsonPath>>,
+}
+
+/// The Age column's path, parsed once for every CRD that defines no columns.
+static AGE_PATH: LazyLock<Option<Arc<serde_json_path::JsonPath>>> = LazyLock::new(|| {
+    serde_json_path::JsonPath::parse("$.metadata.creationTimestamp")
+        .ok()
+        .map(Arc::new)
+});
+
+/// A version's schema, compiled on first use: a CRD's schema stays text until an object of
+/// the kind is read or written (2,000 CRDs compiled up front held ~22 MB, most of them for
+/// kinds nobody had used yet).
+struct LazySchema {
+    /// The schema as text; None for a version without one.
+    source: Option<Arc<CustomSchema>>,
+    compiled: OnceLock<Option<Schema>>,
+}
+
+impl LazySchema {
+    fn new(source: Option<Arc<CustomSchema>>) -> LazySchema {
+        LazySchema {
+            source,
+            compiled: OnceLock::new(),
+        }
+    }
+
+    fn get(&self) -> Option<&Schema> {
+        let compile = || {
+            // The text is what serde wrote of these props when the CRD was stored.
+            let props: JSONSchemaProps = serde_json::from_str(self.source.as_ref()?.text()).ok()?;
+            Some(Schema::compile(&props))
+        };
+        self.compiled.get_or_init(compile).as_ref()
+    }
 }
 
 /// One served version of a CRD.
@@ -64,10 +98,10 @@ pub(crate) struct CustomResource {
     /// The CRD's served versions, when it serves more than one (what admission webhooks'
     /// matchPolicy Equivalent matches).
     served: Vec<String>,
-    schema: Option<Schema>,
+    schema: LazySchema,
     /// The storage version's schema, when that is another version: what a conversion to
     /// storage prunes by.
-    storage_schema: Option<Schema>,
+    storage_schema: LazySchema,
     /// The schema's CEL rules, if it has any.
     rules: Option<Rules>,
     status: bool,
@@ -113,7 +147,9 @@ impl CustomResource {
             .filter(|v| v.name != version.name)
             .and_then(|v| v.schema.as_ref())
             .and_then(|s| s.open_api_v3_schema.as_ref())
-            .map(Schema::compile);
+            .and_then(|p| serde_json::to_value(p).ok())
+            .map(|v| Arc::new(CustomSchema::new(&v)));
+        let text = Arc::new(CustomSchema::new(&schema_json));
         let rules = Rules::compile(&schema_json, &spec.group, &version.name, &names.kind);
         let served: Vec<String> = spec
             .versions
@@ -142,7 +178,7 @@ impl CustomResource {
                 (false, true) => SCALE,
                 (true, true) => STATUS_AND_SCALE,
             },
-            schema: KindSchema::Custom(Arc::new(CustomSchema::new(&schema_json))),
+            schema: KindSchema::Custom(text.clone()),
             protobuf: None,
         };
         CustomResource {
@@ -150,8 +186,8 @@ impl CustomResource {
             api_version: format!("{}/{}", spec.group, version.name),
             converter,
             served: if served.len() > 1 { served } else { Vec::new() },
-            schema: props.map(Schema::compile),
-            storage_schema,
+            schema: LazySchema::new(props.map(|_| text)),
+            storage_schema: LazySchema::new(storage_schema),
             rules,
             status,
             columns: printer_columns(version),
@@ -223,7 +259,7 @@ fn printer_columns(version: &CustomResourceDefinitionVersion) -> Vec<PrinterColu
         age.type_ = text("date");
         return vec![PrinterColumn {
             column: age,
-            path: serde_json_path::JsonPath::parse("$.metadata.creationTimestamp").ok(),
+            path: AGE_PATH.clone(),
         }];
     }
     defined
@@ -236,7 +272,9 @@ fn printer_columns(version: &CustomResourceDefinitionVersion) -> Vec<PrinterColu
                 description: Text::Owned(c.description.clone().unwrap_or_default()),
                 priority: c.priority.unwrap_or(0),
             },
-            path: serde_json_path::JsonPath::parse(&format!("${}", c.json_path)).ok(),
+            path: serde_json_path::JsonPath::parse(&format!("${}", c.json_path))
+                .ok()
+                .map(Arc::new),
         })
         .collect()
 }
@@ -286,7 +324,7 @@ impl Strategy for CustomResource {
 
     fn canonicalize(&self, obj: Input<'_>) -> Result<(Value, Vec<String>), String> {
         let (mut obj, mut unknown) = typed_roundtrip::<CustomObject>(obj)?;
-        if let Some(schema) = &self.schema {
+        if let Some(schema) = self.schema.get() {
             let opts = CoerceOptions {
                 track_unknown: true,
                 drop_invalid_metadata: false,
@@ -325,10 +363,7 @@ impl Strategy for CustomResource {
     }
 
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
-        let mut errs = self
-            .schema
-            .as_ref()
-            .map_or_else(Vec::new, |s| s.validate(obj));
+        let mut errs = self.schema.get().map_or_else(Vec::new, |s| s.validate(obj));
         if let Some(rules) = &self.rules {
             errs.extend(rules.validate(obj, None));
         }
@@ -338,7 +373,7 @@ impl Strategy for CustomResource {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self
             .schema
-            .as_ref()
+            .get()
             .map_or_else(Vec::new, |s| s.validate_update(new, old));
         if let Some(rules) = &self.rules {
             errs.extend(rules.validate(new, Some(old)));
@@ -349,7 +384,7 @@ impl Strategy for CustomResource {
     fn validate_subresource_update(&self, _sub: &str, new: &Value, old: &Value) -> Vec<FieldError> {
         let mut errs = self
             .schema
-            .as_ref()
+            .get()
             .map_or_else(Vec::new, |s| s.validate_status_update(new, old));
         if let Some(rules) = &self.rules {
             errs.extend(rules.validate(new, Some(old)));
@@ -393,7 +428,7 @@ impl Strategy for CustomResource {
             .converter
             .convert(obj, &self.storage_api_version)
             .map_err(Error::Internal)?;
-        if let Some(schema) = &self.storage_schema {
+        if let Some(schema) = self.storage_schema.get() {
             // What the storage version does not know is pruned, as upstream's converter
             // coerces its output by the target version's schema.
             prune(schema, &mut obj, false);
@@ -406,7 +441,7 @@ impl Strategy for CustomResource {
             .converter
             .convert(obj, &self.api_version)
             .map_err(Error::Internal)?;
-        if let Some(schema) = &self.schema {
+        if let Some(schema) = self.schema.get() {
             // Stored objects were valid when written; what a schema change made unknown is
             // pruned and new defaults are filled in, as upstream's storage decoder does.
             prune(schema, &mut obj, true);

@@ -16,10 +16,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// How many objects one resource keeps decoded.
 const CAPACITY: usize = 4096;
 
-/// How many bytes of stored JSON one resource keeps decoded. A decoded tree takes several
-/// times its JSON, so large objects (CRDs with their schemas) are kept a few hundred at a
-/// time rather than all of them: 2,000 CRDs of 20 KB would otherwise pin ~100 MB of trees.
-const BUDGET_BYTES: usize = 4 << 20;
+/// How many bytes of stored JSON one resource keeps decoded. A decoded tree and its encoding
+/// take about six times its JSON, so large objects (CRDs with their schemas) are kept a
+/// hundred or so at a time rather than all of them: 4 MiB of 2,000 CRDs pinned ~25 MB after
+/// one LIST of them.
+const BUDGET_BYTES: usize = 1 << 20;
 
 /// One object as served, at one revision.
 #[derive(Debug)]

@@ -5,8 +5,8 @@
 //! watcher's replay from the ring and its live queue neither overlap nor leave a gap.
 //!
 //! The ring keeps at least [`CacherOptions::history_age`] of events (upstream's
-//! eventFreshDuration, 75 s), between [`HISTORY_FLOOR`] and [`CacherOptions::history`] events
-//! and within [`CacherOptions::history_bytes`],
+//! eventFreshDuration, 75 s), between [`HISTORY_FLOOR`] (or [`HISTORY_FLOOR_BYTES`]) and
+//! [`CacherOptions::history`] events and within [`CacherOptions::history_bytes`],
 //! so a watcher closed for being slow can resume where it was instead of relisting. A replay
 //! is read from the ring lazily, a batch at a time as the client takes it: a watcher holds
 //! a cursor, not a copy of the history, and subscribes to the live queue only once it has
@@ -24,8 +24,14 @@ use std::time::{Duration, Instant};
 use tokio::sync::watch as tokio_watch;
 use tokio_util::sync::CancellationToken;
 
-/// Events the ring keeps whatever their age.
+/// Events the ring keeps whatever their age: this many, as long as they hold no more than
+/// [`HISTORY_FLOOR_BYTES`] (a resource of large objects, CRDs with their schemas, keeps
+/// fewer: 1,024 of those held tens of MB long after anyone could want them).
 const HISTORY_FLOOR: usize = 1024;
+const HISTORY_FLOOR_BYTES: usize = 1 << 20;
+/// How often (at most) events past their age leave the ring when no new event pushes them
+/// out.
+const TRIM_EVERY: Duration = Duration::from_secs(5);
 /// Events a replay takes from the ring per lock, and the ring entries it scans at most.
 const REPLAY_BATCH: usize = 64;
 const REPLAY_SCAN: usize = 4096;
@@ -114,11 +120,7 @@ impl ResourceCache {
         // Both detached: they hold the cache only weakly, return once its Drop cancels `stop`,
         // have no result, and log their own errors.
         tokio::spawn(reflect(Arc::downgrade(&rc), backend, rc.stop.clone()));
-        tokio::spawn(bookmarks(
-            Arc::downgrade(&rc.hub),
-            rc.opts.bookmark_interval,
-            rc.stop.clone(),
-        ));
+        tokio::spawn(upkeep(Arc::downgrade(&rc), rc.stop.clone()));
         rc
     }
 
@@ -254,21 +256,9 @@ impl ResourceCache {
         }
         st.revision = st.revision.max(rev);
         if !matches!(ev, WatchEvent::Progress(_)) {
-            let now = Instant::now();
-            let max = self.opts.history.max(1);
             let size = event_bytes(&ev);
-            while let Some((at, old)) = st.ring.front() {
-                let aged = st.ring.len() >= HISTORY_FLOOR.min(max)
-                    && now.duration_since(*at) > self.opts.history_age;
-                let full = st.ring_bytes + size > self.opts.history_bytes;
-                if st.ring.len() < max && !aged && !full {
-                    break;
-                }
-                let (start, bytes) = (old.revision(), event_bytes(old));
-                st.ring_start = start;
-                st.ring_bytes -= bytes;
-                st.ring.pop_front();
-            }
+            let now = Instant::now();
+            trim(&mut st, &self.opts, now, size);
             let ev = Arc::new(ev);
             st.ring_bytes += size;
             st.ring.push_back((now, ev.clone()));
@@ -280,6 +270,27 @@ impl ResourceCache {
         let revision = st.revision;
         drop(st);
         self.revision_tx.send_replace((true, revision));
+    }
+}
+
+/// Drops from the front of the ring what it need not keep, making room for one more event of
+/// `incoming` bytes (none when 0): events past `history` or `history_bytes`, and events older
+/// than `history_age` beyond the floor.
+fn trim(st: &mut State, opts: &CacherOptions, now: Instant, incoming: usize) {
+    let max = opts.history.max(1);
+    let room = usize::from(incoming > 0);
+    while let Some((at, old)) = st.ring.front() {
+        let above_floor =
+            st.ring.len() >= HISTORY_FLOOR.min(max) || st.ring_bytes > HISTORY_FLOOR_BYTES;
+        let aged = above_floor && now.duration_since(*at) > opts.history_age;
+        let full = st.ring_bytes + incoming > opts.history_bytes;
+        if st.ring.len() + room <= max && !aged && !full {
+            break;
+        }
+        let (start, bytes) = (old.revision(), event_bytes(old));
+        st.ring_start = start;
+        st.ring_bytes -= bytes;
+        st.ring.pop_front();
     }
 }
 
@@ -395,19 +406,39 @@ impl Drop for ResourceCache {
 }
 
 /// Sends bookmarks to idle watchers every `interval`.
-async fn bookmarks(hub: std::sync::Weak<Hub>, interval: Duration, stop: CancellationToken) {
-    if interval.is_zero() {
+/// Sends watchers their progress notifications every `bookmark_interval`, and every
+/// [`TRIM_EVERY`] lets aged events leave the ring of a resource nobody writes to.
+async fn upkeep(cache: std::sync::Weak<ResourceCache>, stop: CancellationToken) {
+    let Some((interval, age)) = cache
+        .upgrade()
+        .map(|c| (c.opts.bookmark_interval, c.opts.history_age))
+    else {
         return;
-    }
-    let mut tick = tokio::time::interval(interval);
+    };
+    // No point trimming more often than events age (tests set a short age).
+    let trim_every = TRIM_EVERY.min(age).max(Duration::from_millis(10));
+    let period = if interval.is_zero() {
+        trim_every
+    } else {
+        interval
+    };
+    let trim_ticks = (trim_every.as_millis() / period.as_millis().max(1)).max(1);
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut ticks: u128 = 0;
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tick.tick() => match hub.upgrade() {
-                Some(hub) => hub.progress(),
-                None => return,
-            },
+            _ = tick.tick() => {
+                let Some(cache) = cache.upgrade() else { return };
+                if !interval.is_zero() {
+                    cache.hub.progress();
+                }
+                ticks += 1;
+                if ticks.is_multiple_of(trim_ticks) {
+                    trim(&mut cache.write(), &cache.opts, Instant::now(), 0);
+                }
+            }
         }
     }
 }

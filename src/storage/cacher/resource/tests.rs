@@ -127,3 +127,54 @@ async fn the_ring_keeps_within_its_byte_budget() {
         Err(Error::Compacted { .. })
     ));
 }
+
+/// Events of large objects past their age leave the ring even when nothing is written after
+/// them, down to the byte floor: a watcher that is up to date keeps watching, one from before
+/// what is left is told its revision is too old.
+#[tokio::test]
+async fn aged_events_of_large_objects_leave_a_quiet_ring() {
+    let p = "/registry/apiextensions.k8s.io/customresourcedefinitions/";
+    let opts = CacherOptions {
+        history_age: Duration::from_millis(100),
+        bookmark_interval: Duration::ZERO,
+        ..CacherOptions::default()
+    };
+    let (_dir, cache) = started(p, opts).await;
+    // 40 events of 64 KiB: 2.5 MiB, over the 1 MiB floor but far under 1,024 events.
+    let mut revs = Vec::new();
+    for i in 0..40 {
+        let value = Bytes::from(vec![b'x'; 64 << 10]);
+        let kv = cache.create(&format!("{p}crd-{i:02}"), value, None).await;
+        revs.push(kv.unwrap().mod_revision);
+    }
+    let mut w = cache.watch(p, Some(revs[38])).await.unwrap();
+    assert_eq!(next(&mut w).await.unwrap().revision(), revs[39]);
+    assert!(
+        cache.watch(p, Some(revs[0])).await.is_ok(),
+        "all kept while young"
+    );
+
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while cache.watch(p, Some(revs[0])).await.is_ok() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "aged events never left"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // What is left fits the floor: about 16 of the 64 KiB events.
+    let mut kept = 0;
+    for r in &revs {
+        kept += usize::from(cache.watch(p, Some(*r)).await.is_ok());
+    }
+    assert!((1..=17).contains(&kept), "{kept} events kept");
+    // The up-to-date watcher is not disturbed, and a new one from the latest revision works.
+    assert!(cache.watch(p, Some(revs[39])).await.is_ok());
+    let live = cache
+        .create(&format!("{p}live"), Bytes::from("y"), None)
+        .await;
+    assert_eq!(
+        next(&mut w).await.unwrap().revision(),
+        live.unwrap().mod_revision
+    );
+}
