@@ -239,11 +239,21 @@ impl ResourceCache {
     }
 
     /// Applies one backend event (or progress notification) and publishes it.
-    fn apply(&self, ev: WatchEvent) {
+    fn apply(&self, mut ev: WatchEvent) {
         let mut st = self.write();
         let rev = ev.revision();
         if rev <= st.revision && !matches!(ev, WatchEvent::Progress(_)) {
             return;
+        }
+        // The backend reads the value before a change afresh; the cache holds the same
+        // revision already (the event that wrote it may still be in the ring), so the event
+        // shares that copy instead of keeping a second one for as long as the ring does.
+        if let WatchEvent::Updated { prev, .. } | WatchEvent::Deleted { prev, .. } = &mut ev {
+            if let Some(cur) = st.items.get(&prev.key) {
+                if cur.mod_revision == prev.mod_revision {
+                    prev.value = cur.value.clone();
+                }
+            }
         }
         match &ev {
             WatchEvent::Created(kv) | WatchEvent::Updated { kv, .. } => {

@@ -178,3 +178,51 @@ async fn aged_events_of_large_objects_leave_a_quiet_ring() {
         live.unwrap().mod_revision
     );
 }
+
+/// The value before an update or a deletion is the cache's own copy of that revision, not a
+/// second one the ring would keep alive as long as the event.
+#[tokio::test]
+async fn events_share_the_value_before_with_the_cache() {
+    let p = "/registry/configmaps/";
+    let (_dir, cache) = started(p, CacherOptions::default()).await;
+    let k = format!("{p}ns/a");
+    cache
+        .create(&k, Bytes::from(vec![b'1'; 4096]), None)
+        .await
+        .unwrap();
+    let to_two =
+        |_: Option<&KeyValue>| Ok(crate::storage::Update::Set(Bytes::from(vec![b'2'; 4096])));
+    let updated = cache.guaranteed_update(&k, false, &to_two).await.unwrap();
+    cache.delete(&k, &|_| Ok(())).await.unwrap();
+    // Wait for the cache to apply all three.
+    let mut w = cache.watch(p, Some(updated.mod_revision)).await.unwrap();
+    assert!(matches!(
+        next(&mut w).await.unwrap(),
+        WatchEvent::Deleted { .. }
+    ));
+
+    let rc = cache.resources.lock().unwrap()[p].clone();
+    let st = rc.read();
+    let events: Vec<_> = st.ring.iter().map(|(_, e)| e.clone()).collect();
+    let [created, updated, deleted] = &events[..] else {
+        panic!("{} events in the ring", events.len());
+    };
+    let (WatchEvent::Created(one), WatchEvent::Updated { kv: two, prev, .. }) =
+        (&**created, &**updated)
+    else {
+        panic!("unexpected events");
+    };
+    assert_eq!(
+        prev.value.as_ptr(),
+        one.value.as_ptr(),
+        "update's value before"
+    );
+    let WatchEvent::Deleted { prev: last, .. } = &**deleted else {
+        panic!("unexpected event");
+    };
+    assert_eq!(
+        last.value.as_ptr(),
+        two.value.as_ptr(),
+        "deletion's value before"
+    );
+}
