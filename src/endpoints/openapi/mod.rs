@@ -4,7 +4,9 @@
 //! the hash of the JSON as ETag of both; the v3 index of group versions with those hashes; a
 //! v3 document fetched by its current hash is immutable-cached, one fetched with a stale hash
 //! redirected to it. Documents list only what the registry serves and are built on first use
-//! (the v3 ones again when asked for, a few MB of them kept). With remote APIServices,
+//! (the v3 ones again when asked for, a few MB of them kept). The v2 document is kept
+//! gzip-compressed and sent so to clients that accept gzip (kube-openapi wraps its v2 handler
+//! in gziphandler), inflated for the others. With remote APIServices,
 //! /openapi/v2 is this server's document with their documents merged in ([`merge`]), built again when one of them changes.
 //! May use: api.
 
