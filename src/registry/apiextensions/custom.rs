@@ -78,9 +78,17 @@ impl LazySchema {
 
     fn get(&self) -> Option<&Schema> {
         let compile = || {
-            // The text is what serde wrote of these props when the CRD was stored.
-            let props: JSONSchemaProps = serde_json::from_str(self.source.as_ref()?.text()).ok()?;
-            Some(Schema::compile(&props))
+            // The text is what serde wrote of these props when the CRD was read, so it reads
+            // back; were it ever not to, the kind would go unvalidated, which must not pass
+            // unnoticed.
+            let text = self.source.as_ref()?.text();
+            match serde_json::from_str::<JSONSchemaProps>(text) {
+                Ok(props) => Some(Schema::compile(&props)),
+                Err(e) => {
+                    tracing::error!(error = %e, "a CRD schema kept as text does not read back; its objects are not validated");
+                    None
+                }
+            }
         };
         self.compiled.get_or_init(compile).as_ref()
     }

@@ -415,7 +415,6 @@ impl Drop for ResourceCache {
     }
 }
 
-/// Sends bookmarks to idle watchers every `interval`.
 /// Sends watchers their progress notifications every `bookmark_interval`, and every
 /// [`TRIM_EVERY`] lets aged events leave the ring of a resource nobody writes to.
 async fn upkeep(cache: std::sync::Weak<ResourceCache>, stop: CancellationToken) {
