@@ -4,7 +4,7 @@
 use super::*;
 
 /// One kind the collector watches, as discovery lists it.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub(super) struct Kind {
     pub(super) group: String,
     pub(super) version: String,

@@ -31,7 +31,7 @@
 use super::informer::{carrying, SharedWatch};
 use super::meta_only::MetaOnly;
 use crate::api::CollectorEvents;
-use futures::stream::{select_all, StreamExt};
+use futures::stream::{self, BoxStream, SelectAll, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{
     ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions,
@@ -44,6 +44,7 @@ use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Semaphore;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -157,8 +158,8 @@ fn to_obj(kind: &Arc<Kind>, ev: watcher::Event<MetaOnly>) -> watcher::Event<Obj>
 
 /// Runs the collector until `cancel` fires. Leases come from the watch shared with the
 /// coordinated-leader-election controller; every other kind has a watch of its own. The kinds
-/// come from discovery, asked again at every resync: when they change (a resource added or
-/// removed), the watches are set up again.
+/// come from discovery, asked again at every resync: a resource added while the server runs
+/// gets a watch, a removed one loses its watch, and the others keep theirs.
 pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: SharedWatch) {
     let mut failures = 0u32;
     loop {
@@ -167,12 +168,7 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
             k = Kinds::discover(&client) => k,
         };
         match kinds {
-            Ok(kinds) => {
-                failures = 0;
-                if watch(&client, &cancel, &leases, Arc::new(kinds)).await {
-                    return;
-                }
-            }
+            Ok(kinds) => return watch(&client, &cancel, &leases, kinds).await,
             Err(e) => {
                 failures = failures.saturating_add(1);
                 debug!(error = %format!("{e:#}"), "garbage collector: discovery failed");
@@ -186,33 +182,11 @@ pub(crate) async fn run(client: Client, cancel: CancellationToken, leases: Share
     }
 }
 
-/// Watches `kinds` and runs passes until `cancel` fires (true) or discovery shows other
-/// kinds (false).
-async fn watch(
-    client: &Client,
-    cancel: &CancellationToken,
-    leases: &SharedWatch,
-    kinds: Arc<Kinds>,
-) -> bool {
-    // One client for all the watches: each kube Client has a request buffer of its own
-    // (1,024 slots and a task), which with thousands of CRDs came to tens of MB.
-    let collector = carrying(client, CollectorEvents);
-    let watches = kinds.0.iter().map(|k| {
-        let resource = api_resource(k);
-        let k = k.clone();
-        if leases.follows(&resource) {
-            return leases
-                .subscribe(client)
-                .map(move |e| Ok(to_obj(&k, e)))
-                .boxed();
-        }
-        let api: Api<MetaOnly> = Api::all_with(collector.clone(), &resource);
-        watcher(api, watcher::Config::default())
-            .default_backoff()
-            .map(move |ev| ev.map(|e| to_obj(&k, e)))
-            .boxed()
-    });
-    let mut events = select_all(watches);
+/// Watches `kinds`, following discovery at every resync, and runs passes until `cancel`
+/// fires.
+async fn watch(client: &Client, cancel: &CancellationToken, leases: &SharedWatch, kinds: Kinds) {
+    let mut watches = Watches::new(client, leases);
+    let mut kinds = watches.follow(kinds);
     let mut seen = Seen::default();
     // The first pass follows the watches' initial lists (InitDone).
     let mut due = None;
@@ -230,10 +204,11 @@ async fn watch(
             timer.as_mut().reset(at);
         }
         tokio::select! {
-            () = &mut cancelled => return true,
-            Some(ev) = events.next() => match ev {
+            () = &mut cancelled => return,
+            Some(ev) = watches.events.next() => match ev {
                 Ok(ev) => {
-                    let mut work = seen.observe(ev);
+                    let synced = watches.synced(&ev);
+                    let mut work = seen.observe(ev) && synced;
                     if !seen.unknown.is_empty() {
                         work |= seen.verify(client, &kinds).await;
                     }
@@ -247,20 +222,19 @@ async fn watch(
             () = &mut timer => {
                 let resync = due.is_none();
                 due = None;
+                // The pass covers what the watches still listing would have shown.
+                watches.starting = 0;
                 last = Instant::now();
                 if resync {
                     match Kinds::discover(client).await {
-                        Ok(now) if now != *kinds => {
-                            info!("garbage collector: the served resources changed; watching them again");
-                            return false;
-                        }
+                        Ok(now) if now != *kinds => kinds = watches.follow(now),
                         Ok(_) => {}
                         Err(e) => debug!(error = %format!("{e:#}"), "garbage collector: discovery failed"),
                     }
                 }
                 // A pass over many objects takes a while (pages of 500): shutdown does not wait.
                 let passed = tokio::select! {
-                    () = &mut cancelled => return true,
+                    () = &mut cancelled => return,
                     p = pass(client, kinds.clone()) => p,
                 };
                 let done = match passed {
@@ -280,5 +254,118 @@ async fn watch(
                 }
             }
         }
+    }
+}
+
+/// Initial lists in flight at once. Thousands of CRDs found at one resync start their watches
+/// a few at a time: each initial list, and each watch while it opens, holds buffers on both
+/// ends, which all at once came to tens of MB for a moment.
+const STARTING: usize = 16;
+
+type Events = BoxStream<'static, Result<watcher::Event<Obj>, watcher::Error>>;
+
+/// The collector's watches, one per kind, merged into one stream of events.
+struct Watches {
+    /// One client for all the watches: each kube Client has a request buffer of its own
+    /// (1,024 slots and a task), which with thousands of CRDs came to tens of MB.
+    collector: Client,
+    leases: SharedWatch,
+    client: Client,
+    running: Vec<(Arc<Kind>, CancellationToken)>,
+    events: SelectAll<Events>,
+    starts: Arc<Semaphore>,
+    /// Watches whose initial list has not ended yet: until they all have, an InitDone is not
+    /// work (the first pass waits for them all instead of running once per batch).
+    starting: usize,
+}
+
+impl Watches {
+    fn new(client: &Client, leases: &SharedWatch) -> Watches {
+        Watches {
+            collector: carrying(client, CollectorEvents),
+            leases: leases.clone(),
+            client: client.clone(),
+            running: Vec::new(),
+            events: SelectAll::new(),
+            starts: Arc::new(Semaphore::new(STARTING)),
+            starting: 0,
+        }
+    }
+
+    /// Watches exactly `kinds` from now on: new kinds get a watch, the watches of kinds no
+    /// longer served stop, the rest go on. Returns the kinds, sharing the `Arc` of each kind
+    /// already watched (passes tell kinds apart by it).
+    fn follow(&mut self, kinds: Kinds) -> Arc<Kinds> {
+        let first = self.running.is_empty();
+        let mut old: HashMap<_, _> = std::mem::take(&mut self.running).into_iter().collect();
+        let mut added = 0;
+        let mut now = Vec::with_capacity(kinds.0.len());
+        for k in kinds.0 {
+            let (k, stop) = match old.remove_entry(&k) {
+                Some(kept) => kept,
+                None => {
+                    added += 1;
+                    let stop = CancellationToken::new();
+                    self.events.push(self.start(&k, &stop));
+                    (k, stop)
+                }
+            };
+            now.push(k.clone());
+            self.running.push((k, stop));
+        }
+        for stop in old.values() {
+            stop.cancel();
+        }
+        if !first && (added > 0 || !old.is_empty()) {
+            info!(
+                added,
+                removed = old.len(),
+                "garbage collector: the served resources changed"
+            );
+        }
+        self.starting += added;
+        Arc::new(Kinds(now))
+    }
+
+    /// The events of one kind's watch, until `stop` fires.
+    fn start(&self, k: &Arc<Kind>, stop: &CancellationToken) -> Events {
+        let resource = api_resource(k);
+        let stopped = stop.clone().cancelled_owned();
+        let k = k.clone();
+        if self.leases.follows(&resource) {
+            return self
+                .leases
+                .subscribe(&self.client)
+                .map(move |e| Ok(to_obj(&k, e)))
+                .take_until(stopped)
+                .boxed();
+        }
+        let api: Api<MetaOnly> = Api::all_with(self.collector.clone(), &resource);
+        let starts = self.starts.clone();
+        stream::once(async move { starts.acquire_owned().await.ok() })
+            .flat_map(move |mut permit| {
+                let k = k.clone();
+                watcher(api.clone(), watcher::Config::default())
+                    .default_backoff()
+                    .map(move |ev| {
+                        // The turn ends with the initial list, or with its first error.
+                        if !matches!(ev, Ok(watcher::Event::Init | watcher::Event::InitApply(_))) {
+                            permit.take();
+                        }
+                        ev.map(|e| to_obj(&k, e))
+                    })
+            })
+            .take_until(stopped)
+            .boxed()
+    }
+
+    /// Counts the end of initial lists; false for an InitDone while other watches are still
+    /// listing.
+    fn synced(&mut self, ev: &watcher::Event<Obj>) -> bool {
+        if !matches!(ev, watcher::Event::InitDone) || self.starting == 0 {
+            return true;
+        }
+        self.starting -= 1;
+        self.starting == 0
     }
 }

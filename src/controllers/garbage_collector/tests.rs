@@ -145,3 +145,69 @@ fn leases_come_from_the_shared_lease_watch() {
             .collect();
     assert_eq!(shared, ["Lease"]);
 }
+
+#[tokio::test]
+async fn watches_start_a_few_at_a_time_and_follow_discovery() {
+    use std::sync::Mutex;
+    // An API server that takes every request and never answers: a watch holds its turn
+    // until its initial list ends, which here it never does.
+    let asked = Arc::new(Mutex::new(Vec::<String>::new()));
+    let service = {
+        let asked = asked.clone();
+        tower::service_fn(move |req: http::Request<kube::client::Body>| {
+            asked.lock().unwrap().push(req.uri().path().to_string());
+            std::future::pending::<Result<http::Response<kube::client::Body>, std::io::Error>>()
+        })
+    };
+    let client = Client::new(service, "default");
+    let leases = SharedWatch::new(ApiResource::erase::<
+        k8s_openapi::api::coordination::v1::Lease,
+    >(&()));
+    let crd = |i: usize| {
+        Arc::new(Kind {
+            group: "example.com".into(),
+            version: "v1".into(),
+            kind: format!("K{i}"),
+            plural: format!("k{i}s"),
+            namespaced: true,
+        })
+    };
+    let listed = |asked: &Mutex<Vec<String>>| {
+        let mut l = asked.lock().unwrap().clone();
+        l.sort();
+        l
+    };
+    let path = |i: usize| format!("/apis/example.com/v1/k{i}s");
+
+    // Takes what the watches yield (their Init events) until they all wait.
+    async fn drain(w: &mut Watches) {
+        while let Ok(Some(_)) =
+            tokio::time::timeout(Duration::from_millis(100), w.events.next()).await
+        {}
+    }
+
+    let mut w = Watches::new(&client, &leases);
+    let first = w.follow(Kinds((0..20).map(crd).collect()));
+    assert_eq!(w.starting, 20);
+    drain(&mut w).await;
+    let mut want: Vec<String> = (0..STARTING).map(path).collect();
+    want.sort();
+    assert_eq!(
+        listed(&asked),
+        want,
+        "only {STARTING} initial lists at once"
+    );
+
+    // Discovery no longer lists k0..k9 and now lists k20: their watches stop, which hands
+    // their turns to the waiting ones; k10..k19 keep their watches (and their Arcs).
+    let second = w.follow(Kinds((10..21).map(crd).collect()));
+    assert!(Arc::ptr_eq(&first.0[10], &second.0[0]));
+    assert!(Arc::ptr_eq(&first.0[19], &second.0[9]));
+    assert_eq!(*second.0[10], *crd(20));
+    assert_eq!(w.starting, 21);
+    drain(&mut w).await;
+    assert_eq!(w.events.len(), 11, "the removed kinds' watches ended");
+    let mut want: Vec<String> = (0..21).map(path).collect();
+    want.sort();
+    assert_eq!(listed(&asked), want, "each kind listed once, none again");
+}
