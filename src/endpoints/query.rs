@@ -99,6 +99,8 @@ impl Query {
             // Never from the query (the watch handler sets it for the loopback client).
             omit_renewals: false,
             collector_events: false,
+            // Set by the list handler from the Accept header.
+            metadata_only: false,
         })
     }
 

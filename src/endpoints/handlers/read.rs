@@ -7,7 +7,7 @@ use crate::api::Body;
 use crate::endpoints::negotiate::respond_bytes;
 use crate::endpoints::negotiate::Output;
 use crate::endpoints::status::error_response;
-use crate::registry::{Decoded, GenericStore};
+use crate::registry::{Decoded, GenericStore, ListOptions};
 use bytes::Bytes;
 use futures::StreamExt;
 use http::Response;
@@ -61,7 +61,13 @@ pub(crate) async fn list(store: &GenericStore, req: &Req<'_>) -> Response<Body> 
         req.query.context(req.namespace(), "ListOptions"),
         req.query.list_options(),
     ) {
-        (Ok(c), Ok(o)) => (c, o),
+        (Ok(c), Ok(o)) => (
+            c,
+            ListOptions {
+                metadata_only: matches!(req.out, Output::Metadata(_)),
+                ..o
+            },
+        ),
         (Err(s), _) | (_, Err(s)) => return status_response(s),
     };
     let page = match store.list(&ctx, &opts).await {

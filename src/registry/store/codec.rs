@@ -32,6 +32,38 @@ impl GenericStore {
         Ok(d)
     }
 
+    /// An object's apiVersion, kind and metadata, as served, for a resource that serves what
+    /// it stores: the rest of the stored value is skipped unparsed and nothing is memoized, so
+    /// a metadata-only LIST of large objects (the garbage collector's passes over every kind)
+    /// builds no tree of their contents. The memo's decoded object serves when it has one.
+    pub(crate) fn decode_metadata(&self, kv: &KeyValue) -> Result<Arc<Decoded>> {
+        #[derive(serde::Deserialize)]
+        struct Head {
+            #[serde(rename = "apiVersion")]
+            api_version: Option<Value>,
+            kind: Option<Value>,
+            metadata: Option<Value>,
+        }
+        if let Some(d) = self.memo.get(&kv.key, kv.mod_revision) {
+            return Ok(d);
+        }
+        let head: Head = serde_json::from_slice(&kv.value)
+            .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
+        let mut obj = serde_json::Map::new();
+        for (k, v) in [
+            ("apiVersion", head.api_version),
+            ("kind", head.kind),
+            ("metadata", head.metadata),
+        ] {
+            if let Some(v) = v {
+                obj.insert(k.into(), v);
+            }
+        }
+        let mut obj = Value::Object(obj);
+        stamp_resource_version(&mut obj, kv.mod_revision);
+        Ok(Arc::new(Decoded::new(obj)))
+    }
+
     /// The object a deletion at `revision` reports: its last state `prev`, stamped with the
     /// deletion's revision. Memoized under that revision like any other, so every watcher of
     /// the deletion shares one copy and one encoding (as upstream's cacher shares one object

@@ -47,6 +47,9 @@ pub(crate) struct ListOptions {
     /// Not from the query: the live watch leaves out ADDED and MODIFIED events of objects
     /// without ownerReferences that are not being deleted ([`crate::api::CollectorEvents`]).
     pub collector_events: bool,
+    /// Not from the query: the response shows only each object's metadata
+    /// (PartialObjectMetadataList), so a LIST need not decode the rest of the objects.
+    pub metadata_only: bool,
 }
 
 /// One page of a list.
@@ -260,6 +263,10 @@ impl GenericStore {
         };
         let continuing = opts.continue_token.is_some();
         let filtering = !opts.label.is_empty() || !opts.field.is_empty();
+        // Field selectors can name fields outside metadata; served forms that differ from the
+        // stored one may differ in metadata too (a conversion webhook may change labels).
+        let light =
+            opts.metadata_only && opts.field.is_empty() && self.strategy.stores_served_form();
         let mut out = ListResult::default();
         let mut list_rev = None;
         'pages: loop {
@@ -278,7 +285,11 @@ impl GenericStore {
             revision = ListRevision::Exact(page.revision);
             let n = page.items.len();
             for (idx, kv) in page.items.iter().enumerate() {
-                let obj = self.decode_shared(kv)?;
+                let obj = if light {
+                    self.decode_metadata(kv)?
+                } else {
+                    self.decode_shared(kv)?
+                };
                 if self.matches(&obj.obj, &opts.label, &opts.field) {
                     out.items.push(obj);
                 }
