@@ -85,16 +85,10 @@ impl Doc {
     /// default level): what a client that accepts gzip is sent as it is, and what the others
     /// wait to have inflated.
     fn gzipped(bytes: &[u8], hash: String) -> Doc {
-        let mut gz = GzEncoder::new(Vec::with_capacity(bytes.len() / 8), Compression::default());
+        let mut gz = Gzipping::new(bytes.len() / 8, false);
         // Writing into a Vec cannot fail.
         let _ = gz.write_all(bytes);
-        let mut out = gz.finish().unwrap_or_default();
-        out.shrink_to_fit();
-        Doc {
-            bytes: Bytes::from(out),
-            hash,
-            gzipped: true,
-        }
+        gz.finish(hash)
     }
 
     /// The bytes to send, and whether they are gzip-encoded: compressed bytes go out as they
@@ -128,12 +122,26 @@ impl Forms {
     }
 
     /// Both forms kept gzip-compressed: the v2 document lists every resource (with thousands
-    /// of CRDs, tens of MB in each form), and kubectl asks for it with gzip accepted.
+    /// of CRDs, tens of MB in each form), and kubectl asks for it with gzip accepted. The
+    /// protobuf form is encoded (and its tree dropped) first; the JSON is written straight
+    /// into the compressor, hashed on the way, never whole in memory.
     fn gzipped(doc: &Value, encode: fn(&Value) -> Vec<u8>) -> Forms {
-        let json = doc.to_string().into_bytes();
-        let hash = etag_of(&json);
-        let json = Doc::gzipped(&json, hash.clone());
-        let proto = Doc::gzipped(&encode(doc), hash);
+        let proto = encode(doc);
+        let proto = Doc::gzipped(&proto, String::new());
+        let mut json = std::io::BufWriter::with_capacity(64 << 10, Gzipping::new(1 << 20, true));
+        // Serializing a Value into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut json, doc);
+        let json = match json.into_inner() {
+            Ok(mut gz) => {
+                let hash = gz.hash.take().map(Sha512::finalize).unwrap_or_default();
+                gz.finish(data_encoding::HEXUPPER.encode(&hash))
+            }
+            Err(_) => Doc::new(doc.to_string().into_bytes()),
+        };
+        let proto = Doc {
+            hash: json.hash.clone(),
+            ..proto
+        };
         Forms { json, proto }
     }
 
@@ -160,6 +168,46 @@ struct Built {
 }
 
 /// kube-openapi's computeETag: the upper-case hex SHA-512 of the JSON bytes.
+/// A gzip compressor that can also hash what it is given (as [`etag_of`] hashes it).
+struct Gzipping {
+    gz: GzEncoder<Vec<u8>>,
+    hash: Option<Sha512>,
+}
+
+impl Gzipping {
+    fn new(capacity: usize, hashing: bool) -> Gzipping {
+        Gzipping {
+            gz: GzEncoder::new(Vec::with_capacity(capacity), Compression::default()),
+            hash: hashing.then(Sha512::new),
+        }
+    }
+
+    /// The compressed bytes as a document with the ETag `hash`.
+    fn finish(self, hash: String) -> Doc {
+        let mut out = self.gz.finish().unwrap_or_default();
+        out.shrink_to_fit();
+        Doc {
+            bytes: Bytes::from(out),
+            hash,
+            gzipped: true,
+        }
+    }
+}
+
+impl Write for Gzipping {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.gz.write(buf)?;
+        if let Some(h) = &mut self.hash {
+            h.update(&buf[..n]);
+        }
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.gz.flush()
+    }
+}
+
 fn etag_of(bytes: &[u8]) -> String {
     data_encoding::HEXUPPER.encode(&Sha512::digest(bytes))
 }

@@ -375,6 +375,11 @@ fn v2_is_gzip_encoded_for_clients_that_accept_it() {
             .unwrap();
         assert_eq!(inflated, plain, "{accept}");
         assert!(!plain.is_empty());
+        if accept == "application/json" {
+            // kube-openapi's ETag: the SHA-512 of the JSON document, quoted, in upper hex.
+            let sha = data_encoding::HEXUPPER.encode(&sha2::Sha512::digest(&plain));
+            assert_eq!(etag, format!("\"{sha}\""));
+        }
 
         let refused = get(
             "/openapi/v2",
