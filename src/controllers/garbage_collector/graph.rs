@@ -23,10 +23,11 @@ pub(super) const IGNORED: [(&str, &str); 2] = [("", "events"), ("events.k8s.io",
 pub(super) struct Kinds(pub(super) Vec<Arc<Kind>>);
 
 impl Kinds {
-    /// Asks the API server's discovery.
+    /// Asks the API server's aggregated discovery: two requests, where the legacy documents
+    /// take one per group (thousands with as many CRD groups, every resync).
     pub(super) async fn discover(client: &Client) -> Result<Kinds, Error> {
         let discovery = Discovery::new(client.clone())
-            .run()
+            .run_aggregated()
             .await
             .map_err(Error::Discovery)?;
         let mut kinds = Vec::new();
