@@ -129,7 +129,7 @@ impl Forms {
         let proto = encode(doc);
         let proto = Doc::gzipped(&proto, String::new());
         let mut json = std::io::BufWriter::with_capacity(64 << 10, Gzipping::new(1 << 20, true));
-        // Serializing a Value into a Vec cannot fail.
+        // Writing a Value into memory cannot fail.
         let _ = serde_json::to_writer(&mut json, doc);
         let json = match json.into_inner() {
             Ok(mut gz) => {
@@ -167,7 +167,6 @@ struct Built {
     bytes: usize,
 }
 
-/// kube-openapi's computeETag: the upper-case hex SHA-512 of the JSON bytes.
 /// A gzip compressor that can also hash what it is given (as [`etag_of`] hashes it).
 struct Gzipping {
     gz: GzEncoder<Vec<u8>>,
@@ -208,6 +207,7 @@ impl Write for Gzipping {
     }
 }
 
+/// kube-openapi's computeETag: the upper-case hex SHA-512 of the JSON bytes.
 fn etag_of(bytes: &[u8]) -> String {
     data_encoding::HEXUPPER.encode(&Sha512::digest(bytes))
 }
