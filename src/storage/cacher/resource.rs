@@ -415,8 +415,9 @@ impl Drop for ResourceCache {
     }
 }
 
-/// Sends watchers their progress notifications every `bookmark_interval`, and every
-/// [`TRIM_EVERY`] lets aged events leave the ring of a resource nobody writes to.
+/// Sends watchers their progress notifications every `bookmark_interval` (none when it is
+/// zero), and every [`TRIM_EVERY`] lets aged events leave the ring of a resource nobody
+/// writes to.
 async fn upkeep(cache: std::sync::Weak<ResourceCache>, stop: CancellationToken) {
     let Some((interval, age)) = cache
         .upgrade()
@@ -424,31 +425,36 @@ async fn upkeep(cache: std::sync::Weak<ResourceCache>, stop: CancellationToken) 
     else {
         return;
     };
-    // No point trimming more often than events age (tests set a short age).
-    let trim_every = TRIM_EVERY.min(age).max(Duration::from_millis(10));
-    let period = if interval.is_zero() {
-        trim_every
-    } else {
-        interval
+    let every = |period: Duration| {
+        let mut t = tokio::time::interval(period);
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        t
     };
-    let trim_ticks = (trim_every.as_millis() / period.as_millis().max(1)).max(1);
-    let mut tick = tokio::time::interval(period);
-    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut ticks: u128 = 0;
+    // No point trimming more often than events age (tests set a short age).
+    let mut trims = every(TRIM_EVERY.min(age).max(Duration::from_millis(10)));
+    let mut bookmarks = (!interval.is_zero()).then(|| every(interval));
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
-            _ = tick.tick() => {
+            () = tick(&mut bookmarks) => {
                 let Some(cache) = cache.upgrade() else { return };
-                if !interval.is_zero() {
-                    cache.hub.progress();
-                }
-                ticks += 1;
-                if ticks.is_multiple_of(trim_ticks) {
-                    trim(&mut cache.write(), &cache.opts, Instant::now(), 0);
-                }
+                cache.hub.progress();
+            }
+            _ = trims.tick() => {
+                let Some(cache) = cache.upgrade() else { return };
+                trim(&mut cache.write(), &cache.opts, Instant::now(), 0);
             }
         }
+    }
+}
+
+/// The next tick of `timer`; never, without one.
+async fn tick(timer: &mut Option<tokio::time::Interval>) {
+    match timer {
+        Some(t) => {
+            t.tick().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
