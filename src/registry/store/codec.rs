@@ -47,8 +47,7 @@ impl GenericStore {
         if let Some(d) = self.memo.get(&kv.key, kv.mod_revision) {
             return Ok(d);
         }
-        let head: Head = serde_json::from_slice(&kv.value)
-            .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
+        let head: Head = serde_json::from_slice(&kv.value).map_err(|e| not_json(kv, &e))?;
         let mut obj = serde_json::Map::new();
         for (k, v) in [
             ("apiVersion", head.api_version),
@@ -81,8 +80,7 @@ impl GenericStore {
     }
 
     pub(crate) fn decode_fresh(&self, kv: &KeyValue) -> Result<Value> {
-        let mut obj: Value = serde_json::from_slice(&kv.value)
-            .map_err(|e| Error::Internal(format!("stored object {} is not JSON: {e}", kv.key)))?;
+        let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| not_json(kv, &e))?;
         stamp_resource_version(&mut obj, kv.mod_revision);
         self.strategy.to_served(obj)
     }
@@ -210,4 +208,9 @@ impl GenericStore {
             _ => Ok((obj, Vec::new())),
         }
     }
+}
+
+/// A stored value that does not decode: the store's data is damaged, not the request.
+fn not_json(kv: &KeyValue, e: &serde_json::Error) -> Error {
+    Error::Internal(format!("stored object {} is not JSON: {e}", kv.key))
 }
