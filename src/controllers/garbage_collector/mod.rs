@@ -222,8 +222,7 @@ async fn watch(client: &Client, cancel: &CancellationToken, leases: &SharedWatch
             () = &mut timer => {
                 let resync = due.is_none();
                 due = None;
-                // The pass covers what the watches still listing would have shown.
-                watches.starting = 0;
+                watches.passing();
                 last = Instant::now();
                 if resync {
                     match Kinds::discover(client).await {
@@ -357,6 +356,12 @@ impl Watches {
             })
             .take_until(stopped)
             .boxed()
+    }
+
+    /// A pass is about to run: it covers what the watches still listing would have shown, so
+    /// their InitDone events are work again (those of watches added after it still wait).
+    fn passing(&mut self) {
+        self.starting = 0;
     }
 
     /// Counts the end of initial lists; false for an InitDone while other watches are still
