@@ -1,11 +1,11 @@
-//! matchPolicy with kubectl: under Equivalent (the default) a webhook or a
-//! ValidatingAdmissionPolicy whose rules name v1 of a custom resource also sees writes made at
-//! v2, converted to v1, and a webhook's patch comes back to v2; under Exact a webhook sees only
-//! v1 writes.
+//! matchPolicy with kubectl: under Equivalent (the default) a webhook, a
+//! ValidatingAdmissionPolicy or a MutatingAdmissionPolicy whose rules name v1 of a custom
+//! resource also sees writes made at v2, converted to v1, and a webhook's patch or a policy's
+//! mutation comes back to v2; under Exact a webhook or policy sees only v1 writes.
 
 use crate::admission::{apply, eventually, webhook, Webhook};
 use crate::crds::{apply_crd, fails, ok, write};
-use crate::support::TestServer;
+use crate::support::{Options, TestServer};
 use serde_json::{json, Value};
 
 const CRD: &str = r#"apiVersion: apiextensions.k8s.io/v1
@@ -169,4 +169,98 @@ async fn an_equivalent_policy_sees_other_versions_converted() {
                        "metadata": {"name": "small", "namespace": "default"}, "spec": {"size": 1}});
     let small = write(&server, "small.json", &small.to_string());
     ok(&server, &["create", "-f", &small]).await;
+}
+
+/// Two MutatingAdmissionPolicies on v1 gadgets: `seen` (Equivalent, the default) records the
+/// apiVersion it saw, `exact` (matchPolicy Exact) marks the gadgets it saw.
+const MUTATING: &str = r#"apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: seen
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: [equiv.example.com]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [gadgets]
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{spec: Object.spec{seenAt: object.apiVersion}}'
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: seen
+spec:
+  policyName: seen
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicy
+metadata:
+  name: exact
+spec:
+  matchConstraints:
+    matchPolicy: Exact
+    resourceRules:
+    - apiGroups: [equiv.example.com]
+      apiVersions: [v1]
+      operations: [CREATE]
+      resources: [gadgets]
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: JSONPatch
+    jsonPatch:
+      expression: '[JSONPatch{op: "add", path: "/spec/exact", value: true}]'
+---
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingAdmissionPolicyBinding
+metadata:
+  name: exact
+spec:
+  policyName: exact
+"#;
+
+#[tokio::test]
+async fn an_equivalent_mutating_policy_mutates_other_versions_converted() {
+    let server = TestServer::start_with(
+        Options::default().args(["--feature-gates", "MutatingAdmissionPolicy=true"]),
+    )
+    .await;
+    apply_crd(&server, "crd.yaml", CRD, "gadgets.equiv.example.com").await;
+    let policies = write(&server, "mutating.yaml", MUTATING);
+    ok(&server, &["apply", "-f", &policies]).await;
+    // A v1 write is seen by both, as written.
+    let v1 = write(&server, "v1.json", &gadget("one", "v1"));
+    let spec = eventually("the mutating policies to take effect", || async {
+        ok(&server, &["create", "-f", &v1]).await;
+        let got = ok(
+            &server,
+            &["get", "gadgets.v1.equiv.example.com", "one", "-o", "json"],
+        )
+        .await;
+        let got: Value = serde_json::from_str(&got).unwrap();
+        if got["spec"].get("seenAt").is_some() && got["spec"].get("exact").is_some() {
+            return Some(got["spec"].clone());
+        }
+        ok(&server, &["delete", "gadgets", "one"]).await;
+        None
+    })
+    .await;
+    assert_eq!(
+        spec,
+        json!({"size": 3, "seenAt": "equiv.example.com/v1", "exact": true})
+    );
+    // A v2 write: the Equivalent policy saw it at v1 and its change came back to v2; the
+    // Exact one did not see it.
+    let v2 = write(&server, "v2.json", &gadget("two", "v2"));
+    let created = ok(&server, &["create", "-f", &v2, "-o", "json"]).await;
+    let created: Value = serde_json::from_str(&created).unwrap();
+    assert_eq!(created["apiVersion"], "equiv.example.com/v2", "{created}");
+    assert_eq!(
+        created["spec"],
+        json!({"size": 3, "seenAt": "equiv.example.com/v1"})
+    );
 }

@@ -13,13 +13,16 @@
 //! Policies run in binding name order (upstream's order is that of a Go map), before the
 //! mutating webhooks; one with `reinvocationPolicy: IfNeeded` runs once more if a later
 //! policy or webhook changed the object, or, as upstream's dispatcher does, if any policy's
-//! mutation applied in the first pass ([`super::dispatch::Reinvocation`]).
+//! mutation applied in the first pass ([`super::dispatch::Reinvocation`]). Under matchPolicy
+//! Equivalent (the default) a policy whose rules name another served version of a custom
+//! resource mutates the write converted to that version, and the result comes back to the
+//! version written.
 //!
 //! Where this differs from upstream: expressions are parsed, not type-checked (a mutation
 //! returning the wrong type fails when evaluated, with upstream's message, rather than when
-//! compiled); `authorizer` is not bound; an apply configuration's fields are not checked
-//! against the schema (an unknown field is dropped or refused as the object's decoding
-//! decides); there is no cost budget and no mutating policy metrics.
+//! compiled); an apply configuration's fields are not checked against the schema (an unknown
+//! field is dropped or refused as the object's decoding decides; at an equivalent version, by
+//! the schema of the version written); there is no cost budget.
 
 use super::activation::{
     bind_variables, compile_mutation, conditions_hold, execute, json, Compiled, Uses, BASE,
@@ -28,6 +31,7 @@ use super::chain::Chain;
 use super::dispatch::{Key, Reinvocation};
 use super::matching::{params_of, str_at, Binding, Header};
 use super::patch::{self, Merge};
+use super::webhooks::Invocation as Versioned;
 use super::{Attributes, Error, Redecode, Request};
 use crate::registry::cel::{json_patch_literal, object_literal};
 use kube_cel::cel::Context as CelContext;
@@ -219,6 +223,38 @@ impl Write<'_> {
         })
     }
 
+    /// [`Self::invoke`] at `version`, another served version of the resource that the policy
+    /// matched by matchPolicy Equivalent: the policy sees the object and the old one converted
+    /// to it, each mutation's result is made canonical at the version written and converted
+    /// again, and the object comes back converted (a conversion that fails is an internal
+    /// error, as upstream's versioned attributes).
+    fn invoke_at(
+        &self,
+        version: &str,
+        policy: (&Policy, &Binding),
+        params: Option<&Value>,
+        object: &mut Value,
+    ) -> Result<Invocation, Error> {
+        let invocation = Versioned::new(Some(version.to_string()), self.attrs, Some(object))?;
+        let (attrs, seen) = invocation.view(self.attrs, Some(object));
+        let mut seen = seen.cloned().unwrap_or_default();
+        let redecode = |patched: Value| -> Result<Value, crate::registry::Error> {
+            let canonical = (self.redecode)(invocation.back(self.attrs, patched)?)?;
+            Ok(invocation.forth(self.attrs, canonical)?)
+        };
+        let write = Write {
+            attrs: &attrs,
+            redecode: &redecode,
+            ..*self
+        };
+        let outcome = write.invoke(policy, params, &mut seen);
+        if outcome.changed {
+            // Canonical already: the last mutation's result, written version and back.
+            *object = invocation.back(self.attrs, seen)?;
+        }
+        Ok(outcome)
+    }
+
     /// The refusal of a failed invocation under failurePolicy Fail; under Ignore, nothing.
     fn failed(
         &self,
@@ -302,10 +338,19 @@ pub(super) async fn admit(
     let mut refusal = None;
     for (policy, binding) in bound.iter() {
         let (policy, binding): (&Policy, &Binding) = (policy, binding);
-        let selects = |m: &super::matching::Matcher, obj: &Value| {
-            m.matches(attrs, &req.subresource, Some(obj), write.namespace)
+        // The version the policy sees the write at (matchPolicy Equivalent), None: as written.
+        let Some(version) =
+            policy
+                .header
+                .constraints
+                .matched(attrs, &req.subresource, Some(obj), namespace)
+        else {
+            continue;
         };
-        if !selects(&policy.header.constraints, obj) || !selects(&binding.resources, obj) {
+        if !binding
+            .resources
+            .matches(attrs, &req.subresource, Some(obj), namespace)
+        {
             continue;
         }
         let params = match params_of(&policy.header, binding, chain, attrs).await {
@@ -321,7 +366,10 @@ pub(super) async fn admit(
             if !reinvocation.should_run_policy(&key) {
                 continue;
             }
-            let outcome = write.invoke((policy, binding), p.as_ref(), obj);
+            let outcome = match &version {
+                None => write.invoke((policy, binding), p.as_ref(), obj),
+                Some(v) => write.invoke_at(v, (policy, binding), p.as_ref(), obj)?,
+            };
             for e in outcome.errors {
                 let failed = write.failed((policy, binding), "Invalid", e, obj);
                 refusal = refusal.or(failed);

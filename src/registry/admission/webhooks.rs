@@ -579,12 +579,22 @@ impl Invocation {
     }
 
     /// A patched object the webhook saw, back at the version written.
-    fn back(&self, attrs: &Attributes<'_>, patched: Value) -> Result<Value, Error> {
+    pub(super) fn back(&self, attrs: &Attributes<'_>, patched: Value) -> Result<Value, Error> {
         match (&self.version, attrs.equivalents) {
             (Some(_), Some(equivalents)) => equivalents
                 .convert(patched, attrs.version)
                 .map_err(Error::Conversion),
             _ => Ok(patched),
+        }
+    }
+
+    /// An object at the version written, at the version the webhook or policy sees.
+    pub(super) fn forth(&self, attrs: &Attributes<'_>, object: Value) -> Result<Value, Error> {
+        match (&self.version, attrs.equivalents) {
+            (Some(version), Some(equivalents)) => equivalents
+                .convert(object, version)
+                .map_err(Error::Conversion),
+            _ => Ok(object),
         }
     }
 }

@@ -217,3 +217,73 @@ fn failures_refuse_under_fail_only() {
         ["error applying patch: type converter must not be nil"]
     );
 }
+
+/// A resource served at v1 and v2, converted by rewriting apiVersion.
+struct TwoVersions([String; 2]);
+
+impl crate::registry::admission::Equivalents for TwoVersions {
+    fn versions(&self) -> &[String] {
+        &self.0
+    }
+
+    fn convert(&self, mut obj: Value, version: &str) -> Result<Value, String> {
+        obj["apiVersion"] = json!(format!("example.com/{version}"));
+        Ok(obj)
+    }
+}
+
+#[test]
+fn an_equivalent_version_mutates_the_converted_object_and_brings_it_back() {
+    let two = TwoVersions(["v1".into(), "v2".into()]);
+    let req = request();
+    let attrs = Attributes {
+        version: "v2",
+        equivalents: Some(&two),
+        ..attrs()
+    };
+    // What the store makes canonical must be at the version written.
+    let redecode = |v: Value| -> Result<Value, crate::registry::Error> {
+        assert_eq!(
+            v["apiVersion"], "example.com/v2",
+            "redecoded at another version"
+        );
+        Ok(v)
+    };
+    let write = Write {
+        req: &req,
+        attrs: &attrs,
+        namespace: None,
+        merge: Some(&JsonMerge),
+        redecode: &redecode,
+    };
+    let p = policy(
+        &[
+            (
+                "JSONPatch",
+                r#"[JSONPatch{op: "add", path: "/data/seen", value: object.apiVersion}]"#,
+            ),
+            (
+                "ApplyConfiguration",
+                r#"Object{data: {"next": object.data.seen}}"#,
+            ),
+        ],
+        json!({}),
+    );
+    let binding = Binding::new(&json!({"metadata": {"name": "b"}, "spec": {"policyName": "p"}}));
+    let mut object = configmap();
+    object["apiVersion"] = json!("example.com/v2");
+    let outcome = write
+        .invoke_at("v1", (&p, &binding), None, &mut object)
+        .unwrap();
+    assert!(
+        outcome.changed && outcome.errors.is_empty(),
+        "{:?}",
+        outcome.errors
+    );
+    assert_eq!(object["apiVersion"], "example.com/v2");
+    // Both mutations saw v1, the second the first's result.
+    assert_eq!(
+        object["data"],
+        json!({"a": "1", "seen": "example.com/v1", "next": "example.com/v1"})
+    );
+}
