@@ -38,8 +38,9 @@ const REDB_MAGIC: [u8; 9] = [b'r', b'e', b'd', b'b', 0x1A, 0x0A, 0xA9, 0x0D, 0x0
 /// lease updates the server held 75 MiB (51 MiB with a 32 MiB cap, and no slower). Reads that
 /// miss it are `pread`s served by the OS page cache, and the watch cache serves most reads.
 /// redb drops a page's entry when the page is freed and the whole cache when the file is
-/// resized, so under churn it fills and empties again, and RSS with it: 8 MiB keeps that swing small (32 MiB moved the watchers
-/// soak's RSS by ~33 MB) at 96% of 32 MiB's UPDATE rate and 99% of its CREATE rate at c=64.
+/// resized, so under churn it fills and empties again, and RSS with it: 8 MiB keeps that
+/// swing small (32 MiB moved the watchers soak's RSS by ~33 MB) at 96% of 32 MiB's UPDATE
+/// rate and 99% of its CREATE rate at c=64.
 const PAGE_CACHE_BYTES: usize = 8 << 20;
 
 fn builder() -> redb::Builder {
