@@ -271,13 +271,16 @@ pub(super) async fn params_of(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::registry::admission::{Equivalents, Operation};
     use serde_json::json;
 
-    /// A resource served at these versions, converted by rewriting apiVersion.
-    struct Versions(Vec<String>);
+    /// A resource served at these versions, converted by rewriting apiVersion (also the
+    /// mutating policies' tests').
+    pub(in crate::registry::admission) struct Versions(
+        pub(in crate::registry::admission) Vec<String>,
+    );
 
     impl Equivalents for Versions {
         fn versions(&self) -> &[String] {

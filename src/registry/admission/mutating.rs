@@ -235,9 +235,9 @@ impl Write<'_> {
         params: Option<&Value>,
         object: &mut Value,
     ) -> Result<Invocation, Error> {
-        let invocation = Versioned::new(Some(version.to_string()), self.attrs, Some(object))?;
-        let (attrs, seen) = invocation.view(self.attrs, Some(object));
-        let mut seen = seen.cloned().unwrap_or_default();
+        let mut invocation = Versioned::new(Some(version.to_string()), self.attrs, Some(object))?;
+        let mut seen = invocation.take_object().unwrap_or_default();
+        let (attrs, _) = invocation.view(self.attrs, None);
         let redecode = |patched: Value| -> Result<Value, crate::registry::Error> {
             let canonical = (self.redecode)(invocation.back(self.attrs, patched)?)?;
             Ok(invocation.forth(self.attrs, canonical)?)

@@ -580,21 +580,27 @@ impl Invocation {
 
     /// A patched object the webhook saw, back at the version written.
     pub(super) fn back(&self, attrs: &Attributes<'_>, patched: Value) -> Result<Value, Error> {
-        match (&self.version, attrs.equivalents) {
-            (Some(_), Some(equivalents)) => equivalents
-                .convert(patched, attrs.version)
-                .map_err(Error::Conversion),
-            _ => Ok(patched),
-        }
+        self.convert(attrs, patched, attrs.version)
     }
 
     /// An object at the version written, at the version the webhook or policy sees.
     pub(super) fn forth(&self, attrs: &Attributes<'_>, object: Value) -> Result<Value, Error> {
+        match &self.version {
+            Some(version) => self.convert(attrs, object, version),
+            None => Ok(object),
+        }
+    }
+
+    /// The object it sees, taken out (a policy mutates it in place).
+    pub(super) fn take_object(&mut self) -> Option<Value> {
+        self.object.take()
+    }
+
+    /// `obj` at `to`, when this invocation is at another version than the one written.
+    fn convert(&self, attrs: &Attributes<'_>, obj: Value, to: &str) -> Result<Value, Error> {
         match (&self.version, attrs.equivalents) {
-            (Some(version), Some(equivalents)) => equivalents
-                .convert(object, version)
-                .map_err(Error::Conversion),
-            _ => Ok(object),
+            (Some(_), Some(equivalents)) => equivalents.convert(obj, to).map_err(Error::Conversion),
+            _ => Ok(obj),
         }
     }
 }

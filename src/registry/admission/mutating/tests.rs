@@ -218,23 +218,9 @@ fn failures_refuse_under_fail_only() {
     );
 }
 
-/// A resource served at v1 and v2, converted by rewriting apiVersion.
-struct TwoVersions([String; 2]);
-
-impl crate::registry::admission::Equivalents for TwoVersions {
-    fn versions(&self) -> &[String] {
-        &self.0
-    }
-
-    fn convert(&self, mut obj: Value, version: &str) -> Result<Value, String> {
-        obj["apiVersion"] = json!(format!("example.com/{version}"));
-        Ok(obj)
-    }
-}
-
 #[test]
 fn an_equivalent_version_mutates_the_converted_object_and_brings_it_back() {
-    let two = TwoVersions(["v1".into(), "v2".into()]);
+    let two = crate::registry::admission::matching::tests::Versions(vec!["v1".into(), "v2".into()]);
     let req = request();
     let attrs = Attributes {
         version: "v2",
