@@ -153,6 +153,8 @@ pub(crate) struct Aggregator {
     table: RwLock<Arc<Table>>,
     services: Arc<Services>,
     identity: Option<ProxyIdentity>,
+    /// The runtime that serves clients, where backend connections run.
+    serving: tokio::runtime::Handle,
     discovery: discovery::Cache,
     /// The OpenAPI v2 documents of the available remote APIServices.
     openapi: openapi::Specs,
@@ -184,12 +186,18 @@ impl Kind {
 impl Aggregator {
     /// An aggregator presenting `identity` to backends (None: backends see no client
     /// certificate, and cannot trust the identity headers).
-    /// Services resolve through `services` (the registry's).
-    pub(crate) fn new(identity: Option<ProxyIdentity>, services: Arc<Services>) -> Aggregator {
+    /// Services resolve through `services` (the registry's); connections to backends run on
+    /// `serving`, the runtime that serves clients.
+    pub(crate) fn new(
+        identity: Option<ProxyIdentity>,
+        services: Arc<Services>,
+        serving: tokio::runtime::Handle,
+    ) -> Aggregator {
         Aggregator {
             table: RwLock::default(),
             services,
             identity,
+            serving,
             discovery: discovery::Cache::default(),
             openapi: openapi::Specs::default(),
             changed: Notify::new(),
@@ -200,6 +208,11 @@ impl Aggregator {
     /// The client certificate it presents to backends.
     pub(crate) fn identity(&self) -> Option<ProxyIdentity> {
         self.identity.clone()
+    }
+
+    /// The runtime that serves clients, where connections to backends run.
+    pub(crate) fn serving(&self) -> tokio::runtime::Handle {
+        self.serving.clone()
     }
 
     fn table(&self) -> Arc<Table> {
@@ -277,7 +290,7 @@ impl Aggregator {
             let previous = slot.remote.get(&key);
             let client = match previous {
                 Some(p) if same_connection(&p.api, a) => p.client.clone(),
-                _ => proxy::Client::new(a, self.identity.as_ref()),
+                _ => proxy::Client::new(a, self.identity.as_ref(), &self.serving),
             };
             remote.insert(
                 key,

@@ -50,6 +50,8 @@ pub(crate) struct PeerProxy {
     /// CA bundle the peers' serving certificates are verified with.
     ca_pem: Vec<u8>,
     identity: Option<ProxyIdentity>,
+    /// The runtime that serves clients, where connections to peers run.
+    serving: tokio::runtime::Handle,
     peers: RwLock<Arc<BTreeMap<String, Peer>>>,
     /// Whether `peers` is not empty, read on every request without the lock.
     any: std::sync::atomic::AtomicBool,
@@ -58,11 +60,17 @@ pub(crate) struct PeerProxy {
 }
 
 impl PeerProxy {
-    pub(crate) fn new(self_id: String, ca_pem: Vec<u8>, identity: Option<ProxyIdentity>) -> Self {
+    pub(crate) fn new(
+        self_id: String,
+        ca_pem: Vec<u8>,
+        identity: Option<ProxyIdentity>,
+        serving: tokio::runtime::Handle,
+    ) -> Self {
         PeerProxy {
             self_id,
             ca_pem,
             identity,
+            serving,
             peers: RwLock::default(),
             any: Default::default(),
             synced: Default::default(),
@@ -141,7 +149,7 @@ impl PeerProxy {
                         ca_bundle: &self.ca_pem,
                         insecure: false,
                     };
-                    match Client::with(host, trust, self.identity.as_ref()) {
+                    match Client::with(host, trust, self.identity.as_ref(), &self.serving) {
                         Ok(c) => c,
                         Err(e) => {
                             tracing::warn!(peer = %id, error = %e, "cannot build a client for the peer");
@@ -363,7 +371,8 @@ mod tests {
     use serde_json::json;
 
     fn proxy_with(groups: Vec<Value>) -> PeerProxy {
-        let p = PeerProxy::new("self".into(), Vec::new(), None);
+        let serving = tokio::runtime::Handle::current();
+        let p = PeerProxy::new("self".into(), Vec::new(), None, serving.clone());
         let client = Client::with(
             "127.0.0.1",
             Trust {
@@ -371,6 +380,7 @@ mod tests {
                 insecure: true,
             },
             None,
+            &serving,
         )
         .unwrap();
         let served = served_by(&groups);
@@ -387,8 +397,8 @@ mod tests {
         p
     }
 
-    #[test]
-    fn peer_groups_fill_in_only_what_is_not_served_here() {
+    #[tokio::test]
+    async fn peer_groups_fill_in_only_what_is_not_served_here() {
         let p = proxy_with(vec![
             json!({"metadata": {"name": "coordination.k8s.io"}, "versions": [
                 {"version": "v1", "resources": [{"resource": "leases"}]},

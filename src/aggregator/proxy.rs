@@ -13,7 +13,6 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client as HttpClient;
-use hyper_util::rt::TokioExecutor;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use std::sync::Arc;
@@ -67,6 +66,24 @@ const CONNECTIONS: usize = 4;
 
 type Http = HttpClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
 
+/// Runs a backend connection's task (the TLS and HTTP/2 framing of every request on it) on
+/// the runtime that serves clients. hyper spawns it from whichever task dials first, and that
+/// is often a controller on the control plane's one-thread runtime (the availability probe,
+/// the discovery fetch): every proxied request's I/O would then queue behind that one thread.
+#[derive(Clone)]
+struct Serving(tokio::runtime::Handle);
+
+impl<F> hyper::rt::Executor<F> for Serving
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, fut: F) {
+        // A connection's task ends with its connection; the pool owns the connection.
+        drop(self.0.spawn(fut));
+    }
+}
+
 /// Pooled clients to one APIService's backend (or one peer), used in turn.
 #[derive(Clone)]
 pub(crate) struct Client {
@@ -80,6 +97,7 @@ impl Client {
     pub(super) fn new(
         api: &ApiService,
         identity: Option<&ProxyIdentity>,
+        serving: &tokio::runtime::Handle,
     ) -> Result<Client, String> {
         let svc = api
             .service
@@ -93,14 +111,17 @@ impl Client {
             &format!("{}.{}.svc", svc.name, svc.namespace),
             trust,
             identity,
+            serving,
         )
     }
 
-    /// A client that verifies the server as `server_name` with `trust`.
+    /// A client that verifies the server as `server_name` with `trust`; its connections run
+    /// on `serving`.
     pub(super) fn with(
         server_name: &str,
         trust: Trust<'_>,
         identity: Option<&ProxyIdentity>,
+        serving: &tokio::runtime::Handle,
     ) -> Result<Client, String> {
         let tls = tls_config(trust, identity)?;
         let name = ServerName::try_from(server_name.to_string())
@@ -117,7 +138,7 @@ impl Client {
             .wrap_connector(http);
         let http: Vec<Http> = (0..CONNECTIONS)
             .map(|_| {
-                HttpClient::builder(TokioExecutor::new())
+                HttpClient::builder(Serving(serving.clone()))
                     .pool_idle_timeout(Duration::from_secs(90))
                     .build(connector.clone())
             })

@@ -179,7 +179,11 @@ impl Config {
                 key_pem: p.key_pem.clone(),
             }
         });
-        let aggregator = Arc::new(crate::aggregator::Aggregator::new(identity, services));
+        // Loaded on the runtime that serves clients.
+        let serving = tokio::runtime::Handle::current();
+        let aggregator = Arc::new(crate::aggregator::Aggregator::new(
+            identity, services, serving,
+        ));
         Ok(Config {
             options,
             pki,

@@ -260,6 +260,11 @@ pub(crate) async fn serve(
         .http2()
         .timer(TokioTimer::new())
         .max_concurrent_streams(streams)
+        // h2's rapid-reset guard (CVE-2023-44487) closes a connection once 20 streams were
+        // reset by the client before the server took them; clients that cancel a burst of
+        // watches (a reflector restarting) hit that under load. Go's server bounds the same
+        // attack by its stream limit, so allow as many as a connection may have open.
+        .max_pending_accept_reset_streams(streams as usize)
         .max_frame_size(256 * 1024)
         .max_send_buf_size(SEND_BUFFER_PER_STREAM)
         .initial_stream_window_size(256 * 1024)

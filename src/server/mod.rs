@@ -101,7 +101,12 @@ impl GenericServer {
     ) -> Vec<(&'static str, PostStartHookFn)> {
         let cfg = &self.completed.config;
         let ca = peer_ca_pem.unwrap_or_else(|| cfg.pki.serving_ca_pem.as_bytes().to_vec());
-        let peers = Arc::new(PeerProxy::new(self_id, ca, cfg.aggregator.identity()));
+        let peers = Arc::new(PeerProxy::new(
+            self_id,
+            ca,
+            cfg.aggregator.identity(),
+            cfg.aggregator.serving(),
+        ));
         self.peers = Some(peers.clone());
         aggregator::peer_hooks(peers)
     }
