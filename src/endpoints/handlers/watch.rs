@@ -12,6 +12,7 @@ use super::{status_response, Req};
 use crate::api::Body;
 use crate::endpoints::negotiate::Output;
 use crate::endpoints::status::{error_response, to_status};
+use crate::registry::codec::memo::event_line as spliced_line;
 use crate::registry::{Decoded, GenericStore, WatchEvent};
 use bytes::Bytes;
 use futures::StreamExt;
@@ -146,9 +147,9 @@ impl Encoder {
 
     /// `{"type":…,"object":…}` + newline; plain JSON objects are spliced in from their
     /// memoized encoding (the same bytes serde would write).
-    fn object_line(&mut self, kind: &str, obj: &Decoded) -> Bytes {
+    fn object_line(&mut self, kind: &'static str, obj: &Decoded) -> Bytes {
         match self.out {
-            Output::Json => spliced_line(kind, obj.json()),
+            Output::Json => obj.event_line(kind),
             Output::Metadata(v) => spliced_line(kind, &partial_json(obj, v)),
             _ => event_line(kind, self.object(&obj.obj)),
         }
@@ -200,17 +201,6 @@ fn partial_json(obj: &Decoded, version: &str) -> Vec<u8> {
     json.extend_from_slice(obj.metadata_json().unwrap_or(b"{}"));
     json.push(b'}');
     json
-}
-
-/// One watch event line around an object's JSON encoding.
-fn spliced_line(kind: &str, json: &[u8]) -> Bytes {
-    let mut bytes = Vec::with_capacity(json.len() + kind.len() + 24);
-    bytes.extend_from_slice(b"{\"type\":\"");
-    bytes.extend_from_slice(kind.as_bytes());
-    bytes.extend_from_slice(b"\",\"object\":");
-    bytes.extend_from_slice(json);
-    bytes.extend_from_slice(b"}\n");
-    Bytes::from(bytes)
 }
 
 /// One watch event line encoded by serde.

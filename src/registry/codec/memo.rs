@@ -28,6 +28,10 @@ pub(crate) struct Decoded {
     /// The served object, `metadata.resourceVersion` included.
     pub obj: Value,
     json: OnceLock<Encoded>,
+    /// The watch event line first made of it, with its type: every watcher sent this object
+    /// as that type shares it (upstream's cachingObject serializes an object once for all
+    /// watchers too), so a thousand watchers queue one copy, not a thousand.
+    line: OnceLock<(&'static str, Bytes)>,
 }
 
 /// An object's JSON encoding and where its `metadata` value lies in it.
@@ -103,6 +107,21 @@ impl Decoded {
         Decoded {
             obj,
             json: OnceLock::new(),
+            line: OnceLock::new(),
+        }
+    }
+
+    /// The watch event `{"type":<kind>,"object":<the object>}` and a newline, as
+    /// `serde_json` writes it; made once per object for the first type asked (an object at
+    /// one revision is nearly always sent as one type).
+    pub(crate) fn event_line(&self, kind: &'static str) -> Bytes {
+        let (first, line) = self
+            .line
+            .get_or_init(|| (kind, event_line(kind, self.json())));
+        if *first == kind {
+            line.clone()
+        } else {
+            event_line(kind, self.json())
         }
     }
 
@@ -120,6 +139,18 @@ impl Decoded {
     fn encoded(&self) -> &Encoded {
         self.json.get_or_init(|| Encoded::of(&self.obj))
     }
+}
+
+/// One watch event line around an object's JSON encoding: `{"type":<kind>,"object":<json>}`
+/// and a newline.
+pub(crate) fn event_line(kind: &str, json: &[u8]) -> Bytes {
+    let mut bytes = Vec::with_capacity(json.len() + kind.len() + 24);
+    bytes.extend_from_slice(b"{\"type\":\"");
+    bytes.extend_from_slice(kind.as_bytes());
+    bytes.extend_from_slice(b"\",\"object\":");
+    bytes.extend_from_slice(json);
+    bytes.extend_from_slice(b"}\n");
+    Bytes::from(bytes)
 }
 
 /// What the memo holds for one key.
@@ -175,6 +206,7 @@ impl Memo {
         let d = Arc::new(Decoded {
             obj,
             json: OnceLock::from(stored.stamped(revision)),
+            line: OnceLock::new(),
         });
         *slot = Slot::At(revision, d.clone());
         Some(d)
@@ -331,6 +363,7 @@ mod tests {
             let d = Decoded {
                 obj: served.clone(),
                 json: OnceLock::from(spliced),
+                line: OnceLock::new(),
             };
             let meta = served
                 .get("metadata")
@@ -370,5 +403,24 @@ mod tests {
         memo.put("/k9", 2, Arc::new(Decoded::new(json!(9))), 7);
         let entries = memo.entries.lock().unwrap();
         assert_eq!(entries.bytes, (entries.map.len() - 1) * size + 7);
+    }
+
+    #[test]
+    fn watchers_share_one_event_line_per_object() {
+        let obj =
+            json!({"kind": "ConfigMap", "metadata": {"name": "a\"b", "resourceVersion": "7"}});
+        let d = Decoded::new(obj.clone());
+        let serde = |kind: &str| {
+            let mut v = serde_json::to_vec(&json!({"type": kind, "object": obj})).unwrap();
+            v.push(b'\n');
+            v
+        };
+        let first = d.event_line("ADDED");
+        assert_eq!(first, serde("ADDED"));
+        // The same bytes, not a copy.
+        assert_eq!(d.event_line("ADDED").as_ptr(), first.as_ptr());
+        // Another type is made on its own and leaves the shared line alone.
+        assert_eq!(d.event_line("MODIFIED"), serde("MODIFIED"));
+        assert_eq!(d.event_line("ADDED").as_ptr(), first.as_ptr());
     }
 }
