@@ -273,3 +273,36 @@ fn an_equivalent_version_mutates_the_converted_object_and_brings_it_back() {
         json!({"a": "1", "seen": "example.com/v1", "next": "example.com/v1"})
     );
 }
+
+#[test]
+fn without_equivalent_versions_a_policy_sees_the_object_as_written() {
+    // No conversion to make: the policy mutates the object itself, never an empty one.
+    let req = request();
+    let attrs = attrs();
+    let redecode = |v: Value| -> Result<Value, crate::registry::Error> { Ok(v) };
+    let write = Write {
+        req: &req,
+        attrs: &attrs,
+        namespace: None,
+        merge: Some(&JsonMerge),
+        redecode: &redecode,
+    };
+    let p = policy(
+        &[(
+            "JSONPatch",
+            r#"[JSONPatch{op: "add", path: "/data/seen", value: object.data.a}]"#,
+        )],
+        json!({}),
+    );
+    let binding = Binding::new(&json!({"metadata": {"name": "b"}, "spec": {"policyName": "p"}}));
+    let mut object = configmap();
+    let outcome = write
+        .invoke_at("v1", (&p, &binding), None, &mut object)
+        .unwrap();
+    assert!(
+        outcome.changed && outcome.errors.is_empty(),
+        "{:?}",
+        outcome.errors
+    );
+    assert_eq!(object["data"], json!({"a": "1", "seen": "1"}));
+}
