@@ -12,7 +12,7 @@ use super::{status_response, Req};
 use crate::api::Body;
 use crate::endpoints::negotiate::Output;
 use crate::endpoints::status::{error_response, to_status};
-use crate::registry::codec::memo::event_line as spliced_line;
+use crate::registry::codec::memo::spliced_line;
 use crate::registry::{Decoded, GenericStore, WatchEvent};
 use bytes::Bytes;
 use futures::StreamExt;

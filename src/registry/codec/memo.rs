@@ -117,11 +117,11 @@ impl Decoded {
     pub(crate) fn event_line(&self, kind: &'static str) -> Bytes {
         let (first, line) = self
             .line
-            .get_or_init(|| (kind, event_line(kind, self.json())));
+            .get_or_init(|| (kind, spliced_line(kind, self.json())));
         if *first == kind {
             line.clone()
         } else {
-            event_line(kind, self.json())
+            spliced_line(kind, self.json())
         }
     }
 
@@ -143,7 +143,7 @@ impl Decoded {
 
 /// One watch event line around an object's JSON encoding: `{"type":<kind>,"object":<json>}`
 /// and a newline.
-pub(crate) fn event_line(kind: &str, json: &[u8]) -> Bytes {
+pub(crate) fn spliced_line(kind: &str, json: &[u8]) -> Bytes {
     let mut bytes = Vec::with_capacity(json.len() + kind.len() + 24);
     bytes.extend_from_slice(b"{\"type\":\"");
     bytes.extend_from_slice(kind.as_bytes());
