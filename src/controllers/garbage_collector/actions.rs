@@ -118,12 +118,10 @@ pub(super) async fn classify(
             Owner::Solid
         }
     };
-    let key = (kind_key(kind), namespace.clone(), r.name.clone());
-    if let Some(&i) = snap.by_name.get(&key) {
-        let o = &snap.objects[i];
-        if o.uid == r.uid {
-            return state(o);
-        }
+    match snap.owner(kind, &namespace, r) {
+        Some(Some(o)) => return state(o),
+        Some(None) => return Owner::Solid,
+        None => {}
     }
     match api(client, kind, &namespace)
         .get_metadata_opt(&r.name)

@@ -136,32 +136,84 @@ impl Obj {
     }
 }
 
-/// Every served object's metadata, indexed.
+/// An object's uid as a pass keeps it: the 128 bits of the UUID the server assigned, not a
+/// string. A reference to a uid that is not a UUID cannot name an object the server made;
+/// such an owner is looked up live, like one the snapshot does not show.
+pub(super) type Uid = u128;
+
+pub(super) fn uid_key(uid: &str) -> Option<Uid> {
+    uuid::Uuid::try_parse(uid).ok().map(|u| u.as_u128())
+}
+
+/// What a pass knows of the cluster: the objects it acts on in full (owned, or being
+/// deleted), and of every other object only its uid and a hash of its kind, namespace and
+/// name. A pass over a cluster of objects nothing owns (most of them) so holds about 40
+/// bytes per object instead of a copy of its metadata.
 pub(super) struct Snapshot {
     pub(super) kinds: Arc<Kinds>,
+    /// The objects that are owned or being deleted.
     pub(super) objects: Vec<Obj>,
-    /// ([`kind_key`], namespace, name) → index.
-    pub(super) by_name: HashMap<(usize, String, String), usize>,
+    /// uid → hash of ([`kind_key`], namespace, name), for every listed object.
+    pub(super) uids: HashMap<Uid, u64>,
+    /// uid → index in `objects`.
+    pub(super) by_uid: HashMap<Uid, usize>,
     /// owner uid → indexes of the objects referencing it.
     pub(super) dependents: HashMap<String, Vec<usize>>,
+    coordinates: foldhash::fast::RandomState,
 }
 
 impl Snapshot {
-    pub(super) fn new(kinds: Arc<Kinds>, objects: Vec<Obj>) -> Snapshot {
-        let mut by_name = HashMap::new();
-        let mut dependents: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, o) in objects.iter().enumerate() {
-            by_name.insert((kind_key(&o.kind), o.namespace.clone(), o.name.clone()), i);
-            for r in &o.owners {
-                dependents.entry(r.uid.clone()).or_default().push(i);
-            }
-        }
+    pub(super) fn new(kinds: Arc<Kinds>) -> Snapshot {
         Snapshot {
             kinds,
-            objects,
-            by_name,
-            dependents,
+            objects: Vec::new(),
+            uids: HashMap::new(),
+            by_uid: HashMap::new(),
+            dependents: HashMap::new(),
+            coordinates: foldhash::fast::RandomState::default(),
         }
+    }
+
+    /// The hash [`Snapshot::uids`] keeps for an object of `kind` at `namespace`/`name`.
+    pub(super) fn coordinates(&self, kind: &Arc<Kind>, namespace: &str, name: &str) -> u64 {
+        use std::hash::BuildHasher;
+        self.coordinates.hash_one((kind_key(kind), namespace, name))
+    }
+
+    /// Records one listed object: its identity always, the object itself when a pass may act
+    /// on it.
+    pub(super) fn add(&mut self, o: Obj) {
+        let Some(uid) = uid_key(&o.uid) else {
+            return;
+        };
+        let at = self.coordinates(&o.kind, &o.namespace, &o.name);
+        self.uids.insert(uid, at);
+        if o.owners.is_empty() && !o.deleting {
+            return;
+        }
+        let i = self.objects.len();
+        for r in &o.owners {
+            self.dependents.entry(r.uid.clone()).or_default().push(i);
+        }
+        self.by_uid.insert(uid, i);
+        self.objects.push(o);
+    }
+
+    /// The object the reference `r` of a dependent in `namespace` names, as the snapshot
+    /// shows it: `Some(None)` when it exists and the pass does not keep it (it is neither owned
+    /// nor being deleted), None when the snapshot does not show it.
+    pub(super) fn owner(
+        &self,
+        kind: &Arc<Kind>,
+        namespace: &str,
+        r: &OwnerReference,
+    ) -> Option<Option<&Obj>> {
+        let uid = uid_key(&r.uid)?;
+        let at = *self.uids.get(&uid)?;
+        if at != self.coordinates(kind, namespace, &r.name) {
+            return None;
+        }
+        Some(self.by_uid.get(&uid).map(|&i| &self.objects[i]))
     }
 
     /// The dependents of `owner`: objects referencing its uid (in its namespace when it is
@@ -192,27 +244,28 @@ pub(super) enum Error {
 /// decode and encode them all in one response (upstream's pager uses 500 too).
 pub(super) const PAGE: u32 = 500;
 
-/// Lists the metadata of every served kind, page by page.
+/// Lists the metadata of every served kind, page by page. Each page is decoded only as far
+/// as [`MetaOnly`] goes (not the managedFields of every object) and kept only as far as
+/// [`Snapshot::add`] keeps it.
 pub(super) async fn snapshot(client: &Client, kinds: Arc<Kinds>) -> Result<Snapshot, Error> {
-    let mut objects = Vec::new();
+    let mut snap = Snapshot::new(kinds.clone());
     for k in &kinds.0 {
-        let api = api(client, k, "");
+        let request = kube::core::Request::new(DynamicObject::url_path(&api_resource(k), None));
         let mut params = ListParams::default().limit(PAGE);
         loop {
-            let list = api
-                .list_metadata(&params)
-                .await
-                .map_err(|e| Error::List(k.plural.clone(), e))?;
-            objects.extend(
-                list.items
-                    .into_iter()
-                    .map(|o| Obj::new(k.clone(), o.metadata)),
-            );
+            let list = match request.list_metadata(&params) {
+                Ok(req) => client.request::<ObjectList<MetaOnly>>(req).await,
+                Err(e) => Err(kube::Error::BuildRequest(e)),
+            }
+            .map_err(|e| Error::List(k.plural.clone(), e))?;
+            for o in list.items {
+                snap.add(Obj::new(k.clone(), o.metadata));
+            }
             match list.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params = params.continue_token(&token),
                 None => break,
             }
         }
     }
-    Ok(Snapshot::new(kinds, objects))
+    Ok(snap)
 }

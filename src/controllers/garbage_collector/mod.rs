@@ -34,12 +34,12 @@ use crate::api::CollectorEvents;
 use futures::stream::{self, BoxStream, SelectAll, StreamExt};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{
-    ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, Preconditions,
-    PropagationPolicy,
+    ApiResource, DeleteParams, DynamicObject, ListParams, ObjectList, Patch, PatchParams,
+    Preconditions, PropagationPolicy,
 };
 use kube::discovery::{verbs, Discovery, Scope};
 use kube::runtime::{watcher, WatchStreamExt};
-use kube::{Api, Client};
+use kube::{Api, Client, Resource};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -73,16 +73,16 @@ const RESYNC: Duration = Duration::from_secs(60);
 /// watches leave out objects nothing owns, so an owner missing from `present` may exist.
 #[derive(Default)]
 struct Seen {
-    present: HashSet<String>,
-    owners: HashSet<String>,
+    present: HashSet<Uid>,
+    owners: HashSet<Uid>,
     /// Owners (with their dependent's namespace) to look up before they count as gone.
     unknown: Vec<(String, OwnerReference)>,
 }
 
 impl Seen {
     fn reset(&mut self, snap: &Snapshot) {
-        self.present = snap.objects.iter().map(|o| o.uid.clone()).collect();
-        self.owners = snap.dependents.keys().cloned().collect();
+        self.present = snap.uids.keys().copied().collect();
+        self.owners = snap.dependents.keys().filter_map(|u| uid_key(u)).collect();
     }
 
     /// Records a watch event; true when it may give the collector work.
@@ -92,8 +92,11 @@ impl Seen {
             // An initial list ends with InitDone, which runs a pass anyway.
             watcher::Event::InitApply(o) => self.applied(o, true),
             watcher::Event::Delete(o) => {
-                self.present.remove(&o.uid);
-                !o.owners.is_empty() || self.owners.contains(&o.uid)
+                let uid = uid_key(&o.uid);
+                if let Some(uid) = uid {
+                    self.present.remove(&uid);
+                }
+                !o.owners.is_empty() || uid.is_some_and(|u| self.owners.contains(&u))
             }
             watcher::Event::Init => false,
             watcher::Event::InitDone => true,
@@ -101,12 +104,17 @@ impl Seen {
     }
 
     fn applied(&mut self, o: Obj, listing: bool) -> bool {
-        self.present.insert(o.uid.clone());
+        if let Some(uid) = uid_key(&o.uid) {
+            self.present.insert(uid);
+        }
         for r in &o.owners {
-            if !listing && !self.present.contains(&r.uid) {
+            let owner = uid_key(&r.uid);
+            if !listing && !owner.is_some_and(|u| self.present.contains(&u)) {
                 self.unknown.push((o.namespace.clone(), r.clone()));
             }
-            self.owners.insert(r.uid.clone());
+            if let Some(u) = owner {
+                self.owners.insert(u);
+            }
         }
         o.deleting && (o.has(ORPHAN) || o.has(FOREGROUND))
     }
@@ -118,7 +126,8 @@ impl Seen {
     async fn verify(&mut self, client: &Client, kinds: &Kinds) -> bool {
         let mut gone = false;
         for (namespace, r) in std::mem::take(&mut self.unknown) {
-            if self.present.contains(&r.uid) {
+            let uid = uid_key(&r.uid);
+            if uid.is_some_and(|u| self.present.contains(&u)) {
                 continue;
             }
             let Some(kind) = kinds.find(&r.api_version, &r.kind) else {
@@ -132,7 +141,7 @@ impl Seen {
             };
             match api.get_opt(&r.name).await {
                 Ok(Some(owner)) if owner.metadata.uid.as_deref() == Some(r.uid.as_str()) => {
-                    self.present.insert(r.uid);
+                    self.present.extend(uid);
                 }
                 Ok(_) => gone = true,
                 Err(e) => {

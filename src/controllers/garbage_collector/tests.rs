@@ -33,20 +33,26 @@ fn kinds() -> Arc<Kinds> {
         .clone()
 }
 
-fn obj(kind: usize, ns: &str, name: &str, uid: &str, owners: &[(&str, &str, &str)]) -> Obj {
+/// The uid a test writes `u<n>`, as the server would make it: a UUID.
+fn uid(short: &str) -> String {
+    let n: u64 = short.trim_start_matches('u').parse().unwrap_or(u64::MAX);
+    format!("00000000-0000-4000-8000-{n:012x}")
+}
+
+fn obj(kind: usize, ns: &str, name: &str, id: &str, owners: &[(&str, &str, &str)]) -> Obj {
     Obj {
         kind: kinds().0[kind].clone(),
         namespace: ns.into(),
         name: name.into(),
-        uid: uid.into(),
+        uid: uid(id),
         rv: "1".into(),
         owners: owners
             .iter()
-            .map(|(kind, name, uid)| OwnerReference {
+            .map(|(kind, name, id)| OwnerReference {
                 api_version: "v1".into(),
                 kind: (*kind).into(),
                 name: (*name).into(),
-                uid: (*uid).into(),
+                uid: uid(id),
                 block_owner_deletion: Some(true),
                 ..OwnerReference::default()
             })
@@ -54,6 +60,56 @@ fn obj(kind: usize, ns: &str, name: &str, uid: &str, owners: &[(&str, &str, &str
         finalizers: vec![],
         deleting: false,
     }
+}
+
+fn snapshot(objects: Vec<Obj>) -> Snapshot {
+    let mut snap = Snapshot::new(kinds());
+    for o in objects {
+        snap.add(o);
+    }
+    snap
+}
+
+#[test]
+fn a_pass_keeps_only_what_it_acts_on_and_finds_owners_by_uid_and_name() {
+    let mut deleting = obj(1, "a", "fg", "u3", &[]);
+    deleting.deleting = true;
+    deleting.finalizers = vec![FOREGROUND.into()];
+    let snap = snapshot(vec![
+        obj(1, "a", "owner", "u1", &[]),
+        obj(1, "a", "dep", "u2", &[("ConfigMap", "owner", "u1")]),
+        deleting,
+        obj(1, "a", "plain", "u4", &[]),
+    ]);
+    // Every object is known by uid; only the owned and the deleting ones are kept whole.
+    assert_eq!(snap.uids.len(), 4);
+    let kept: Vec<&str> = snap.objects.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(kept, ["dep", "fg"]);
+
+    let configmaps = &kinds().0[1];
+    let reference = |name: &str, id: &str| OwnerReference {
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        name: name.into(),
+        uid: uid(id),
+        ..OwnerReference::default()
+    };
+    let found = |ns: &str, r: &OwnerReference| {
+        snap.owner(configmaps, ns, r)
+            .map(|o| o.map(|o| o.name.as_str()))
+    };
+    // Present and not kept: it exists, nothing more to know.
+    assert_eq!(found("a", &reference("owner", "u1")), Some(None));
+    // Being deleted: the pass has it whole, to see it waits for its dependents.
+    assert_eq!(found("a", &reference("fg", "u3")), Some(Some("fg")));
+    // The right uid under another name or namespace, an unknown uid, a uid that is no UUID:
+    // not shown (the pass looks them up live, as upstream does).
+    assert_eq!(found("a", &reference("other", "u1")), None);
+    assert_eq!(found("b", &reference("owner", "u1")), None);
+    assert_eq!(found("a", &reference("owner", "u9")), None);
+    let mut bad = reference("owner", "u1");
+    bad.uid = "not-a-uuid".into();
+    assert_eq!(found("a", &bad), None);
 }
 
 #[test]
@@ -70,14 +126,11 @@ fn owner_kinds_resolve_across_versions() {
 #[test]
 fn dependents_stay_in_the_owners_namespace() {
     let owner = obj(1, "a", "owner", "u1", &[]);
-    let snap = Snapshot::new(
-        kinds(),
-        vec![
-            owner.clone(),
-            obj(1, "a", "dep", "u2", &[("ConfigMap", "owner", "u1")]),
-            obj(1, "b", "elsewhere", "u3", &[("ConfigMap", "owner", "u1")]),
-        ],
-    );
+    let snap = snapshot(vec![
+        owner.clone(),
+        obj(1, "a", "dep", "u2", &[("ConfigMap", "owner", "u1")]),
+        obj(1, "b", "elsewhere", "u3", &[("ConfigMap", "owner", "u1")]),
+    ]);
     let deps: Vec<&str> = snap
         .dependents_of(&owner)
         .iter()
@@ -85,15 +138,12 @@ fn dependents_stay_in_the_owners_namespace() {
         .collect();
     assert_eq!(deps, ["dep"]);
     // A cluster-scoped owner (a namespace) has dependents everywhere.
-    let ns = obj(0, "", "a", "n1", &[]);
-    let snap = Snapshot::new(
-        kinds(),
-        vec![
-            ns.clone(),
-            obj(1, "a", "x", "u4", &[("Namespace", "a", "n1")]),
-            obj(2, "b", "y", "u5", &[("Namespace", "a", "n1")]),
-        ],
-    );
+    let ns = obj(0, "", "a", "u10", &[]);
+    let snap = snapshot(vec![
+        ns.clone(),
+        obj(1, "a", "x", "u4", &[("Namespace", "a", "u10")]),
+        obj(2, "b", "y", "u5", &[("Namespace", "a", "u10")]),
+    ]);
     assert_eq!(snap.dependents_of(&ns).len(), 2);
 }
 
@@ -116,7 +166,7 @@ fn only_relevant_events_wake_the_collector() {
         .iter()
         .map(|(ns, r)| (ns.as_str(), r.uid.as_str()))
         .collect();
-    assert_eq!(queued, [("a", "u9")]);
+    assert_eq!(queued, [("a", uid("u9").as_str())]);
     seen.unknown.clear();
     // In an initial list the owner may come later; the pass after InitDone sorts it out.
     assert!(!seen.observe(watcher::Event::InitApply(orphaned)));
