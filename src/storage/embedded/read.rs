@@ -137,6 +137,53 @@ pub(crate) fn history(
     Ok(out)
 }
 
+/// What a key that changed after a list's revision was at that revision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Before {
+    /// Created after it.
+    Absent,
+    /// The value recorded at `revision`, read only when the page takes it.
+    At {
+        create_revision: Revision,
+        revision: Revision,
+    },
+}
+
+/// The keys under `prefix`, from `from` on, that changed in `(rev, current]`, each with what
+/// it was at `rev` (the first change after `rev` says). No value is read: a paged LIST at an
+/// older revision while writes go on (the garbage collector's pass, a client's pager) used to
+/// copy every value written since, and the value before each, for every page.
+fn changed_since(
+    history: &impl ReadableTable<u64, &'static [u8]>,
+    prefix: &str,
+    from: &str,
+    rev: Revision,
+    current: Revision,
+) -> Result<BTreeMap<String, Before>> {
+    let mut overlay = BTreeMap::new();
+    for item in history
+        .range((rev + 1) as u64..=current as u64)
+        .map_err(db_err)?
+    {
+        let (k, v) = item.map_err(db_err)?;
+        let change = Change::decode(k.value(), v.value())?;
+        if !change.key.starts_with(prefix) || change.key < from {
+            continue;
+        }
+        if !overlay.contains_key(change.key) {
+            let before = match change.prev {
+                0 => Before::Absent,
+                prev => Before::At {
+                    create_revision: change.create_revision,
+                    revision: prev,
+                },
+            };
+            overlay.insert(change.key.to_string(), before);
+        }
+    }
+    Ok(overlay)
+}
+
 /// One page of keys under `prefix` at `at` (None = the snapshot's latest revision).
 pub(crate) fn list(
     txn: &ReadTransaction,
@@ -160,23 +207,17 @@ pub(crate) fn list(
             current,
         });
     }
-    // Keys changed after `rev`: their state at `rev` (None = absent then).
-    let mut overlay: BTreeMap<String, Option<KeyValue>> = BTreeMap::new();
-    if rev < current {
-        for ev in history(txn, prefix, rev, current)? {
-            let key = ev.key().to_string();
-            overlay.entry(key).or_insert(match ev {
-                WatchEvent::Created(_) | WatchEvent::Progress(_) => None,
-                WatchEvent::Updated { prev, .. } | WatchEvent::Deleted { prev, .. } => Some(prev),
-            });
-        }
-    }
     let from = match start_key {
         Some(s) if s > prefix => s,
         _ => prefix,
     };
     let latest = txn.open_table(LATEST).map_err(db_err)?;
     let history = txn.open_table(HISTORY).map_err(db_err)?;
+    let overlay = if rev < current {
+        changed_since(&history, prefix, from, rev, current)?
+    } else {
+        BTreeMap::new()
+    };
     let mut base = latest.range(from..).map_err(db_err)?;
     let mut over = overlay
         .range::<str, _>((std::ops::Bound::Included(from), std::ops::Bound::Unbounded))
@@ -205,7 +246,7 @@ pub(crate) fn list(
                     remaining += i64::from(!overlay.contains_key(key));
                 }
             }
-            remaining += over.filter(|(_, v)| v.is_some()).count() as i64;
+            remaining += over.filter(|(_, v)| **v != Before::Absent).count() as i64;
             break;
         }
         if base_next.is_none() && !base_done {
@@ -234,7 +275,19 @@ pub(crate) fn list(
             if base_next.as_ref().is_some_and(|(bk, _)| bk == ok) {
                 base_next = None;
             }
-            ov.clone()
+            match *ov {
+                Before::Absent => None,
+                Before::At { .. } if limit > 0 && items.len() >= limit => {
+                    // Past the page: counted, its value not read.
+                    next_key.get_or_insert_with(|| ok.clone());
+                    remaining += 1;
+                    continue;
+                }
+                Before::At {
+                    create_revision,
+                    revision,
+                } => Some(value_at(&history, ok, create_revision, revision)?),
+            }
         } else {
             let Some((bk, idx)) = base_next.take() else {
                 break;

@@ -197,6 +197,15 @@ async fn list_pages_old_revisions_watch_replay_and_compaction() {
             .collect::<Vec<_>>(),
         ["/p/k2", "/p/k3"]
     );
+    // A key deleted since: its value then, with its revisions then.
+    assert_eq!(second.items[0].value, Bytes::from_static(b"v2"));
+    assert_eq!(
+        second.items[0].mod_revision,
+        second.items[0].create_revision
+    );
+    assert!(second.items[0].mod_revision < at);
+    assert_eq!(second.next_key.as_deref(), Some("/p/k4"));
+    assert_eq!(second.remaining, Some(1), "k9 did not exist then");
     let latest = within(s.list("/p/", ListOptions::default())).await.unwrap();
     assert_eq!(
         latest
