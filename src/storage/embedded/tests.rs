@@ -383,6 +383,51 @@ async fn compaction_keeps_each_keys_newest_value_and_drops_the_rest() {
     assert_eq!(all.items[0].value.as_ref(), b"b2");
 }
 
+/// The periodic compaction goes in steps of [`writer::COMPACT_STEP`] revisions (100 in tests),
+/// each its own transaction, up to the revision of one interval ago; writes go on meanwhile.
+#[tokio::test]
+async fn periodic_compaction_goes_in_steps_to_one_interval_ago() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = EmbeddedStore::open(dir.path(), Duration::from_millis(200)).unwrap();
+    let keys: Vec<String> = (0..1000).map(|i| format!("/s/{i:04}")).collect();
+    let writes = keys
+        .iter()
+        .map(|k| s.create(k, Bytes::from_static(b"v"), None));
+    for w in within(futures::future::join_all(writes)).await {
+        w.unwrap();
+    }
+    let last = within(s.current_revision()).await.unwrap();
+    let old = ListOptions {
+        revision: ListRevision::Exact(last - 1),
+        ..ListOptions::default()
+    };
+    // Two intervals later the goal is at least `last`: ten steps of 100 revisions or more.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match within(s.list("/s/", old.clone())).await {
+            Err(Error::Compacted { oldest, .. }) if oldest >= last => break,
+            Ok(_) | Err(Error::Compacted { .. }) => {}
+            Err(e) => panic!("{e}"),
+        }
+        // Writes go on while it compacts.
+        within(s.create(
+            &format!("/t/{:?}", std::time::Instant::now()),
+            Bytes::new(),
+            None,
+        ))
+        .await
+        .unwrap();
+        assert!(
+            std::time::Instant::now() < deadline,
+            "compaction never reached {last}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Each key's newest value is kept.
+    let all = within(s.list("/s/", ListOptions::default())).await.unwrap();
+    assert_eq!(all.items.len(), 1000);
+}
+
 #[tokio::test]
 async fn a_format_1_store_is_upgraded_in_place() {
     let dir = tempfile::tempdir().unwrap();
