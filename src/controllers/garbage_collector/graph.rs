@@ -183,11 +183,11 @@ impl Snapshot {
     /// Records one listed object: its identity always, the object itself when a pass may act
     /// on it.
     pub(super) fn add(&mut self, o: Obj) {
-        let Some(uid) = uid_key(&o.uid) else {
-            return;
-        };
-        let at = self.coordinates(&o.kind, &o.namespace, &o.name);
-        self.uids.insert(uid, at);
+        let uid = uid_key(&o.uid);
+        if let Some(uid) = uid {
+            let at = self.coordinates(&o.kind, &o.namespace, &o.name);
+            self.uids.insert(uid, at);
+        }
         if o.owners.is_empty() && !o.deleting {
             return;
         }
@@ -195,7 +195,9 @@ impl Snapshot {
         for r in &o.owners {
             self.dependents.entry(r.uid.clone()).or_default().push(i);
         }
-        self.by_uid.insert(uid, i);
+        if let Some(uid) = uid {
+            self.by_uid.insert(uid, i);
+        }
         self.objects.push(o);
     }
 

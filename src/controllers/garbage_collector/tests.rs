@@ -75,16 +75,20 @@ fn a_pass_keeps_only_what_it_acts_on_and_finds_owners_by_uid_and_name() {
     let mut deleting = obj(1, "a", "fg", "u3", &[]);
     deleting.deleting = true;
     deleting.finalizers = vec![FOREGROUND.into()];
+    let mut odd_uid = obj(1, "a", "odd", "u5", &[("ConfigMap", "gone", "u6")]);
+    odd_uid.uid = "not-a-uuid".into();
     let snap = snapshot(vec![
         obj(1, "a", "owner", "u1", &[]),
         obj(1, "a", "dep", "u2", &[("ConfigMap", "owner", "u1")]),
         deleting,
         obj(1, "a", "plain", "u4", &[]),
+        odd_uid,
     ]);
-    // Every object is known by uid; only the owned and the deleting ones are kept whole.
+    // Every object is known by uid; only the owned and the deleting ones are kept whole,
+    // whatever their uid.
     assert_eq!(snap.uids.len(), 4);
     let kept: Vec<&str> = snap.objects.iter().map(|o| o.name.as_str()).collect();
-    assert_eq!(kept, ["dep", "fg"]);
+    assert_eq!(kept, ["dep", "fg", "odd"]);
 
     let configmaps = &kinds().0[1];
     let reference = |name: &str, id: &str| OwnerReference {
