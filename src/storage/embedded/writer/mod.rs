@@ -33,9 +33,10 @@ pub(crate) const FREE_SPACE_FLOOR: u64 = 2 << 20;
 /// How often watchers that saw no event learn the current revision.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 /// Revisions one step of the periodic compaction covers. Five minutes of 2,600 writes/s in one
-/// transaction held the writer for the whole of it and lifted RSS by ~10 MiB (the revisions to
-/// drop and redb's dirty pages); steps of this size let the writes in between go through, as
-/// etcd compacts in batches (`--experimental-compaction-batch-limit`).
+/// transaction (780,000 revisions scanned, their dead entries collected and removed at once)
+/// held the writer, and every write queued behind it, for the whole of it; steps of this size
+/// let the writes in between go through, as etcd compacts in batches
+/// (`--experimental-compaction-batch-limit`).
 pub(super) const COMPACT_STEP: Revision = if cfg!(test) { 100 } else { 10_000 };
 
 /// What a write expects of the key's current state.
