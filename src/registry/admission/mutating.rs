@@ -236,8 +236,11 @@ impl Write<'_> {
         object: &mut Value,
     ) -> Result<Invocation, Error> {
         let mut invocation = Versioned::new(Some(version.to_string()), self.attrs, Some(object))?;
-        // Without a conversion (no equivalent versions) the policy sees the object as written.
-        let mut seen = invocation.take_object().unwrap_or_else(|| object.clone());
+        let Some(mut seen) = invocation.take_object() else {
+            // No conversion to make (no equivalent versions): the policy sees the object as
+            // written.
+            return Ok(self.invoke(policy, params, object));
+        };
         let (attrs, _) = invocation.view(self.attrs, None);
         let redecode = |patched: Value| -> Result<Value, crate::registry::Error> {
             let canonical = (self.redecode)(invocation.back(self.attrs, patched)?)?;
