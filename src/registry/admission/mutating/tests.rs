@@ -67,6 +67,15 @@ fn configmap() -> Value {
 
 /// Runs `policy` over a ConfigMap; the object after and what the invocation did.
 fn invoke(policy: &Policy, params: Option<&Value>) -> (Value, Invocation) {
+    invoke_as(policy, params, None)
+}
+
+/// [`invoke`], through [`Write::invoke_at`] when `version` is given.
+fn invoke_as(
+    policy: &Policy,
+    params: Option<&Value>,
+    version: Option<&str>,
+) -> (Value, Invocation) {
     let req = request();
     let attrs = attrs();
     let identity = |v: Value| Ok(v);
@@ -79,7 +88,12 @@ fn invoke(policy: &Policy, params: Option<&Value>) -> (Value, Invocation) {
     };
     let mut object = configmap();
     let binding = Binding::new(&json!({"metadata": {"name": "b"}, "spec": {"policyName": "p"}}));
-    let outcome = write.invoke((policy, &binding), params, &mut object);
+    let outcome = match version {
+        None => write.invoke((policy, &binding), params, &mut object),
+        Some(v) => write
+            .invoke_at(v, (policy, &binding), params, &mut object)
+            .unwrap(),
+    };
     (object, outcome)
 }
 
@@ -277,16 +291,6 @@ fn an_equivalent_version_mutates_the_converted_object_and_brings_it_back() {
 #[test]
 fn without_equivalent_versions_a_policy_sees_the_object_as_written() {
     // No conversion to make: the policy mutates the object itself, never an empty one.
-    let req = request();
-    let attrs = attrs();
-    let redecode = |v: Value| -> Result<Value, crate::registry::Error> { Ok(v) };
-    let write = Write {
-        req: &req,
-        attrs: &attrs,
-        namespace: None,
-        merge: Some(&JsonMerge),
-        redecode: &redecode,
-    };
     let p = policy(
         &[(
             "JSONPatch",
@@ -294,11 +298,7 @@ fn without_equivalent_versions_a_policy_sees_the_object_as_written() {
         )],
         json!({}),
     );
-    let binding = Binding::new(&json!({"metadata": {"name": "b"}, "spec": {"policyName": "p"}}));
-    let mut object = configmap();
-    let outcome = write
-        .invoke_at("v1", (&p, &binding), None, &mut object)
-        .unwrap();
+    let (object, outcome) = invoke_as(&p, None, Some("v1"));
     assert!(
         outcome.changed && outcome.errors.is_empty(),
         "{:?}",
