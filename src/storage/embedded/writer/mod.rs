@@ -201,7 +201,7 @@ impl Writer {
             if !self.compaction_interval.is_zero() {
                 deadline = deadline.min(next_compaction);
             }
-            if compact_goal > self.compacted && !self.wal.failing() {
+            if self.compacting_towards(compact_goal) {
                 deadline = now;
             }
             if self.wal.len() > 0 {
@@ -241,7 +241,7 @@ impl Writer {
                 compact_to = self.revision;
                 next_compaction = now + self.compaction_interval;
             }
-            if compact_goal > self.compacted && !self.wal.failing() {
+            if self.compacting_towards(compact_goal) {
                 let before = self.compacted;
                 let (tx, _rx) = oneshot::channel();
                 self.commit(vec![Op::Compact {
@@ -258,6 +258,11 @@ impl Writer {
         self.alive
             .store(false, std::sync::atomic::Ordering::Release);
         self.hub.close_all();
+    }
+
+    /// Whether the periodic compaction has a step to take towards `goal`.
+    fn compacting_towards(&self, goal: Revision) -> bool {
+        goal > self.compacted && !self.wal.failing()
     }
 
     /// Applies a batch in one durable transaction, publishes its events, answers its callers.
