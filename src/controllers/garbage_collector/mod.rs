@@ -80,9 +80,9 @@ struct Seen {
 }
 
 impl Seen {
-    fn reset(&mut self, snap: &Snapshot) {
-        self.present = snap.uids.keys().copied().collect();
+    fn reset(&mut self, snap: Snapshot) {
         self.owners = snap.dependents.keys().filter_map(|u| uid_key(u)).collect();
+        self.present = snap.uids.into_keys().collect();
     }
 
     /// Records a watch event; true when it may give the collector work.
@@ -247,7 +247,7 @@ async fn watch(client: &Client, cancel: &CancellationToken, leases: &SharedWatch
                 };
                 let done = match passed {
                     Ok((snap, done)) => {
-                        seen.reset(&snap);
+                        seen.reset(snap);
                         done
                     }
                     Err(e) => {
