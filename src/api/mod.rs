@@ -59,12 +59,13 @@ pub(crate) fn empty_body() -> Body {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct OmitRenewals;
 
-/// Request extension: a watch that carries only what the garbage collector acts on. ADDED and
-/// MODIFIED events of an object that has no ownerReferences and is not being deleted are left
-/// out; DELETED events, bookmarks and errors pass. Only an in-process request can carry it
-/// (the garbage collector's watches set it). Without it every create of every object was
-/// encoded for the collector's watch and decoded by it, about 8% of a ConfigMap create's
-/// instructions, for objects nothing owns.
+/// Request extension: a watch or list that carries only what the garbage collector acts on.
+/// A list leaves out the objects that have no ownerReferences and are not being deleted; a
+/// watch their ADDED and MODIFIED events (DELETED events, bookmarks and errors pass). Only an
+/// in-process request can carry it (the garbage collector's watches and passes set it).
+/// Without it every create of every object was encoded for the collector's watch and decoded
+/// by it, about 8% of a ConfigMap create's instructions, and every object listed by each of
+/// its passes, for objects nothing owns.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct CollectorEvents;
 

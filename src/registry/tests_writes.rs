@@ -259,10 +259,10 @@ async fn a_watch_omits_renewals(watch_cache: bool) {
     assert_eq!(modified_rv(&mut quiet).await, labelled);
 }
 
-/// The garbage collector's watch gets owned objects and deletions, not the objects nothing
-/// owns; with the watch cache or without it.
+/// The garbage collector's watch gets owned objects and deletions, and its list owned objects,
+/// not the objects nothing owns; with the watch cache or without it.
 #[tokio::test]
-async fn a_collector_watch_skips_objects_nothing_owns() {
+async fn a_collector_watch_and_list_skip_objects_nothing_owns() {
     for watch_cache in [false, true] {
         let (_d, r, _) = registry_on(watch_cache).await;
         timed(make_ns(&r, "default")).await;
@@ -305,6 +305,26 @@ async fn a_collector_watch_skips_objects_nothing_owns() {
             [r#"ADDED "owned""#, r#"DELETED "plain""#],
             "watch cache: {watch_cache}"
         );
+        // Its lists, page by page, hold only the owned objects.
+        timed(create(leases, &ctx("default"), lease("zplain", json!([]))))
+            .await
+            .unwrap();
+        let names = |page: &store::list::ListResult| -> Vec<String> {
+            let name = |d: &Arc<Decoded>| d.obj["metadata"]["name"].as_str().unwrap().to_string();
+            page.items.iter().map(name).collect()
+        };
+        let mut opts = ListOptions {
+            collector_events: true,
+            limit: 1,
+            ..Default::default()
+        };
+        let page = timed(leases.list(&ctx("default"), &opts)).await.unwrap();
+        assert_eq!(names(&page), ["owned"], "watch cache: {watch_cache}");
+        assert_eq!(page.remaining, None);
+        opts.continue_token = page.continue_token;
+        assert!(opts.continue_token.is_some(), "\"zplain\" follows");
+        let page = timed(leases.list(&ctx("default"), &opts)).await.unwrap();
+        assert!(page.items.is_empty() && page.continue_token.is_none());
     }
 }
 

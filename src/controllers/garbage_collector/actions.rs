@@ -191,9 +191,14 @@ pub(super) async fn finish_foreground(client: &Client, snap: &Snapshot, owner: &
     blocked || remove_finalizer(client, owner, FOREGROUND).await
 }
 
-/// One pass over everything; Ok(false) when something must be retried.
-pub(super) async fn pass(client: &Client, kinds: Arc<Kinds>) -> Result<(Snapshot, Done), Error> {
-    let snap = snapshot(client, kinds).await?;
+/// One pass over everything (see [`snapshot`] for `collector`); Ok(false) when something must
+/// be retried.
+pub(super) async fn pass(
+    client: &Client,
+    collector: &Client,
+    kinds: Arc<Kinds>,
+) -> Result<(Snapshot, Done), Error> {
+    let snap = snapshot(client, collector, kinds).await?;
     let mut done = true;
     for o in snap.objects.iter().filter(|o| o.deleting) {
         if o.has(ORPHAN) {

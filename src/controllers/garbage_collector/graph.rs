@@ -1,5 +1,6 @@
-//! What a pass sees: the kinds discovery lists and a snapshot of every object's metadata,
-//! listed page by page, with each owner's dependents.
+//! What a pass sees: the kinds discovery lists and a snapshot of the objects it acts on (owned,
+//! or being deleted) and of the identities of the objects their owners may be, listed page by
+//! page, with each owner's dependents.
 
 use super::*;
 
@@ -146,9 +147,9 @@ pub(super) fn uid_key(uid: &str) -> Option<Uid> {
 }
 
 /// What a pass knows of the cluster: the objects it acts on in full (owned, or being
-/// deleted), and of every other object only its uid and a hash of its kind, namespace and
-/// name. A pass over a cluster of objects nothing owns (most of them) so holds about 40
-/// bytes per object instead of a copy of its metadata.
+/// deleted), and of every other object of the kinds their owners are only its uid and a hash
+/// of its kind, namespace and name (about 40 bytes per object instead of a copy of its
+/// metadata).
 pub(super) struct Snapshot {
     pub(super) kinds: Arc<Kinds>,
     /// The objects that are owned or being deleted.
@@ -201,6 +202,15 @@ impl Snapshot {
         self.objects.push(o);
     }
 
+    /// Records only the identity of a listed object of `kind` (one that may be an owner).
+    pub(super) fn identify(&mut self, kind: &Arc<Kind>, m: ObjectMeta) {
+        if let Some(uid) = m.uid.as_deref().and_then(uid_key) {
+            let (namespace, name) = (m.namespace.unwrap_or_default(), m.name.unwrap_or_default());
+            let at = self.coordinates(kind, &namespace, &name);
+            self.uids.insert(uid, at);
+        }
+    }
+
     /// The object the reference `r` of a dependent in `namespace` names, as the snapshot
     /// shows it: `Some(None)` when it exists and the pass does not keep it (it is neither owned
     /// nor being deleted), None when the snapshot does not show it.
@@ -246,28 +256,53 @@ pub(super) enum Error {
 /// decode and encode them all in one response (upstream's pager uses 500 too).
 pub(super) const PAGE: u32 = 500;
 
-/// Lists the metadata of every served kind, page by page. Each page is decoded only as far
-/// as [`MetaOnly`] goes (not the managedFields of every object) and kept only as far as
-/// [`Snapshot::add`] keeps it.
-pub(super) async fn snapshot(client: &Client, kinds: Arc<Kinds>) -> Result<Snapshot, Error> {
+/// Lists what a pass needs, page by page, each page decoded only as far as [`MetaOnly`] goes
+/// (not the managedFields of every object): first, through `collector` (which carries
+/// [`CollectorEvents`]), the objects of every served kind that are owned or being deleted,
+/// which the server picks out; then every object of the kinds their ownerReferences name,
+/// of which the snapshot keeps only the identity. Objects nothing owns of a kind that owns
+/// nothing, most of a cluster, are never sent.
+pub(super) async fn snapshot(
+    client: &Client,
+    collector: &Client,
+    kinds: Arc<Kinds>,
+) -> Result<Snapshot, Error> {
     let mut snap = Snapshot::new(kinds.clone());
     for k in &kinds.0 {
-        let request = kube::core::Request::new(DynamicObject::url_path(&api_resource(k), None));
-        let mut params = ListParams::default().limit(PAGE);
-        loop {
-            let list = match request.list_metadata(&params) {
-                Ok(req) => client.request::<ObjectList<MetaOnly>>(req).await,
-                Err(e) => Err(kube::Error::BuildRequest(e)),
-            }
-            .map_err(|e| Error::List(k.plural.clone(), e))?;
-            for o in list.items {
-                snap.add(Obj::new(k.clone(), o.metadata));
-            }
-            match list.metadata.continue_.filter(|c| !c.is_empty()) {
-                Some(token) => params = params.continue_token(&token),
-                None => break,
-            }
-        }
+        list_pages(collector, k, |o| snap.add(Obj::new(k.clone(), o))).await?;
+    }
+    let mut owner_kinds: Vec<&Arc<Kind>> = (snap.objects.iter())
+        .flat_map(|o| &o.owners)
+        .filter_map(|r| kinds.find(&r.api_version, &r.kind))
+        .collect();
+    owner_kinds.sort_by_key(|k| kind_key(k));
+    owner_kinds.dedup_by_key(|k| kind_key(k));
+    for k in owner_kinds {
+        list_pages(client, k, |o| snap.identify(k, o)).await?;
     }
     Ok(snap)
+}
+
+/// Lists every object of `k` page by page, handing each one's metadata to `each`.
+async fn list_pages(
+    client: &Client,
+    k: &Arc<Kind>,
+    mut each: impl FnMut(ObjectMeta),
+) -> Result<(), Error> {
+    let request = kube::core::Request::new(DynamicObject::url_path(&api_resource(k), None));
+    let mut params = ListParams::default().limit(PAGE);
+    loop {
+        let list = match request.list_metadata(&params) {
+            Ok(req) => client.request::<ObjectList<MetaOnly>>(req).await,
+            Err(e) => Err(kube::Error::BuildRequest(e)),
+        }
+        .map_err(|e| Error::List(k.plural.clone(), e))?;
+        for o in list.items {
+            each(o.metadata);
+        }
+        match list.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(()),
+        }
+    }
 }

@@ -12,19 +12,21 @@
 //!   when they have dependents of their own), and once no dependent whose reference has
 //!   `blockOwnerDeletion` is left the finalizer is removed, so the owner disappears.
 //!
-//! Instead of upstream's in-memory graph, each pass lists the metadata of every served kind
-//! (the lists are cheap and the passes rare): a pass runs when a watch (decoded only as far
-//! as [`MetaOnly`] goes) shows a change that can matter (an owned object whose owner is gone,
-//! an owner being deleted with a GC finalizer, the deletion of a known owner or of a
-//! dependent), at most every [`DEBOUNCE`], and every [`RESYNC`]. The watches ask the server
-//! for only those events ([`CollectorEvents`]: objects that are owned or being deleted, and
-//! deletions), so the objects nothing owns, most of a cluster's writes, cost the collector
-//! nothing; an owner the watches have not shown since the last pass is looked up with a GET
-//! before it counts as gone, as upstream verifies a missing owner with a live lookup.
-//! Every write carries the resourceVersion it was computed from, so a stale pass only conflicts
-//! and is retried. Not done: upstream's cycle breaking between foreground dependents,
-//! owner kinds discovery does not list (such references are left alone), and namespaced owners of
-//! cluster-scoped dependents (invalid in Kubernetes; left alone).
+//! Instead of upstream's in-memory graph of every object, each pass lists the metadata of the
+//! objects that are owned or being deleted (the server picks them out, [`CollectorEvents`]),
+//! then of every object of the kinds their owners are: the objects nothing owns of a kind that
+//! owns nothing, most of a cluster, cost a pass nothing. A pass runs when a watch (decoded
+//! only as far as [`MetaOnly`] goes) shows a change that can matter (an owned object whose
+//! owner is gone, an owner being deleted with a GC finalizer, the deletion of a known owner or
+//! of a dependent), at most every [`DEBOUNCE`], and every [`RESYNC`]. The watches ask the
+//! server for only those events (objects that are owned or being deleted, and deletions), so
+//! the objects nothing owns, most of a cluster's writes, cost the collector nothing; an owner
+//! the watches have not shown since the last pass is looked up with a GET before it counts as
+//! gone, as upstream verifies a missing owner with a live lookup. Every write carries the
+//! resourceVersion it was computed from, so a stale pass only conflicts and is retried. Not
+//! done: upstream's cycle breaking between foreground dependents, owner kinds discovery does
+//! not list (such references are left alone), and namespaced owners of cluster-scoped
+//! dependents (invalid in Kubernetes; left alone).
 //!
 //! May use: api (that extension); otherwise a client of the API.
 
@@ -243,7 +245,7 @@ async fn watch(client: &Client, cancel: &CancellationToken, leases: &SharedWatch
                 // A pass over many objects takes a while (pages of 500): shutdown does not wait.
                 let passed = tokio::select! {
                     () = &mut cancelled => return,
-                    p = pass(client, kinds.clone()) => p,
+                    p = pass(client, &watches.collector, kinds.clone()) => p,
                 };
                 let done = match passed {
                     Ok((snap, done)) => {

@@ -114,6 +114,21 @@ fn a_pass_keeps_only_what_it_acts_on_and_finds_owners_by_uid_and_name() {
     let mut bad = reference("owner", "u1");
     bad.uid = "not-a-uuid".into();
     assert_eq!(found("a", &bad), None);
+
+    // An object of an owner kind listed for its identity only: it exists, and is not kept.
+    let mut snap = snap;
+    let listed = ObjectMeta {
+        namespace: Some("b".into()),
+        name: Some("owner".into()),
+        uid: Some(uid("u7")),
+        ..ObjectMeta::default()
+    };
+    snap.identify(configmaps, listed);
+    assert!(matches!(
+        snap.owner(configmaps, "b", &reference("owner", "u7")),
+        Some(None)
+    ));
+    assert_eq!((snap.uids.len(), snap.objects.len()), (5, 3));
 }
 
 #[test]

@@ -65,6 +65,7 @@ pub(crate) async fn list(store: &GenericStore, req: &Req<'_>) -> Response<Body> 
             c,
             ListOptions {
                 metadata_only: matches!(req.out, Output::Metadata(_)),
+                collector_events: req.collector_events,
                 ..o
             },
         ),

@@ -44,8 +44,9 @@ pub(crate) struct ListOptions {
     /// ([`crate::registry::Strategy::is_renewal`]); set for the loopback client's watches that
     /// ask for it ([`crate::api::OmitRenewals`]).
     pub omit_renewals: bool,
-    /// Not from the query: the live watch leaves out ADDED and MODIFIED events of objects
-    /// without ownerReferences that are not being deleted ([`crate::api::CollectorEvents`]).
+    /// Not from the query: a LIST leaves out the objects without ownerReferences that are not
+    /// being deleted, and the live watch their ADDED and MODIFIED events
+    /// ([`crate::api::CollectorEvents`]).
     pub collector_events: bool,
     /// Not from the query: the response shows only each object's metadata
     /// (PartialObjectMetadataList), so a LIST need not decode the rest of the objects.
@@ -262,7 +263,7 @@ impl GenericStore {
             None => (self.list_revision(opts)?, None),
         };
         let continuing = opts.continue_token.is_some();
-        let filtering = !opts.label.is_empty() || !opts.field.is_empty();
+        let filtering = !opts.label.is_empty() || !opts.field.is_empty() || opts.collector_events;
         // Field selectors can name fields outside metadata; served forms that differ from the
         // stored one may differ in metadata too (a conversion webhook may change labels).
         let light =
@@ -290,7 +291,9 @@ impl GenericStore {
                 } else {
                     self.decode_shared(kv)?
                 };
-                if self.matches(&obj.obj, &opts.label, &opts.field) {
+                if self.matches(&obj.obj, &opts.label, &opts.field)
+                    && (!opts.collector_events || collector_keeps(&obj.obj))
+                {
                     out.items.push(obj);
                 }
                 if opts.limit > 0 && out.items.len() >= opts.limit {
@@ -556,14 +559,17 @@ fn end_at_error(
 /// out still advances the watch's progress, so bookmarks carry those revisions.
 fn collector_acts_on(ev: &WatchEvent) -> bool {
     match ev {
-        WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-            let meta = &o.obj["metadata"];
-            let owned = (meta.get("ownerReferences").and_then(Value::as_array))
-                .is_some_and(|refs| !refs.is_empty());
-            owned || meta.get("deletionTimestamp").is_some_and(|t| !t.is_null())
-        }
+        WatchEvent::Added(o) | WatchEvent::Modified(o) => collector_keeps(&o.obj),
         WatchEvent::Deleted(_) | WatchEvent::Bookmark { .. } | WatchEvent::Error(_) => true,
     }
+}
+
+/// Whether the garbage collector acts on `obj`: it is owned or being deleted.
+fn collector_keeps(obj: &Value) -> bool {
+    let meta = &obj["metadata"];
+    let owned = (meta.get("ownerReferences").and_then(Value::as_array))
+        .is_some_and(|refs| !refs.is_empty());
+    owned || meta.get("deletionTimestamp").is_some_and(|t| !t.is_null())
 }
 
 /// A watch's filter of renewals ([`ListOptions::omit_renewals`]): the last object of each key
