@@ -30,16 +30,23 @@ pub struct Cacher {
     prefix: String,
     opts: CacherOptions,
     resources: Mutex<HashMap<String, Arc<ResourceCache>>>,
+    /// Where each resource cache's tasks run: the runtime the cache was made on (the one that
+    /// serves clients), not whichever runtime first asks for a resource. The controllers' own
+    /// runtime (one thread) asks first for most resources; had it the tasks that apply every
+    /// write and feed every watcher, client load would queue on that thread.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Cacher {
-    /// A cache for keys under `prefix` (e.g. `/registry`) in front of `backend`.
+    /// A cache for keys under `prefix` (e.g. `/registry`) in front of `backend`; its tasks run
+    /// on the current runtime.
     pub fn new(backend: Arc<dyn Storage>, prefix: &str, opts: CacherOptions) -> Cacher {
         Cacher {
             backend,
             prefix: prefix.trim_end_matches('/').to_string(),
             opts,
             resources: Mutex::new(HashMap::new()),
+            runtime: tokio::runtime::Handle::try_current().ok(),
         }
     }
 
@@ -68,7 +75,8 @@ impl Cacher {
             let mut map = self.resources.lock().unwrap_or_else(|e| e.into_inner());
             map.entry(resource.clone())
                 .or_insert_with(|| {
-                    ResourceCache::start(resource, self.backend.clone(), self.opts.clone())
+                    let (backend, opts) = (self.backend.clone(), self.opts.clone());
+                    ResourceCache::start(resource, backend, opts, self.runtime.as_ref())
                 })
                 .clone()
         };

@@ -93,11 +93,12 @@ pub(crate) struct ResourceCache {
 }
 
 impl ResourceCache {
-    /// Starts caching `prefix` from `backend`.
+    /// Starts caching `prefix` from `backend`, the tasks on `runtime` (else the current one).
     pub(super) fn start(
         prefix: String,
         backend: Arc<dyn Storage>,
         opts: CacherOptions,
+        runtime: Option<&tokio::runtime::Handle>,
     ) -> Arc<ResourceCache> {
         let (revision_tx, _) = tokio_watch::channel((false, 0));
         let dispatched = crate::metrics::global().watch.dispatched(&prefix);
@@ -119,8 +120,16 @@ impl ResourceCache {
         });
         // Both detached: they hold the cache only weakly, return once its Drop cancels `stop`,
         // have no result, and log their own errors.
-        tokio::spawn(reflect(Arc::downgrade(&rc), backend, rc.stop.clone()));
-        tokio::spawn(upkeep(Arc::downgrade(&rc), rc.stop.clone()));
+        let current;
+        let runtime = match runtime {
+            Some(r) => r,
+            None => {
+                current = tokio::runtime::Handle::current();
+                &current
+            }
+        };
+        runtime.spawn(reflect(Arc::downgrade(&rc), backend, rc.stop.clone()));
+        runtime.spawn(upkeep(Arc::downgrade(&rc), rc.stop.clone()));
         rc
     }
 

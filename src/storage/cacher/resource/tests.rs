@@ -233,3 +233,38 @@ async fn events_share_the_value_before_with_the_cache() {
         "deletion's value before"
     );
 }
+
+/// A resource's cache first asked for from another runtime (the controllers' one) still runs
+/// on the runtime the cacher was made on: it keeps following writes after that other runtime
+/// is gone.
+#[test]
+fn a_resource_cache_runs_on_the_cachers_runtime() {
+    let serving = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cache = serving.block_on(async {
+        let backend: Arc<dyn Storage> =
+            Arc::new(EmbeddedStore::open(dir.path(), Duration::ZERO).unwrap());
+        Arc::new(Cacher::new(backend, "/registry", CacherOptions::default()))
+    });
+    let p = "/registry/configmaps/";
+    let other = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let any = ListOptions {
+        revision: ListRevision::Any,
+        ..ListOptions::default()
+    };
+    other.block_on(cache.list(p, any)).unwrap();
+    other.shutdown_timeout(Duration::from_secs(1));
+    serving.block_on(async {
+        let mut w = cache.watch(p, None).await.unwrap();
+        let key = format!("{p}ns/a");
+        let rev = cache.create(&key, Bytes::from("x"), None).await.unwrap();
+        assert_eq!(next(&mut w).await.unwrap().revision(), rev.mod_revision);
+    });
+}
