@@ -188,6 +188,9 @@ pub(crate) struct Registry {
     authorizer: std::sync::OnceLock<Arc<dyn crate::api::authorizer::Authorizer>>,
     /// The admission webhooks, as stored.
     admission: Arc<admission::Chain>,
+    /// The runtime that serves clients (the one the registry was built on), where webhook
+    /// connections run.
+    serving: Option<tokio::runtime::Handle>,
 }
 
 impl Registry {
@@ -229,7 +232,13 @@ impl Registry {
             token_reviewer: std::sync::OnceLock::new(),
             authorizer: std::sync::OnceLock::new(),
             admission: Arc::default(),
+            serving: tokio::runtime::Handle::try_current().ok(),
         }
+    }
+
+    /// The runtime that serves clients, when the registry was built on one.
+    pub(crate) fn serving(&self) -> Option<&tokio::runtime::Handle> {
+        self.serving.as_ref()
     }
 
     /// The admission webhooks this registry's writes go through.

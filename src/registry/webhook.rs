@@ -67,6 +67,8 @@ pub(crate) struct Endpoint {
     resolver: Option<Arc<Services>>,
     /// Connections kept open for the next call.
     idle: std::sync::Mutex<Vec<Sender>>,
+    /// Where connections are dialed and run (see [`Endpoint::on`]); None: the caller's runtime.
+    runtime: Option<tokio::runtime::Handle>,
 }
 
 impl Endpoint {
@@ -125,6 +127,7 @@ impl Endpoint {
             service,
             resolver: None,
             idle: std::sync::Mutex::new(Vec::new()),
+            runtime: None,
         })
     }
 
@@ -136,6 +139,15 @@ impl Endpoint {
         if self.service.is_some() {
             self.resolver = Some(Arc::clone(services));
         }
+        self
+    }
+
+    /// Dials and runs the endpoint's connections (their sockets, TLS and HTTP/1.1 I/O) on
+    /// `runtime`, the one that serves clients, whichever task needs them. A connection dialed
+    /// by a controller's loopback request would otherwise belong to the controllers' one
+    /// thread for as long as it is kept, client calls included.
+    pub(crate) fn on(mut self, runtime: Option<&tokio::runtime::Handle>) -> Endpoint {
+        self.runtime = runtime.cloned();
         self
     }
 
@@ -156,10 +168,7 @@ impl Endpoint {
     }
 
     fn transport(&self, cause: String) -> WebhookError {
-        WebhookError::Transport {
-            url: self.url.clone(),
-            cause,
-        }
+        transport(&self.url, cause)
     }
 
     async fn round_trip(&self, body: Vec<u8>) -> Result<Bytes, WebhookError> {
@@ -202,27 +211,21 @@ impl Endpoint {
             }
             _ => (self.host.clone(), self.port),
         };
-        let addr = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
+        let dial = Dial {
+            url: self.url.clone(),
+            host,
+            port,
+            tls: Arc::clone(&self.tls),
+            server_name: self.server_name.clone(),
         };
-        let tcp = tokio::net::TcpStream::connect((host.as_str(), port))
-            .await
-            .map_err(|e| self.transport(format!("dial tcp {addr}: {}", go_dial_error(&e))))?;
-        let _ = tcp.set_nodelay(true);
-        let tls = tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
-            .connect(self.server_name.clone(), tcp)
-            .await
-            .map_err(|e| self.transport(format!("tls: {e}")))?;
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-            .await
-            .map_err(|e| self.transport(e.to_string()))?;
-        // The connection lives as long as its runtime and its sender.
-        tokio::spawn(async move {
-            let _ = conn.await;
-        });
-        Ok(sender)
+        match &self.runtime {
+            // The socket belongs to the runtime it is made on, so the whole dial runs there.
+            Some(runtime) => runtime
+                .spawn(dial.run())
+                .await
+                .map_err(|e| self.transport(format!("dial: {e}")))?,
+            None => dial.run().await,
+        }
     }
 
     /// One request on `sender`: `Err` when it could not be sent, `Ok` with the webhook's
@@ -283,6 +286,55 @@ impl Endpoint {
                 text,
             )))
         })
+    }
+}
+
+/// A request to `url` that got no answer, and why.
+fn transport(url: &str, cause: String) -> WebhookError {
+    WebhookError::Transport {
+        url: url.to_string(),
+        cause,
+    }
+}
+
+/// One connection to make: where, and how it is trusted.
+struct Dial {
+    url: String,
+    host: String,
+    port: u16,
+    tls: Arc<rustls::ClientConfig>,
+    server_name: ServerName<'static>,
+}
+
+impl Dial {
+    fn transport(&self, cause: String) -> WebhookError {
+        transport(&self.url, cause)
+    }
+
+    /// Connects (TCP, TLS, HTTP/1.1) and starts the connection's task on this runtime.
+    async fn run(self) -> Result<Sender, WebhookError> {
+        let (host, port) = (self.host.as_str(), self.port);
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let tcp = tokio::net::TcpStream::connect((host, port))
+            .await
+            .map_err(|e| self.transport(format!("dial tcp {addr}: {}", go_dial_error(&e))))?;
+        let _ = tcp.set_nodelay(true);
+        let tls = tokio_rustls::TlsConnector::from(Arc::clone(&self.tls))
+            .connect(self.server_name.clone(), tcp)
+            .await
+            .map_err(|e| self.transport(format!("tls: {e}")))?;
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
+            .await
+            .map_err(|e| self.transport(e.to_string()))?;
+        // The connection lives as long as its runtime and its sender.
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+        Ok(sender)
     }
 }
 

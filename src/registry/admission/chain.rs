@@ -258,7 +258,9 @@ impl Chain {
         let parsed = serde_json::from_value(config).map_err(|e| e.to_string())?;
         let mut endpoint = Endpoint::new(&parsed).map_err(|e| e.to_string())?;
         if let Some(registry) = self.registry.get().and_then(std::sync::Weak::upgrade) {
-            endpoint = endpoint.resolving(registry.services());
+            endpoint = endpoint
+                .resolving(registry.services())
+                .on(registry.serving());
         }
         let endpoint = Arc::new(endpoint);
         endpoints.insert(key, endpoint.clone());

@@ -75,6 +75,17 @@ impl Converter {
         }
     }
 
+    /// The converter, its webhook's connections run on `runtime` ([`Endpoint::on`]).
+    pub(crate) fn on(self, runtime: Option<&tokio::runtime::Handle>) -> Converter {
+        match self {
+            Converter::Webhook(mut w) => {
+                w.endpoint = w.endpoint.on(runtime);
+                Converter::Webhook(w)
+            }
+            other => other,
+        }
+    }
+
     /// `obj` at apiVersion `to` (`<group>/<version>`); an object already there is returned as
     /// it is.
     ///

@@ -127,7 +127,8 @@ impl Installer {
         if fp.serve {
             if let Ok(crd) = serde_json::from_value::<CustomResourceDefinition>(obj.clone()) {
                 let terminating = fp.terminating;
-                let converter = Arc::new(Converter::of(&crd));
+                let converter = Converter::of(&crd).on(self.registry.serving());
+                let converter = Arc::new(converter);
                 let mut versions: Vec<_> = crd.spec.versions.iter().filter(|v| v.served).collect();
                 versions.sort_by(|a, b| compare_versions(&a.name, &b.name));
                 for v in versions {

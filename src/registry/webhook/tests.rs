@@ -209,3 +209,32 @@ async fn calls_share_a_kept_connection() {
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// A connection dialed from another runtime (a controller's) runs on the endpoint's: it is
+/// still kept for the next call once that runtime is gone.
+#[test]
+fn a_kept_connection_runs_on_the_endpoints_runtime() {
+    let serving = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let (cert, key) = self_signed();
+    let (port, accepted) = serving.block_on(serve_counting((&cert, &key), Duration::ZERO, |b| {
+        (200, "application/json", b.to_vec())
+    }));
+    let endpoint = Endpoint::new(&config(port, &cert))
+        .unwrap()
+        .on(Some(serving.handle()));
+    let other = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let body = b"{\"call\":1}".to_vec();
+    let answer = other.block_on(endpoint.post_json(body.clone(), SECOND));
+    assert_eq!(&answer.unwrap()[..], &body[..]);
+    other.shutdown_timeout(SECOND);
+    let answer = serving.block_on(endpoint.post_json(body.clone(), SECOND));
+    assert_eq!(&answer.unwrap()[..], &body[..]);
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
