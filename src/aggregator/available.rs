@@ -19,6 +19,10 @@ use tokio_util::sync::CancellationToken;
 
 /// How often every APIService is checked besides changes.
 const RESYNC: Duration = Duration::from_secs(30);
+/// A check that found something unsettled runs again this soon, doubling while it stays so,
+/// up to [`RESYNC`] (upstream requeues a failed APIService with its work queue's rate
+/// limiter: 5 ms, doubling, at most 30 s).
+const RETRY: Duration = Duration::from_millis(5);
 /// How long a backend's discovery check may take (upstream's client timeout).
 pub(super) const CHECK_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -30,20 +34,28 @@ pub(crate) struct Condition {
     pub message: String,
 }
 
-/// Runs `check` over the APIServices on every change and every [`RESYNC`], until `cancel`.
+/// Runs `check` over the APIServices on every change and every [`RESYNC`], until `cancel`;
+/// sooner ([`RETRY`], doubling) while `check` says something is not settled (a backend that
+/// did not answer, a Service not seen yet), so one failed probe does not leave an APIService
+/// unavailable for a whole resync.
 pub(super) async fn each_change<F, Fut>(agg: &Aggregator, cancel: &CancellationToken, mut check: F)
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = ()>,
+    Fut: std::future::Future<Output = bool>,
 {
     agg.wait_synced().await;
+    let mut failures = 0u32;
     loop {
         let changed = agg.changed();
-        check().await;
+        failures = if check().await { 0 } else { failures + 1 };
+        let wait = match failures {
+            0 => RESYNC,
+            n => RETRY.saturating_mul(1 << (n - 1).min(20)).min(RESYNC),
+        };
         tokio::select! {
             () = cancel.cancelled() => return,
             () = changed => {}
-            () = tokio::time::sleep(RESYNC) => {}
+            () = tokio::time::sleep(wait) => {}
         }
     }
 }
@@ -126,6 +138,7 @@ pub(crate) async fn run_local(
                 }
             });
         futures::future::join_all(writes).await;
+        true
     })
     .await;
 }
@@ -144,9 +157,11 @@ pub(crate) async fn run_remote(
                 if let Some(obj) = stored(&client, &r.api.name).await {
                     set_condition(&client, &r.api.name, &obj, &want).await;
                 }
+                want.status == "True"
             }
         });
-        futures::future::join_all(checks).await;
+        let available = futures::future::join_all(checks).await;
+        available.into_iter().all(|a| a)
     })
     .await;
 }
@@ -258,13 +273,18 @@ pub(crate) async fn run_discovery(agg: Arc<Aggregator>, cancel: CancellationToke
         let fetches = agg.remotes().into_iter().map(|r| {
             let agg = agg.clone();
             async move {
-                match fetch_version(&agg, &r).await {
+                let doc = fetch_version(&agg, &r).await;
+                // Only an available backend's document is expected.
+                let settled = doc.is_some() || !r.api.available;
+                match doc {
                     Some(doc) => agg.discovery.fresh(&r.api.name, doc),
                     None => agg.discovery.stale(&r.api.name),
                 }
+                settled
             }
         });
-        futures::future::join_all(fetches).await;
+        let fetched = futures::future::join_all(fetches).await;
+        fetched.into_iter().all(|f| f)
     })
     .await;
 }
@@ -316,4 +336,35 @@ async fn fetch_version(agg: &Aggregator, r: &Remote) -> Option<Value> {
         .ok()
         .and_then(json)?;
     discovery::version_from_legacy(&list, &r.api.version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// A check that finds something unsettled runs again within milliseconds, backing off,
+    /// not a whole resync later; once settled it waits for a change or the resync.
+    #[tokio::test(start_paused = true)]
+    async fn an_unsettled_check_is_retried_soon_with_backoff() {
+        let agg = Aggregator::new(None, Arc::default(), tokio::runtime::Handle::current());
+        for kind in super::super::Kind::ALL {
+            agg.synced.mark(kind as usize);
+        }
+        let (calls, cancel) = (AtomicU32::new(0), CancellationToken::new());
+        let start = tokio::time::Instant::now();
+        let mut at = Vec::new();
+        each_change(&agg, &cancel, || {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            at.push(start.elapsed());
+            if n == 4 {
+                cancel.cancel();
+            }
+            async move { n >= 3 }
+        })
+        .await;
+        let ms: Vec<u128> = at.iter().map(Duration::as_millis).collect();
+        // Three failures: 5, 10, 20 ms apart; then settled: the resync.
+        assert_eq!(ms, [0, 5, 15, 35, 30_035]);
+    }
 }

@@ -276,6 +276,7 @@ pub(crate) async fn run(agg: Arc<Aggregator>, cancel: CancellationToken) {
                 async move { sync(&agg, &r).await }
             });
         futures::future::join_all(syncs).await;
+        true
     })
     .await;
 }
