@@ -31,8 +31,19 @@ pub(crate) async fn serve(
 
 /// [`serve`], also counting the connections accepted.
 pub(crate) async fn serve_counting(
+    pem: (&str, &str),
+    delay: Duration,
+    handler: impl Fn(Bytes) -> Answer + Send + Sync + 'static,
+) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    serve_closing(pem, delay, Duration::MAX, handler).await
+}
+
+/// [`serve_counting`], closing each connection `lifetime` after it was accepted (without
+/// telling the client, as a webhook's idle timeout does).
+pub(crate) async fn serve_closing(
     (cert_pem, key_pem): (&str, &str),
     delay: Duration,
+    lifetime: Duration,
     handler: impl Fn(Bytes) -> Answer + Send + Sync + 'static,
 ) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
     let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
@@ -84,9 +95,9 @@ pub(crate) async fn serve_counting(
                             )
                         }
                     });
-                let _ = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tls), service)
-                    .await;
+                let conn = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tls), service);
+                let _ = tokio::time::timeout(lifetime, conn).await;
             });
         }
     });

@@ -2,7 +2,7 @@ use super::*;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ServiceReference;
 use k8s_openapi::ByteString;
 
-use super::testing::{self_signed, serve as serve_with, serve_counting};
+use super::testing::{self_signed, serve as serve_with, serve_closing, serve_counting};
 
 /// A webhook answering every request with `status`, `content_type` and `body` after `delay`.
 async fn serve(
@@ -237,4 +237,51 @@ fn a_kept_connection_runs_on_the_endpoints_runtime() {
     let answer = serving.block_on(endpoint.post_json(body.clone(), SECOND));
     assert_eq!(&answer.unwrap()[..], &body[..]);
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// A kept connection the webhook has closed since (its idle timeout) costs the call nothing
+/// but a new connection.
+#[tokio::test]
+async fn a_connection_the_webhook_closed_is_replaced() {
+    let (cert, key) = self_signed();
+    let lifetime = Duration::from_millis(100);
+    let (port, accepted) = serve_closing((&cert, &key), Duration::ZERO, lifetime, |body| {
+        (200, "application/json", body.to_vec())
+    })
+    .await;
+    let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
+    for i in 0..3 {
+        let body = format!("{{\"call\":{i}}}").into_bytes();
+        let answer = endpoint.post_json(body.clone(), SECOND).await.unwrap();
+        assert_eq!(&answer[..], &body[..]);
+        tokio::time::sleep(3 * lifetime).await;
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
+}
+
+/// A call cut short by its timeout drops its connection in the middle of an exchange: the
+/// next call gets a new one, and its own answer.
+#[tokio::test]
+async fn a_call_cut_short_leaves_no_connection_behind() {
+    let (cert, key) = self_signed();
+    let delay = Duration::from_millis(200);
+    let (port, accepted) = serve_counting((&cert, &key), delay, |body| {
+        (200, "application/json", body.to_vec())
+    })
+    .await;
+    let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
+    let cut = endpoint
+        .post_json(b"{\"call\":1}".to_vec(), delay / 4)
+        .await
+        .unwrap_err();
+    assert!(
+        cut.to_string().ends_with("context deadline exceeded"),
+        "{cut}"
+    );
+    for i in 2..4 {
+        let body = format!("{{\"call\":{i}}}").into_bytes();
+        let answer = endpoint.post_json(body.clone(), SECOND).await.unwrap();
+        assert_eq!(&answer[..], &body[..]);
+    }
+    assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
