@@ -1,10 +1,9 @@
 //! A bounded map from request bytes to what they decode to, shared between threads: the
 //! typed round trip's tables of remembered metadata and remembered rests. A quick_cache
 //! cache (S3-FIFO): a key seen again stays while one-off keys come and go, so a table that
-//! has filled up keeps serving its hot keys. (The table this replaces evicted the first
-//! key in a hash map's order when full, which soon was always a hot one: past 1,024 keys,
-//! every lookup missed.) Keys (bodies of up to a few KiB) are hashed with a randomly seeded
-//! hasher. May use: nothing internal.
+//! has filled up keeps serving its hot keys (a server writing the same objects makes a new
+//! key per object every second, from managedFields' times). Keys (bodies of up to a few
+//! KiB) are hashed with a randomly seeded hasher. May use: nothing internal.
 
 use std::sync::Arc;
 

@@ -19,6 +19,14 @@ async fn serve(
     .await
 }
 
+/// Posts `{"call":i}` to a webhook that echoes it and checks that this call's own body came
+/// back (not another call's answer left on a kept connection).
+async fn call_echoed(endpoint: &Endpoint, i: u32) {
+    let body = format!("{{\"call\":{i}}}").into_bytes();
+    let answer = endpoint.post_json(body.clone(), SECOND).await.unwrap();
+    assert_eq!(&answer[..], &body[..]);
+}
+
 fn config(port: u16, ca: &str) -> WebhookClientConfig {
     WebhookClientConfig {
         url: Some(format!("https://127.0.0.1:{port}/convert")),
@@ -203,9 +211,7 @@ async fn calls_share_a_kept_connection() {
     .await;
     let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
     for i in 0..5 {
-        let body = format!("{{\"call\":{i}}}").into_bytes();
-        let answer = endpoint.post_json(body.clone(), SECOND).await.unwrap();
-        assert_eq!(&answer[..], &body[..]);
+        call_echoed(&endpoint, i).await;
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
@@ -251,9 +257,7 @@ async fn a_connection_the_webhook_closed_is_replaced() {
     .await;
     let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
     for i in 0..3 {
-        let body = format!("{{\"call\":{i}}}").into_bytes();
-        let answer = endpoint.post_json(body.clone(), SECOND).await.unwrap();
-        assert_eq!(&answer[..], &body[..]);
+        call_echoed(&endpoint, i).await;
         tokio::time::sleep(3 * lifetime).await;
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 3);
@@ -279,9 +283,7 @@ async fn a_call_cut_short_leaves_no_connection_behind() {
         "{cut}"
     );
     for i in 2..4 {
-        let body = format!("{{\"call\":{i}}}").into_bytes();
-        let answer = endpoint.post_json(body.clone(), SECOND).await.unwrap();
-        assert_eq!(&answer[..], &body[..]);
+        call_echoed(&endpoint, i).await;
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
 }
