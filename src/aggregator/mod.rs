@@ -11,6 +11,7 @@
 //! May use: registry, api.
 
 pub(crate) mod available;
+mod backend;
 mod discovery;
 pub(crate) mod openapi;
 pub(crate) mod peers;

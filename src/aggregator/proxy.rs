@@ -1,25 +1,22 @@
 //! The proxy to a remote APIService (kube-aggregator's proxyHandler): HTTPS to the resolved
-//! address over pooled HTTP/2 or HTTP/1.1 connections, verifying the backend against the
-//! APIService's caBundle under the name `<service>.<namespace>.svc` (or not at all with
-//! `insecureSkipTLSVerify`), presenting the front-proxy client certificate, and carrying the
-//! caller's identity in the request headers (client-go's NewAuthProxyRoundTripper). The
-//! caller's own credentials, impersonation headers and any identity headers it sent are
-//! dropped; the answer streams back as it arrives (watches included).
+//! address over a few kept HTTP/2 connections ([`Backend`]; HTTP/1.1 when the backend has no
+//! HTTP/2), verifying the backend against the APIService's caBundle under the name
+//! `<service>.<namespace>.svc` (or not at all with `insecureSkipTLSVerify`), presenting the
+//! front-proxy client certificate, and carrying the caller's identity in the request headers
+//! (client-go's NewAuthProxyRoundTripper). The caller's own credentials, impersonation
+//! headers and any identity headers it sent are dropped; the answer streams back as it
+//! arrives (watches included).
 
+use super::backend::Backend;
 use super::{ApiService, ProxyIdentity};
 use crate::api::{full_body, Body, UserInfo};
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
-use http_body_util::{BodyExt, Full};
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::client::legacy::Client as HttpClient;
+use http_body_util::BodyExt;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// How long dialing a backend may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The identity headers (k8s.io/client-go/transport).
 pub(super) const USER_HEADER: &str = "x-remote-user";
@@ -59,36 +56,10 @@ impl Via<'_> {
     }
 }
 
-/// How many HTTP/2 connections are kept to one backend. A pooled HTTP/2 client keeps one
-/// connection per host and multiplexes every request on it; that connection's TLS and framing
-/// then run on one core at each end, so requests are spread over a few.
-const CONNECTIONS: usize = 4;
-
-type Http = HttpClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
-
-/// Runs a backend connection's task (the TLS and HTTP/2 framing of every request on it) on
-/// the runtime that serves clients. hyper spawns it from whichever task dials first, and that
-/// is often a controller on the control plane's one-thread runtime (the availability probe,
-/// the discovery fetch): every proxied request's I/O would then queue behind that one thread.
-#[derive(Clone)]
-struct Serving(tokio::runtime::Handle);
-
-impl<F> hyper::rt::Executor<F> for Serving
-where
-    F: std::future::Future + Send + 'static,
-    F::Output: Send + 'static,
-{
-    fn execute(&self, fut: F) {
-        // A connection's task ends with its connection; the pool owns the connection.
-        drop(self.0.spawn(fut));
-    }
-}
-
-/// Pooled clients to one APIService's backend (or one peer), used in turn.
+/// The connections to one APIService's backend (or one peer).
 #[derive(Clone)]
 pub(crate) struct Client {
-    http: Arc<[Http]>,
-    next: Arc<std::sync::atomic::AtomicUsize>,
+    backend: Arc<Backend>,
 }
 
 impl Client {
@@ -126,33 +97,9 @@ impl Client {
         let tls = tls_config(trust, identity)?;
         let name = ServerName::try_from(server_name.to_string())
             .map_err(|e| format!("invalid server name {server_name:?}: {e}"))?;
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(CONNECT_TIMEOUT));
-        http.set_nodelay(true);
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_only()
-            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(name))
-            .enable_all_versions()
-            .wrap_connector(http);
-        let http: Vec<Http> = (0..CONNECTIONS)
-            .map(|_| {
-                HttpClient::builder(Serving(serving.clone()))
-                    .pool_idle_timeout(Duration::from_secs(90))
-                    .build(connector.clone())
-            })
-            .collect();
         Ok(Client {
-            http: http.into(),
-            next: Arc::default(),
+            backend: Arc::new(Backend::new(tls, name, serving)),
         })
-    }
-
-    /// The next of the pooled clients.
-    fn http(&self) -> &Http {
-        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        &self.http[n % self.http.len()]
     }
 
     /// Sends `req` to `target` (`host:port`) as `user`; a failure to reach the backend
@@ -181,7 +128,7 @@ impl Client {
         let mut out = http::Request::builder()
             .method(req.method().clone())
             .uri(uri)
-            .body(Full::new(req.body().clone()))
+            .body(req.body().clone())
             .unwrap_or_default();
         *out.headers_mut() = forwarded_headers(req.headers());
         set_identity(out.headers_mut(), user);
@@ -193,12 +140,10 @@ impl Client {
                 HeaderValue::from_static("true"),
             );
         }
-        match self.http().request(out).await {
-            Ok(resp) => {
-                let (mut parts, body) = resp.into_parts();
-                strip_hop_by_hop(&mut parts.headers);
-                let body = body.map_err(std::io::Error::other).boxed_unsync();
-                http::Response::from_parts(parts, body)
+        match self.backend.send(target, out).await {
+            Ok(mut resp) => {
+                strip_hop_by_hop(resp.headers_mut());
+                resp
             }
             Err(e) => {
                 let cause = crate::api::error_chain(&e);
@@ -240,9 +185,7 @@ impl Client {
         for (name, value) in headers {
             req = req.header(name, *value);
         }
-        let mut req = req
-            .body(Full::new(Bytes::new()))
-            .map_err(|e| e.to_string())?;
+        let mut req = req.body(Bytes::new()).map_err(|e| e.to_string())?;
         let checker = UserInfo {
             name: "system:kube-aggregator".into(),
             uid: String::new(),
@@ -252,8 +195,8 @@ impl Client {
         set_identity(req.headers_mut(), &checker);
         let fetch = async {
             let resp = self
-                .http()
-                .request(req)
+                .backend
+                .send(target, req)
                 .await
                 .map_err(|e| crate::api::error_chain(&e))?;
             let (parts, body) = resp.into_parts();

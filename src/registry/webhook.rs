@@ -370,7 +370,7 @@ fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, WebhookE
 }
 
 /// A dial failure as Go words it (`connect: connection refused`).
-fn go_dial_error(e: &std::io::Error) -> String {
+pub(crate) fn go_dial_error(e: &std::io::Error) -> String {
     match e.kind() {
         std::io::ErrorKind::ConnectionRefused => "connect: connection refused".into(),
         std::io::ErrorKind::TimedOut => "i/o timeout".into(),

@@ -1,0 +1,326 @@
+//! Connections to one backend (an extension API server or a peer replica). A few HTTP/2
+//! connections are used in turn, and each request goes straight onto one through h2's own
+//! stream handles: no pool checkout, dispatch channel or per-request task stands between the
+//! caller and the connection, so a proxied request wakes the connection's task and is woken
+//! by it, nothing more. A backend that does not offer `h2` in ALPN is reached through hyper's
+//! pooled HTTP/1.1 client instead.
+
+use crate::api::Body;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Frame;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::client::legacy::Client as HttpClient;
+use rustls::pki_types::ServerName;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{ready, Context, Poll};
+use std::time::Duration;
+
+/// How long dialing a backend (TCP, TLS and the HTTP/2 preface) may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many HTTP/2 connections are kept to one backend. One multiplexed connection puts its
+/// TLS and framing on one core at each end, so requests are spread over a few.
+const CONNECTIONS: usize = 4;
+
+/// Flow-control windows as hyper's HTTP/2 client sets them.
+const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
+const CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
+
+type Http1 = HttpClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// Why a request got no answer from the backend.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum SendError {
+    /// TCP: `dial tcp <addr>: <cause>`, as Go words it.
+    #[error("dial tcp {addr}: {cause}")]
+    Dial { addr: String, cause: String },
+    #[error("tls")]
+    Tls(#[source] std::io::Error),
+    #[error("http2")]
+    Http2(#[source] h2::Error),
+    #[error("dialing took longer than {0:?}")]
+    Timeout(Duration),
+    #[error("http")]
+    Http1(#[source] hyper_util::client::legacy::Error),
+}
+
+/// One kept HTTP/2 connection, to `target`.
+#[derive(Clone)]
+struct Conn {
+    id: u64,
+    target: Arc<str>,
+    send: h2::client::SendRequest<Bytes>,
+}
+
+/// A place for one connection; `dialing` lets one caller dial while the others wait for it.
+#[derive(Default)]
+struct Slot {
+    conn: Mutex<Option<Conn>>,
+    dialing: tokio::sync::Mutex<()>,
+}
+
+impl Slot {
+    fn current(&self, target: &str) -> Option<Conn> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        conn.as_ref().filter(|c| &*c.target == target).cloned()
+    }
+
+    /// Forgets connection `id` (closed or failed), unless another has replaced it.
+    fn forget(&self, id: u64) {
+        let mut conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if conn.as_ref().is_some_and(|c| c.id == id) {
+            *conn = None;
+        }
+    }
+}
+
+/// What a dial found the backend to speak.
+enum Dialed {
+    Http2(Conn),
+    /// ALPN chose HTTP/1.1 (or nothing): the backend has no HTTP/2.
+    Http1Only,
+}
+
+/// The connections to one backend.
+pub(super) struct Backend {
+    tls: tokio_rustls::TlsConnector,
+    server_name: ServerName<'static>,
+    slots: Arc<[Slot]>,
+    next: AtomicUsize,
+    ids: AtomicU64,
+    http1_only: AtomicBool,
+    http1: Http1,
+    /// The runtime that serves clients, where connections' tasks run (hyper would spawn
+    /// them from whichever task dials first, often a controller on the control plane's
+    /// one-thread runtime).
+    serving: tokio::runtime::Handle,
+}
+
+impl Backend {
+    /// Connections verified as `server_name` with `tls` (ALPN is set here).
+    pub(super) fn new(
+        mut tls: rustls::ClientConfig,
+        server_name: ServerName<'static>,
+        serving: &tokio::runtime::Handle,
+    ) -> Backend {
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(CONNECT_TIMEOUT));
+        http.set_nodelay(true);
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls.clone())
+            .https_only()
+            .with_server_name_resolver(hyper_rustls::FixedServerNameResolver::new(
+                server_name.clone(),
+            ))
+            .enable_http1()
+            .wrap_connector(http);
+        let http1 = HttpClient::builder(Serving(serving.clone()))
+            .pool_idle_timeout(Duration::from_secs(90))
+            .build(connector);
+        tls.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        Backend {
+            tls: tokio_rustls::TlsConnector::from(Arc::new(tls)),
+            server_name,
+            slots: (0..CONNECTIONS).map(|_| Slot::default()).collect(),
+            next: AtomicUsize::new(0),
+            ids: AtomicU64::new(0),
+            http1_only: AtomicBool::new(false),
+            http1,
+            serving: serving.clone(),
+        }
+    }
+
+    /// Sends `req` (its URI absolute, `https://<target>/...`) to `target` (`host:port`);
+    /// the answer's body streams as it arrives. A connection found closed before the request
+    /// went out is replaced once.
+    pub(super) async fn send(
+        &self,
+        target: &str,
+        req: http::Request<Bytes>,
+    ) -> Result<http::Response<Body>, SendError> {
+        if self.http1_only.load(Ordering::Relaxed) {
+            return self.send_http1(req).await;
+        }
+        let n = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
+        let slot = &self.slots[n];
+        let (parts, body) = req.into_parts();
+        let head = http::Request::from_parts(parts, ());
+        let mut last = None;
+        for _ in 0..2 {
+            let conn = match slot.current(target) {
+                Some(conn) => conn,
+                None => match self.dial(n, target).await? {
+                    Dialed::Http2(conn) => conn,
+                    Dialed::Http1Only => {
+                        let (parts, ()) = head.into_parts();
+                        return self
+                            .send_http1(http::Request::from_parts(parts, body))
+                            .await;
+                    }
+                },
+            };
+            let sent = match conn.send.clone().ready().await {
+                Ok(mut send) => send.send_request(head.clone(), body.is_empty()),
+                Err(e) => Err(e),
+            };
+            let (response, mut stream) = match sent {
+                Ok(sent) => sent,
+                Err(e) => {
+                    // Closed or going away: nothing of this request reached the backend.
+                    slot.forget(conn.id);
+                    last = Some(e);
+                    continue;
+                }
+            };
+            if !body.is_empty() {
+                stream.send_data(body, true).map_err(SendError::Http2)?;
+            }
+            let resp = response.await.map_err(SendError::Http2)?;
+            let (parts, recv) = resp.into_parts();
+            let body = Recv {
+                stream: recv,
+                data_done: false,
+            };
+            return Ok(http::Response::from_parts(parts, body.boxed_unsync()));
+        }
+        Err(SendError::Http2(last.expect("two attempts failed")))
+    }
+
+    async fn send_http1(
+        &self,
+        req: http::Request<Bytes>,
+    ) -> Result<http::Response<Body>, SendError> {
+        let resp = self
+            .http1
+            .request(req.map(Full::new))
+            .await
+            .map_err(SendError::Http1)?;
+        let (parts, body) = resp.into_parts();
+        let body = body.map_err(std::io::Error::other).boxed_unsync();
+        Ok(http::Response::from_parts(parts, body))
+    }
+
+    /// Dials `target` for slot `n`, unless another caller has just done so.
+    async fn dial(&self, n: usize, target: &str) -> Result<Dialed, SendError> {
+        let slot = &self.slots[n];
+        let _dialing = slot.dialing.lock().await;
+        if let Some(conn) = slot.current(target) {
+            return Ok(Dialed::Http2(conn));
+        }
+        let dialed = tokio::time::timeout(CONNECT_TIMEOUT, self.handshake(target))
+            .await
+            .map_err(|_| SendError::Timeout(CONNECT_TIMEOUT))??;
+        let Some((send, connection)) = dialed else {
+            self.http1_only.store(true, Ordering::Relaxed);
+            return Ok(Dialed::Http1Only);
+        };
+        let conn = Conn {
+            id: self.ids.fetch_add(1, Ordering::Relaxed),
+            target: target.into(),
+            send,
+        };
+        let (slots, id) = (Arc::clone(&self.slots), conn.id);
+        // The task ends with its connection (closed by either side, or every handle to it
+        // dropped); the slot then forgets it, so the next request dials again.
+        drop(self.serving.spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "backend connection closed");
+            }
+            slots[n].forget(id);
+        }));
+        *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn.clone());
+        Ok(Dialed::Http2(conn))
+    }
+
+    /// TCP, TLS and, when ALPN chose `h2`, the HTTP/2 preface; None: no HTTP/2.
+    async fn handshake(&self, target: &str) -> Result<Option<Http2Handshake>, SendError> {
+        let tcp = tokio::net::TcpStream::connect(target)
+            .await
+            .map_err(|e| SendError::Dial {
+                addr: target.to_string(),
+                cause: crate::registry::webhook::go_dial_error(&e),
+            })?;
+        let _ = tcp.set_nodelay(true);
+        let tls = self
+            .tls
+            .connect(self.server_name.clone(), tcp)
+            .await
+            .map_err(SendError::Tls)?;
+        if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+            return Ok(None);
+        }
+        let handshake = h2::client::Builder::new()
+            .enable_push(false)
+            .initial_window_size(STREAM_WINDOW)
+            .initial_connection_window_size(CONNECTION_WINDOW)
+            .handshake(tls)
+            .await
+            .map_err(SendError::Http2)?;
+        Ok(Some(handshake))
+    }
+}
+
+type Http2Handshake = (
+    h2::client::SendRequest<Bytes>,
+    h2::client::Connection<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, Bytes>,
+);
+
+/// An HTTP/2 answer's body: its data, flow-control capacity given back as it is read, then
+/// its trailers. Dropped early, the stream is reset (a watch the client left ends upstream).
+struct Recv {
+    stream: h2::RecvStream,
+    data_done: bool,
+}
+
+impl hyper::body::Body for Recv {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        if !self.data_done {
+            match ready!(self.stream.poll_data(cx)) {
+                Some(Ok(data)) => {
+                    let _ = self.stream.flow_control().release_capacity(data.len());
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
+                }
+                Some(Err(e)) => return Poll::Ready(Some(Err(std::io::Error::other(e)))),
+                None => self.data_done = true,
+            }
+        }
+        match ready!(self.stream.poll_trailers(cx)) {
+            Ok(Some(trailers)) => Poll::Ready(Some(Ok(Frame::trailers(trailers)))),
+            Ok(None) => Poll::Ready(None),
+            Err(e) => Poll::Ready(Some(Err(std::io::Error::other(e)))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.stream.is_end_stream()
+    }
+}
+
+/// Runs an HTTP/1.1 connection's task on the runtime that serves clients (see
+/// [`Backend::serving`]).
+#[derive(Clone)]
+struct Serving(tokio::runtime::Handle);
+
+impl<F> hyper::rt::Executor<F> for Serving
+where
+    F: std::future::Future + Send + 'static,
+    F::Output: Send + 'static,
+{
+    fn execute(&self, fut: F) {
+        // A connection's task ends with its connection; the pool owns the connection.
+        drop(self.0.spawn(fut));
+    }
+}
+
+#[cfg(test)]
+mod tests;
