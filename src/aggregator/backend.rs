@@ -2,9 +2,11 @@
 //! connections are used in turn, and each request goes straight onto one through h2's own
 //! stream handles: no pool checkout, dispatch channel or per-request task stands between the
 //! caller and the connection, so a proxied request wakes the connection's task and is woken
-//! by it, nothing more. A backend that does not offer `h2` in ALPN is reached through hyper's
-//! pooled HTTP/1.1 client instead.
+//! by it, nothing more. Its writes are coalesced ([`Coalescing`]): requests forwarded at the
+//! same moment leave in one write. A backend that does not offer `h2` in ALPN is reached
+//! through hyper's pooled HTTP/1.1 client instead.
 
+use crate::api::coalesce::Coalescing;
 use crate::api::Body;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -247,7 +249,7 @@ impl Backend {
         let _ = tcp.set_nodelay(true);
         let tls = self
             .tls
-            .connect(self.server_name.clone(), tcp)
+            .connect(self.server_name.clone(), Coalescing::new(tcp))
             .await
             .map_err(SendError::Tls)?;
         if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
@@ -266,7 +268,10 @@ impl Backend {
 
 type Http2Handshake = (
     h2::client::SendRequest<Bytes>,
-    h2::client::Connection<tokio_rustls::client::TlsStream<tokio::net::TcpStream>, Bytes>,
+    h2::client::Connection<
+        tokio_rustls::client::TlsStream<Coalescing<tokio::net::TcpStream>>,
+        Bytes,
+    >,
 );
 
 /// An HTTP/2 answer's body: its data, flow-control capacity given back as it is read, then

@@ -3,6 +3,7 @@
 //! May use: nothing internal (k8s-openapi, serde, http).
 
 pub(crate) mod authorizer;
+pub(crate) mod coalesce;
 pub(crate) mod gvk;
 pub(crate) mod json;
 pub(crate) mod protobuf;

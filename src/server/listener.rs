@@ -4,8 +4,8 @@
 //! a JoinSet, and connection-aware graceful shutdown.
 //! May use: filters, api.
 
-use super::coalesce::Coalescing;
 use super::pki::{CertKey, Pki, LOOPBACK_SERVER_NAME};
+use crate::api::coalesce::Coalescing;
 use crate::filters::authn::PeerCertificates;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;

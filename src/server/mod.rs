@@ -11,7 +11,6 @@ mod aggregator;
 mod apiextensions;
 mod cert_reload;
 mod chain;
-mod coalesce;
 pub(crate) mod config;
 mod control_runtime;
 pub(crate) mod front_proxy;

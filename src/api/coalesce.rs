@@ -9,6 +9,9 @@
 //! timer: an idle runtime polls the connection again at once, so a lone response is written
 //! right away. Large writes (LIST pages, watch bursts) go out when the buffer reaches
 //! [`LIMIT`], without waiting for a flush.
+//!
+//! The proxy's HTTP/2 connections to a backend do the same for requests: the handlers that
+//! forward at the same moment share a write.
 //! May use: nothing internal.
 
 use std::io::{self, IoSlice};
