@@ -1,5 +1,5 @@
 use super::*;
-use crate::registry::webhook::testing::self_signed;
+use crate::registry::webhook::testing::{self_signed, server_config};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
 /// What the test backend answers `/big` with.
@@ -18,19 +18,7 @@ struct TestBackend {
 impl TestBackend {
     async fn start(alpn: &[&[u8]]) -> TestBackend {
         let (cert_pem, key_pem) = self_signed();
-        let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
-            .map(Result::unwrap)
-            .collect();
-        let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
-            .unwrap()
-            .unwrap();
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_no_client_auth()
-            .with_single_cert(certs, key)
-            .unwrap();
+        let mut config = server_config(&cert_pem, &key_pem);
         config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();

@@ -15,6 +15,23 @@ pub(crate) fn self_signed() -> (String, String) {
     (cert.pem(), key.serialize_pem())
 }
 
+/// A TLS server configuration serving the certificate `cert_pem` with `key_pem`.
+pub(crate) fn server_config(cert_pem: &str, key_pem: &str) -> rustls::ServerConfig {
+    let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
+        .map(Result::unwrap)
+        .collect();
+    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
+        .unwrap()
+        .unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .unwrap()
+}
+
 /// What a test webhook answers: status, content type, body.
 pub(crate) type Answer = (u16, &'static str, Vec<u8>);
 
@@ -46,20 +63,7 @@ pub(crate) async fn serve_closing(
     lifetime: Duration,
     handler: impl Fn(Bytes) -> Answer + Send + Sync + 'static,
 ) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
-    let certs: Vec<_> = rustls_pemfile::certs(&mut cert_pem.as_bytes())
-        .map(Result::unwrap)
-        .collect();
-    let key = rustls_pemfile::private_key(&mut key_pem.as_bytes())
-        .unwrap()
-        .unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_no_client_auth()
-        .with_single_cert(certs, key)
-        .unwrap();
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config(cert_pem, key_pem)));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let handler = Arc::new(handler);
