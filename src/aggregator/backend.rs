@@ -151,8 +151,8 @@ impl Backend {
         let slot = &self.slots[n];
         let (parts, body) = req.into_parts();
         let head = http::Request::from_parts(parts, ());
-        let mut last = None;
-        for _ in 0..2 {
+        let mut retried = false;
+        loop {
             let conn = match slot.current(target) {
                 Some(conn) => conn,
                 None => match self.dial(n, target).await? {
@@ -174,7 +174,10 @@ impl Backend {
                 Err(e) => {
                     // Closed or going away: nothing of this request reached the backend.
                     slot.forget(conn.id);
-                    last = Some(e);
+                    if retried {
+                        return Err(SendError::Http2(e));
+                    }
+                    retried = true;
                     continue;
                 }
             };
@@ -189,7 +192,6 @@ impl Backend {
             };
             return Ok(http::Response::from_parts(parts, body.boxed_unsync()));
         }
-        Err(SendError::Http2(last.expect("two attempts failed")))
     }
 
     async fn send_http1(
