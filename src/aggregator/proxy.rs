@@ -295,7 +295,7 @@ pub(super) struct Trust<'a> {
 }
 
 /// Trust of the backend and the proxy's client certificate.
-fn tls_config(
+pub(super) fn tls_config(
     trust: Trust<'_>,
     identity: Option<&ProxyIdentity>,
 ) -> Result<rustls::ClientConfig, String> {

@@ -1,4 +1,5 @@
 use super::*;
+use crate::aggregator::proxy::{tls_config, Trust};
 use crate::registry::webhook::testing::{self_signed, server_config};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
@@ -70,16 +71,11 @@ impl TestBackend {
     }
 
     fn backend(&self) -> Backend {
-        let mut roots = rustls::RootCertStore::empty();
-        for cert in rustls_pemfile::certs(&mut self.cert_pem.as_bytes()) {
-            roots.add(cert.unwrap()).unwrap();
-        }
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth();
+        let trust = Trust {
+            ca_bundle: self.cert_pem.as_bytes(),
+            insecure: false,
+        };
+        let tls = tls_config(trust, None).unwrap();
         let name = ServerName::try_from("127.0.0.1").unwrap();
         Backend::new(tls, name, &tokio::runtime::Handle::current())
     }
