@@ -137,8 +137,8 @@ impl Backend {
     }
 
     /// Sends `req` (its URI absolute, `https://<target>/...`) to `target` (`host:port`);
-    /// the answer's body streams as it arrives. A connection found closed before the request
-    /// went out is replaced once.
+    /// the answer's body streams as it arrives. A connection found closed when the request is
+    /// about to go out is replaced once.
     pub(super) async fn send(
         &self,
         target: &str,
@@ -152,7 +152,7 @@ impl Backend {
         let (parts, body) = req.into_parts();
         let head = http::Request::from_parts(parts, ());
         let mut retried = false;
-        loop {
+        let mut send = loop {
             let conn = match slot.current(target) {
                 Some(conn) => conn,
                 None => match self.dial(n, target).await? {
@@ -165,33 +165,30 @@ impl Backend {
                     }
                 },
             };
-            let sent = match conn.send.clone().ready().await {
-                Ok(mut send) => send.send_request(head.clone(), body.is_empty()),
-                Err(e) => Err(e),
-            };
-            let (response, mut stream) = match sent {
-                Ok(sent) => sent,
+            match conn.send.clone().ready().await {
+                Ok(send) => break send,
+                // Closed or going away: the request is still here, the slot dials again.
                 Err(e) => {
-                    // Closed or going away: nothing of this request reached the backend.
                     slot.forget(conn.id);
                     if retried {
                         return Err(SendError::Http2(e));
                     }
                     retried = true;
-                    continue;
                 }
-            };
-            if !body.is_empty() {
-                stream.send_data(body, true).map_err(SendError::Http2)?;
             }
-            let resp = response.await.map_err(SendError::Http2)?;
-            let (parts, recv) = resp.into_parts();
-            let body = Recv {
-                stream: recv,
-                data_done: false,
-            };
-            return Ok(http::Response::from_parts(parts, body.boxed_unsync()));
+        };
+        let (response, mut stream) = send
+            .send_request(head, body.is_empty())
+            .map_err(SendError::Http2)?;
+        if !body.is_empty() {
+            stream.send_data(body, true).map_err(SendError::Http2)?;
         }
+        let (parts, recv) = response.await.map_err(SendError::Http2)?.into_parts();
+        let body = Recv {
+            stream: recv,
+            data_done: false,
+        };
+        Ok(http::Response::from_parts(parts, body.boxed_unsync()))
     }
 
     async fn send_http1(
