@@ -509,25 +509,34 @@ fn crash_image(from: &std::path::Path, to: &std::path::Path) -> u64 {
 
 #[tokio::test]
 async fn acknowledged_writes_since_the_last_checkpoint_are_replayed_from_the_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let image = tempfile::tempdir().unwrap();
-    let s = open(dir.path());
-    let mut written = Vec::new();
-    for i in 0..50 {
-        let key = format!("/w/{i}");
-        written.push(
-            within(s.create(&key, Bytes::from(key.clone()), None))
-                .await
-                .unwrap(),
+    // The writer checkpoints a second after it opened; on a loaded machine the writes below
+    // can take longer than that, so a run whose log was already emptied starts over.
+    let mut tries = 0;
+    let (image, written) = loop {
+        let dir = tempfile::tempdir().unwrap();
+        let image = tempfile::tempdir().unwrap();
+        let s = open(dir.path());
+        let mut written = Vec::new();
+        for i in 0..50 {
+            let key = format!("/w/{i}");
+            written.push(
+                within(s.create(&key, Bytes::from(key.clone()), None))
+                    .await
+                    .unwrap(),
+            );
+        }
+        within(s.delete("/w/7", &|_| Ok(()))).await.unwrap();
+        let logged = crash_image(dir.path(), image.path());
+        drop(s);
+        if logged > 0 {
+            break (image, written);
+        }
+        tries += 1;
+        assert!(
+            tries < 5,
+            "the writes should still be in the log, not yet checkpointed"
         );
-    }
-    within(s.delete("/w/7", &|_| Ok(()))).await.unwrap();
-    let logged = crash_image(dir.path(), image.path());
-    drop(s);
-    assert!(
-        logged > 0,
-        "the writes should still be in the log, not yet checkpointed"
-    );
+    };
     // A crash in the middle of the next append leaves part of a record.
     let mut f = std::fs::OpenOptions::new()
         .append(true)
