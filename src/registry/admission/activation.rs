@@ -103,7 +103,7 @@ pub(super) fn json(v: Option<&Value>) -> CelValue {
 /// The `request` variable (CreateAdmissionRequest), with only the top-level fields `parts`
 /// keeps (each is made only when kept: the whole request costs more to build and convert than
 /// three rules do to run).
-fn cel_request(req: &Request, attrs: &Attributes<'_>, parts: &Projection) -> Value {
+fn cel_request(req: &Request, attrs: &Attributes<'_>, parts: &Projection) -> CelValue {
     let kind =
         || serde_json::json!({"group": attrs.group, "version": attrs.version, "kind": attrs.kind});
     let resource = || serde_json::json!({"group": attrs.group, "version": attrs.version, "resource": attrs.resource});
@@ -128,7 +128,7 @@ fn cel_request(req: &Request, attrs: &Attributes<'_>, parts: &Projection) -> Val
         .filter(|(name, _)| parts.keeps(name))
         .map(|(name, make)| (name.to_string(), make()))
         .collect();
-    parts.apply(&Value::Object(kept))
+    parts.to_cel(&Value::Object(kept))
 }
 
 thread_local! {
@@ -197,8 +197,8 @@ impl Uses {
     /// Binds `object` (the parts read).
     pub(super) fn bind_object(&self, ctx: &mut CelContext<'_>, object: Option<&Value>) {
         if self.object {
-            let object = object.map(|o| self.object_parts.apply(o));
-            ctx.add_variable_from_value("object", json(object.as_ref()));
+            let object = object.map_or(CelValue::Null, |o| self.object_parts.to_cel(o));
+            ctx.add_variable_from_value("object", object);
         }
     }
 
@@ -213,15 +213,17 @@ impl Uses {
     ) {
         self.bind_object(ctx, object);
         if self.old_object {
-            let old = attrs.old_object.map(|o| self.old_object_parts.apply(o));
-            ctx.add_variable_from_value("oldObject", json(old.as_ref()));
+            let old = attrs
+                .old_object
+                .map_or(CelValue::Null, |o| self.old_object_parts.to_cel(o));
+            ctx.add_variable_from_value("oldObject", old);
         }
         if self.namespace {
             ctx.add_variable_from_value("namespaceObject", json(namespace));
         }
         if self.request {
             let request = cel_request(req, attrs, &self.request_parts);
-            ctx.add_variable_from_value("request", from_json(&request));
+            ctx.add_variable_from_value("request", request);
         }
         if let Some(authorizer) = self.authorizer.then(|| req.chain.authorizer()).flatten() {
             let request = RequestResource {
@@ -239,6 +241,7 @@ impl Uses {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube_cel::cel::objects::Key;
 
     #[test]
     fn request_is_built_with_the_fields_expressions_select() {
@@ -246,7 +249,10 @@ mod tests {
         let attrs = Attributes::for_tests(super::super::Operation::Update);
         let parts = |expr: &str| Projection::of(&compile(expr).unwrap(), "request");
         let v = cel_request(&req, &attrs, &parts("request.userInfo.username == 'x'"));
-        assert_eq!(v, serde_json::json!({"userInfo": {"username": "alice"}}));
+        assert_eq!(
+            v,
+            from_json(&serde_json::json!({"userInfo": {"username": "alice"}}))
+        );
         let v = cel_request(
             &req,
             &attrs,
@@ -254,13 +260,19 @@ mod tests {
         );
         assert_eq!(
             v,
-            serde_json::json!({"operation": "UPDATE", "kind": {"kind": "ConfigMap"}})
+            from_json(&serde_json::json!({"operation": "UPDATE", "kind": {"kind": "ConfigMap"}}))
         );
         // Used whole: every field, as upstream's request variable has them.
+        let field = |v: &CelValue, name: &str| match v {
+            CelValue::Map(m) => m.map.get(&Key::String(name.to_string().into())).cloned(),
+            _ => None,
+        };
         let v = cel_request(&req, &attrs, &parts("request != null"));
-        assert_eq!(v.as_object().unwrap().len(), 11, "{v}");
-        assert_eq!(v["userInfo"]["groups"], serde_json::json!(["devs"]));
-        assert_eq!(v["requestResource"]["resource"], "configmaps");
+        assert!(matches!(&v, CelValue::Map(m) if m.map.len() == 11), "{v:?}");
+        let user = field(&v, "userInfo").unwrap();
+        assert_eq!(field(&user, "groups"), Some(from_json(&serde_json::json!(["devs"]))));
+        let resource = field(&v, "requestResource").unwrap();
+        assert_eq!(field(&resource, "resource"), Some(from_json(&"configmaps".into())));
     }
 
     #[test]

@@ -9,8 +9,11 @@
 //! variable) keeps everything. Selecting a field of a map is a key lookup, so a projection that
 //! keeps every selected path's subtree answers every expression as the whole value does.
 
+use crate::registry::cel::from_json;
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedEntryExpr, IdedExpr};
-use serde_json::{Map, Value};
+use kube_cel::cel::objects::Key;
+use kube_cel::cel::Value as CelValue;
+use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// The parts of a variable that are kept.
@@ -128,14 +131,34 @@ impl Projection {
         self.all || self.fields.contains_key(field)
     }
 
+    /// The kept parts of `value` as a CEL value, converted straight from the JSON (no
+    /// projected copy of it is made first).
+    pub(super) fn to_cel(&self, value: &Value) -> CelValue {
+        match value {
+            Value::Object(map) if !self.all => CelValue::Map(kube_cel::cel::objects::Map {
+                map: std::sync::Arc::new(
+                    self.fields
+                        .iter()
+                        .filter_map(|(field, p)| {
+                            Some((Key::String(field.clone().into()), p.to_cel(map.get(field)?)))
+                        })
+                        .collect(),
+                ),
+            }),
+            // Selecting a field of anything else fails the same way on the whole value.
+            other => from_json(other),
+        }
+    }
+
     /// The kept parts of `value` (`value` itself when everything is kept).
-    pub(super) fn apply(&self, value: &Value) -> Value {
+    #[cfg(test)]
+    fn apply(&self, value: &Value) -> Value {
         if self.all {
             return value.clone();
         }
         match value {
             Value::Object(map) => {
-                let kept: Map<String, Value> = self
+                let kept: serde_json::Map<String, Value> = self
                     .fields
                     .iter()
                     .filter_map(|(field, p)| Some((field.clone(), p.apply(map.get(field)?))))
@@ -180,6 +203,8 @@ mod tests {
             let program = Program::compile(e).unwrap();
             p.union(&Projection::of(program.expression(), "object"));
         }
+        // What expressions see is the projected JSON, converted.
+        assert_eq!(p.to_cel(&object()), from_json(&p.apply(&object())), "{exprs:?}");
         p
     }
 
