@@ -119,10 +119,13 @@ impl Webhook {
         let certs = vec![cert.der().clone()];
         let key = rustls::pki_types::PrivateKeyDer::try_from(key.serialize_der())?;
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()?
             .with_no_client_auth()
             .with_single_cert(certs, key)?;
+        if std::env::var_os("KAPI_BENCH_WEBHOOK_H1").is_none() {
+            config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+        }
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
         listener.set_nonblocking(true)?;
@@ -208,9 +211,10 @@ async fn serve(
                         )
                     }
                 });
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
-                .await;
+            let _ =
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(tls), service)
+                    .await;
         });
     }
 }

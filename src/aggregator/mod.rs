@@ -11,7 +11,6 @@
 //! May use: registry, api.
 
 pub(crate) mod available;
-mod backend;
 mod discovery;
 pub(crate) mod openapi;
 pub(crate) mod peers;

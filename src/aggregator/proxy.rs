@@ -7,9 +7,9 @@
 //! headers and any identity headers it sent are dropped; the answer streams back as it
 //! arrives (watches included).
 
-use super::backend::Backend;
 use super::{ApiService, ProxyIdentity};
 use crate::api::{full_body, Body, UserInfo};
+use crate::registry::connections::Backend;
 use bytes::Bytes;
 use http::header::{HeaderMap, HeaderName, HeaderValue};
 use http_body_util::BodyExt;

@@ -6,6 +6,7 @@ pub(crate) mod admission;
 pub(crate) mod apiextensions;
 pub(crate) mod cel;
 pub(crate) mod codec;
+pub(crate) mod connections;
 pub(crate) mod error;
 pub(crate) mod follow;
 pub(crate) mod rbac;

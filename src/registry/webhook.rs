@@ -1,11 +1,16 @@
-//! The API server's client of webhooks (CRD conversion; admission will use it too), as
-//! k8s.io/apiserver's webhook ClientManager builds them: one JSON POST to the webhook's URL
-//! (or `https://<service>.<namespace>.svc:<port><path>`, resolved through the followed
-//! Services when asked), trusting the caBundle or else the system's roots, over HTTP/1.1
-//! only, within a deadline. Its errors read as client-go's, since they reach users inside
+//! The API server's client of webhooks (CRD conversion and admission), as k8s.io/apiserver's
+//! webhook ClientManager builds them: one JSON POST to the webhook's URL (or
+//! `https://<service>.<namespace>.svc:<port><path>`, resolved through the followed Services
+//! when asked), trusting the caBundle or else the system's roots, within a deadline. A
+//! webhook that offers HTTP/2 in ALPN is called over a few kept HTTP/2 connections
+//! ([`Backend`]); one that does not, over kept HTTP/1.1 connections, one call at a time
+//! each. (Upstream speaks only HTTP/1.1 to webhooks, kubernetes/kubernetes#75791, so that
+//! calls spread over a Service's pods; kapi resolves a Service to one address per connection
+//! either way.) Its errors read as client-go's, since they reach users inside
 //! Status messages; a traced request's `traceparent` goes along. May use: the registry's
 //! Services, api.
 
+use super::connections::{Backend, TlsStream};
 use super::services::{ServiceRef, Services};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -60,7 +65,12 @@ pub(crate) struct Endpoint {
     /// The Host header.
     authority: String,
     server_name: ServerName<'static>,
+    /// Trust for HTTP/1.1 connections (ALPN `http/1.1`).
     tls: Arc<rustls::ClientConfig>,
+    /// Trust for HTTP/2 connections (the connections set ALPN).
+    h2_tls: rustls::ClientConfig,
+    /// The HTTP/2 connections, made at the first call (on the runtime that makes them).
+    h2: std::sync::OnceLock<Backend>,
     /// The clientConfig's service, and the Services it resolves through (see
     /// [`Endpoint::resolving`]); without them the service's DNS name is dialled.
     service: Option<ServiceRef>,
@@ -116,6 +126,9 @@ impl Endpoint {
         let path = uri
             .path_and_query()
             .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
+        let h2_tls = tls_config(config.ca_bundle.as_ref().map(|b| &b.0[..]))?;
+        let mut tls = h2_tls.clone();
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Endpoint {
             port: authority.port_u16().unwrap_or(443),
             authority: authority.as_str().to_string(),
@@ -123,7 +136,9 @@ impl Endpoint {
             path: if path.is_empty() { "/".into() } else { path },
             url,
             server_name,
-            tls: Arc::new(tls_config(config.ca_bundle.as_ref().map(|b| &b.0[..]))?),
+            tls: Arc::new(tls),
+            h2_tls,
+            h2: std::sync::OnceLock::new(),
             service,
             resolver: None,
             idle: std::sync::Mutex::new(Vec::new()),
@@ -161,7 +176,9 @@ impl Endpoint {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<Bytes, WebhookError> {
-        match tokio::time::timeout(timeout, self.round_trip(body)).await {
+        // Boxed: the connections' futures would otherwise make every write's future that may
+        // call a webhook as large as they are.
+        match tokio::time::timeout(timeout, Box::pin(self.round_trip(body))).await {
             Ok(answer) => answer,
             Err(_) => Err(self.transport("context deadline exceeded".into())),
         }
@@ -173,6 +190,15 @@ impl Endpoint {
 
     async fn round_trip(&self, body: Vec<u8>) -> Result<Bytes, WebhookError> {
         let body = Bytes::from(body);
+        let body = match self.over_h2(body).await? {
+            Ok(answer) => return Ok(answer),
+            // The connection that found the webhook without HTTP/2 serves this call.
+            Err((body, Some(stream))) => {
+                let sender = self.start_http1(stream).await?;
+                return self.exchange(sender, body).await?;
+            }
+            Err((body, None)) => body,
+        };
         // A kept connection the webhook may have closed since: a review is idempotent, so one
         // that could not be sent on it is sent again on a new connection.
         if let Some(sender) = self.take_idle() {
@@ -182,6 +208,82 @@ impl Endpoint {
         }
         let sender = self.connect().await?;
         self.exchange(sender, body).await?
+    }
+
+    /// The call over HTTP/2: `Ok(Err(..))` hands the body back when the webhook has no HTTP/2,
+    /// with the connection that found it out when one was made.
+    async fn over_h2(
+        &self,
+        body: Bytes,
+    ) -> Result<Result<Bytes, (Bytes, Option<Box<TlsStream>>)>, WebhookError> {
+        let backend = self.h2.get_or_init(|| {
+            let runtime = self
+                .runtime
+                .clone()
+                .unwrap_or_else(tokio::runtime::Handle::current);
+            Backend::new(self.h2_tls.clone(), self.server_name.clone(), &runtime)
+        });
+        let (host, port) = self.target()?;
+        let target = if host.contains(':') {
+            format!("[{host}]:{port}")
+        } else {
+            format!("{host}:{port}")
+        };
+        let mut request = http::Request::post(format!("https://{}{}", self.authority, self.path))
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::ACCEPT, "application/json, */*")
+            .header(http::header::USER_AGENT, USER_AGENT)
+            .body(body)
+            .map_err(|e| self.transport(e.to_string()))?;
+        crate::api::trace::inject(request.headers_mut());
+        let response = match backend.send_h2(&target, request).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(h1)) => return Ok(Err((h1.request.into_body(), h1.connection))),
+            Err(e) => return Err(self.transport(crate::api::error_chain(&e))),
+        };
+        let status = response.status();
+        let text = is_text(response.headers());
+        let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+            .collect()
+            .await
+            .map_err(|e| self.transport(e.to_string()))?
+            .to_bytes();
+        answer(status, body, text).map(Ok)
+    }
+
+    /// Where a new connection goes: the URL's host, or the address its Service resolves to.
+    fn target(&self) -> Result<(String, u16), WebhookError> {
+        Ok(match (&self.service, &self.resolver) {
+            (Some(svc), Some(services)) => {
+                let target = services
+                    .resolve(svc)
+                    .map_err(|e| self.transport(e.to_string()))?;
+                let (host, port) = target.rsplit_once(':').unwrap_or((&target, "443"));
+                (
+                    host.trim_start_matches('[')
+                        .trim_end_matches(']')
+                        .to_string(),
+                    port.parse().unwrap_or(443),
+                )
+            }
+            _ => (self.host.clone(), self.port),
+        })
+    }
+
+    /// HTTP/1.1 over a connection made already; its task runs where the connection was made.
+    async fn start_http1(&self, stream: Box<TlsStream>) -> Result<Sender, WebhookError> {
+        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| self.transport(e.to_string()))?;
+        let run = async move {
+            let _ = conn.await;
+        };
+        // The connection lives as long as its runtime and its sender.
+        drop(match &self.runtime {
+            Some(runtime) => runtime.spawn(run),
+            None => tokio::spawn(run),
+        });
+        Ok(sender)
     }
 
     /// A kept connection that is still open.
@@ -196,21 +298,7 @@ impl Endpoint {
     }
 
     async fn connect(&self) -> Result<Sender, WebhookError> {
-        let (host, port) = match (&self.service, &self.resolver) {
-            (Some(svc), Some(services)) => {
-                let target = services
-                    .resolve(svc)
-                    .map_err(|e| self.transport(e.to_string()))?;
-                let (host, port) = target.rsplit_once(':').unwrap_or((&target, "443"));
-                (
-                    host.trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .to_string(),
-                    port.parse().unwrap_or(443),
-                )
-            }
-            _ => (self.host.clone(), self.port),
-        };
+        let (host, port) = self.target()?;
         let dial = Dial {
             url: self.url.clone(),
             host,
@@ -240,10 +328,7 @@ impl Endpoint {
             .header(http::header::HOST, self.authority.as_str())
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, */*")
-            .header(
-                http::header::USER_AGENT,
-                concat!("kapi/", env!("CARGO_PKG_VERSION")),
-            )
+            .header(http::header::USER_AGENT, USER_AGENT)
             .body(Full::new(body))
             .map_err(|e| self.transport(e.to_string()))?;
         // The traced request's context goes along (otelhttp's transport in upstream's client).
@@ -259,11 +344,7 @@ impl Endpoint {
             .await
             .map_err(|e| self.transport(e.to_string()))?;
         let status = response.status();
-        let text = response
-            .headers()
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("text/plain"));
+        let text = is_text(response.headers());
         let body = match Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
             .collect()
             .await
@@ -277,15 +358,31 @@ impl Endpoint {
                 idle.push(sender);
             }
         }
-        Ok(if status.is_success() {
-            Ok(body)
-        } else {
-            Err(WebhookError::Status(status_error(
-                status.as_u16(),
-                &body,
-                text,
-            )))
-        })
+        Ok(answer(status, body, text))
+    }
+}
+
+/// The User-Agent of webhook calls.
+const USER_AGENT: &str = concat!("kapi/", env!("CARGO_PKG_VERSION"));
+
+/// Whether an answer's body is plain text (quoted in errors).
+fn is_text(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("text/plain"))
+}
+
+/// A webhook's answer: its body when the status is 2xx, else the error client-go makes of it.
+fn answer(status: http::StatusCode, body: Bytes, text: bool) -> Result<Bytes, WebhookError> {
+    if status.is_success() {
+        Ok(body)
+    } else {
+        Err(WebhookError::Status(status_error(
+            status.as_u16(),
+            &body,
+            text,
+        )))
     }
 }
 
@@ -338,8 +435,9 @@ impl Dial {
     }
 }
 
-/// Trust for a webhook: its caBundle's certificates, or the system's roots without one.
-fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, WebhookError> {
+/// Trust for a webhook: its caBundle's certificates, or the system's roots without one (no
+/// ALPN protocols).
+pub(crate) fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, WebhookError> {
     let mut roots = rustls::RootCertStore::empty();
     match ca_bundle.filter(|b| !b.trim_ascii().is_empty()) {
         Some(pem) => {
@@ -359,13 +457,11 @@ fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfig, WebhookE
         }
     }
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+    let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| WebhookError::Config(e.to_string()))?
         .with_root_certificates(roots)
         .with_no_client_auth();
-    // HTTP/1.1 only, as upstream (kubernetes/kubernetes#75791).
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
     Ok(config)
 }
 

@@ -270,9 +270,15 @@ mod tests {
         let v = cel_request(&req, &attrs, &parts("request != null"));
         assert!(matches!(&v, CelValue::Map(m) if m.map.len() == 11), "{v:?}");
         let user = field(&v, "userInfo").unwrap();
-        assert_eq!(field(&user, "groups"), Some(from_json(&serde_json::json!(["devs"]))));
+        assert_eq!(
+            field(&user, "groups"),
+            Some(from_json(&serde_json::json!(["devs"])))
+        );
         let resource = field(&v, "requestResource").unwrap();
-        assert_eq!(field(&resource, "resource"), Some(from_json(&"configmaps".into())));
+        assert_eq!(
+            field(&resource, "resource"),
+            Some(from_json(&"configmaps".into()))
+        );
     }
 
     #[test]

@@ -204,7 +204,11 @@ mod tests {
             p.union(&Projection::of(program.expression(), "object"));
         }
         // What expressions see is the projected JSON, converted.
-        assert_eq!(p.to_cel(&object()), from_json(&p.apply(&object())), "{exprs:?}");
+        assert_eq!(
+            p.to_cel(&object()),
+            from_json(&p.apply(&object())),
+            "{exprs:?}"
+        );
         p
     }
 

@@ -58,12 +58,34 @@ pub(crate) async fn serve_counting(
 /// [`serve_counting`], closing each connection `lifetime` after it was accepted (without
 /// telling the client, as a webhook's idle timeout does).
 pub(crate) async fn serve_closing(
-    (cert_pem, key_pem): (&str, &str),
+    pem: (&str, &str),
     delay: Duration,
     lifetime: Duration,
     handler: impl Fn(Bytes) -> Answer + Send + Sync + 'static,
 ) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
-    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_config(cert_pem, key_pem)));
+    serve_as(pem, delay, lifetime, false, handler).await
+}
+
+/// [`serve_counting`], offering HTTP/2 (and HTTP/1.1) in ALPN.
+pub(crate) async fn serve_http2(
+    pem: (&str, &str),
+    handler: impl Fn(Bytes) -> Answer + Send + Sync + 'static,
+) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    serve_as(pem, Duration::ZERO, Duration::MAX, true, handler).await
+}
+
+async fn serve_as(
+    (cert_pem, key_pem): (&str, &str),
+    delay: Duration,
+    lifetime: Duration,
+    http2: bool,
+    handler: impl Fn(Bytes) -> Answer + Send + Sync + 'static,
+) -> (u16, Arc<std::sync::atomic::AtomicUsize>) {
+    let mut config = server_config(cert_pem, key_pem);
+    if http2 {
+        config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    }
+    let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let handler = Arc::new(handler);
@@ -99,8 +121,10 @@ pub(crate) async fn serve_closing(
                             )
                         }
                     });
-                let conn = hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(tls), service);
+                let builder = hyper_util::server::conn::auto::Builder::new(
+                    hyper_util::rt::TokioExecutor::new(),
+                );
+                let conn = builder.serve_connection(TokioIo::new(tls), service);
                 let _ = tokio::time::timeout(lifetime, conn).await;
             });
         }

@@ -2,7 +2,9 @@ use super::*;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ServiceReference;
 use k8s_openapi::ByteString;
 
-use super::testing::{self_signed, serve as serve_with, serve_closing, serve_counting};
+use super::testing::{
+    self_signed, serve as serve_with, serve_closing, serve_counting, serve_http2,
+};
 
 /// A webhook answering every request with `status`, `content_type` and `body` after `delay`.
 async fn serve(
@@ -103,8 +105,9 @@ async fn error_answers_read_as_client_go_words_them() {
     for (status, content_type, body, want) in cases {
         let port = serve(&cert, &key, status, content_type, body, Duration::ZERO).await;
         let endpoint = Endpoint::new(&config(port, &cert)).unwrap();
+        // Time enough for a new connection on a loaded machine: the answer is what is tested.
         let err = endpoint
-            .post_json(b"{}".to_vec(), SECOND)
+            .post_json(b"{}".to_vec(), 10 * SECOND)
             .await
             .unwrap_err();
         assert_eq!(err.to_string(), want, "status {status}");
@@ -214,6 +217,33 @@ async fn calls_share_a_kept_connection() {
         call_echoed(&endpoint, i).await;
     }
     assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
+
+/// A webhook that offers HTTP/2 is called over a few multiplexed connections: 200 concurrent
+/// calls, each answered with its own body, over at most 4 connections.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_webhook_offering_http2_is_called_over_a_few_connections() {
+    let (cert, key) = self_signed();
+    let (port, accepted) = serve_http2((&cert, &key), |body| {
+        (200, "application/json", body.to_vec())
+    })
+    .await;
+    let endpoint = Arc::new(Endpoint::new(&config(port, &cert)).unwrap());
+    let calls: Vec<_> = (0..200)
+        .map(|i| {
+            let endpoint = Arc::clone(&endpoint);
+            tokio::spawn(async move {
+                let body = format!("{{\"call\":{i}}}").into_bytes();
+                let answer = endpoint.post_json(body.clone(), 10 * SECOND).await.unwrap();
+                assert_eq!(&answer[..], &body[..]);
+            })
+        })
+        .collect();
+    for call in calls {
+        call.await.unwrap();
+    }
+    let accepted = accepted.load(std::sync::atomic::Ordering::SeqCst);
+    assert!((1..=4).contains(&accepted), "{accepted} connections");
 }
 
 /// A connection dialed from another runtime (a controller's) runs on the endpoint's: it is

@@ -1,10 +1,11 @@
-//! Connections to one backend (an extension API server or a peer replica). A few HTTP/2
-//! connections are used in turn, and each request goes straight onto one through h2's own
+//! Connections to one server kapi calls (an extension API server, a peer replica, a
+//! webhook). A few HTTP/2 connections are used in turn, and each request goes straight onto one through h2's own
 //! stream handles: no pool checkout, dispatch channel or per-request task stands between the
 //! caller and the connection, so a proxied request wakes the connection's task and is woken
 //! by it, nothing more. Its writes are coalesced ([`Coalescing`]): requests forwarded at the
 //! same moment leave in one write. A backend that does not offer `h2` in ALPN is reached
-//! through hyper's pooled HTTP/1.1 client instead.
+//! through hyper's pooled HTTP/1.1 client instead ([`Backend::send`]), or the caller's own
+//! ([`Backend::send_h2`] hands the request back).
 
 use crate::api::coalesce::Coalescing;
 use crate::api::Body;
@@ -35,7 +36,7 @@ type Http1 = HttpClient<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>
 
 /// Why a request got no answer from the backend.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum SendError {
+pub(crate) enum SendError {
     /// TCP: `dial tcp <addr>: <cause>`, as Go words it.
     #[error("dial tcp {addr}: {cause}")]
     Dial { addr: String, cause: String },
@@ -79,15 +80,25 @@ impl Slot {
     }
 }
 
+/// A TLS connection to a backend.
+pub(crate) type TlsStream = tokio_rustls::client::TlsStream<Coalescing<tokio::net::TcpStream>>;
+
+/// A request for a backend without HTTP/2, handed back by [`Backend::send_h2`], with the
+/// connection that found it out (ready for HTTP/1.1) when there is one.
+pub(crate) struct Http1Only {
+    pub(crate) request: http::Request<Bytes>,
+    pub(crate) connection: Option<Box<TlsStream>>,
+}
+
 /// What a dial found the backend to speak.
 enum Dialed {
     Http2(Conn),
-    /// ALPN chose HTTP/1.1 (or nothing): the backend has no HTTP/2.
-    Http1Only,
+    /// ALPN chose HTTP/1.1 (or nothing): the backend has no HTTP/2; the connection made.
+    Http1Only(Option<Box<TlsStream>>),
 }
 
 /// The connections to one backend.
-pub(super) struct Backend {
+pub(crate) struct Backend {
     tls: tokio_rustls::TlsConnector,
     server_name: ServerName<'static>,
     slots: Arc<[Slot]>,
@@ -103,7 +114,7 @@ pub(super) struct Backend {
 
 impl Backend {
     /// Connections verified as `server_name` with `tls` (ALPN is set here).
-    pub(super) fn new(
+    pub(crate) fn new(
         mut tls: rustls::ClientConfig,
         server_name: ServerName<'static>,
         serving: &tokio::runtime::Handle,
@@ -139,13 +150,30 @@ impl Backend {
     /// Sends `req` (its URI absolute, `https://<target>/...`) to `target` (`host:port`);
     /// the answer's body streams as it arrives. A connection found closed when the request is
     /// about to go out is replaced once.
-    pub(super) async fn send(
+    pub(crate) async fn send(
         &self,
         target: &str,
         req: http::Request<Bytes>,
     ) -> Result<http::Response<Body>, SendError> {
+        match self.send_h2(target, req).await? {
+            Ok(response) => Ok(response),
+            // hyper's client dials its own connections.
+            Err(fallback) => self.send_http1(fallback.request).await,
+        }
+    }
+
+    /// As [`Backend::send`] over HTTP/2 only: for a backend without `h2` the request is handed
+    /// back, for the caller's own HTTP/1.1 client.
+    pub(crate) async fn send_h2(
+        &self,
+        target: &str,
+        req: http::Request<Bytes>,
+    ) -> Result<Result<http::Response<Body>, Http1Only>, SendError> {
         if self.http1_only.load(Ordering::Relaxed) {
-            return self.send_http1(req).await;
+            return Ok(Err(Http1Only {
+                request: req,
+                connection: None,
+            }));
         }
         let n = self.next.fetch_add(1, Ordering::Relaxed) % self.slots.len();
         let slot = &self.slots[n];
@@ -157,11 +185,12 @@ impl Backend {
                 Some(conn) => conn,
                 None => match self.dial(n, target).await? {
                     Dialed::Http2(conn) => conn,
-                    Dialed::Http1Only => {
+                    Dialed::Http1Only(connection) => {
                         let (parts, ()) = head.into_parts();
-                        return self
-                            .send_http1(http::Request::from_parts(parts, body))
-                            .await;
+                        return Ok(Err(Http1Only {
+                            request: http::Request::from_parts(parts, body),
+                            connection,
+                        }));
                     }
                 },
             };
@@ -188,7 +217,7 @@ impl Backend {
             stream: recv,
             data_done: false,
         };
-        Ok(http::Response::from_parts(parts, body.boxed_unsync()))
+        Ok(Ok(http::Response::from_parts(parts, body.boxed_unsync())))
     }
 
     async fn send_http1(
@@ -212,12 +241,22 @@ impl Backend {
         if let Some(conn) = slot.current(target) {
             return Ok(Dialed::Http2(conn));
         }
-        let dialed = tokio::time::timeout(CONNECT_TIMEOUT, self.handshake(target))
+        // The socket belongs to the runtime it is made on, so the dial runs on the serving one
+        // whichever task needs the connection.
+        let handshake = handshake(self.tls.clone(), self.server_name.clone(), target.into());
+        let dialed = tokio::time::timeout(CONNECT_TIMEOUT, self.serving.spawn(handshake))
             .await
-            .map_err(|_| SendError::Timeout(CONNECT_TIMEOUT))??;
-        let Some((send, connection)) = dialed else {
-            self.http1_only.store(true, Ordering::Relaxed);
-            return Ok(Dialed::Http1Only);
+            .map_err(|_| SendError::Timeout(CONNECT_TIMEOUT))?
+            .map_err(|e| SendError::Dial {
+                addr: target.to_string(),
+                cause: e.to_string(),
+            })??;
+        let (send, connection) = match dialed {
+            Handshake::Http2(send, connection) => (send, connection),
+            Handshake::Http1(stream) => {
+                self.http1_only.store(true, Ordering::Relaxed);
+                return Ok(Dialed::Http1Only(Some(stream)));
+            }
         };
         let conn = Conn {
             id: self.ids.fetch_add(1, Ordering::Relaxed),
@@ -236,42 +275,48 @@ impl Backend {
         *slot.conn.lock().unwrap_or_else(|p| p.into_inner()) = Some(conn.clone());
         Ok(Dialed::Http2(conn))
     }
-
-    /// TCP, TLS and, when ALPN chose `h2`, the HTTP/2 preface; None: no HTTP/2.
-    async fn handshake(&self, target: &str) -> Result<Option<Http2Handshake>, SendError> {
-        let tcp = tokio::net::TcpStream::connect(target)
-            .await
-            .map_err(|e| SendError::Dial {
-                addr: target.to_string(),
-                cause: crate::registry::webhook::go_dial_error(&e),
-            })?;
-        let _ = tcp.set_nodelay(true);
-        let tls = self
-            .tls
-            .connect(self.server_name.clone(), Coalescing::new(tcp))
-            .await
-            .map_err(SendError::Tls)?;
-        if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
-            return Ok(None);
-        }
-        let handshake = h2::client::Builder::new()
-            .enable_push(false)
-            .initial_window_size(STREAM_WINDOW)
-            .initial_connection_window_size(CONNECTION_WINDOW)
-            .handshake(tls)
-            .await
-            .map_err(SendError::Http2)?;
-        Ok(Some(handshake))
-    }
 }
 
-type Http2Handshake = (
-    h2::client::SendRequest<Bytes>,
-    h2::client::Connection<
-        tokio_rustls::client::TlsStream<Coalescing<tokio::net::TcpStream>>,
-        Bytes,
-    >,
-);
+/// What a dial made (once per connection, moved once: its size does not matter).
+#[allow(clippy::large_enum_variant)]
+enum Handshake {
+    Http2(
+        h2::client::SendRequest<Bytes>,
+        h2::client::Connection<TlsStream, Bytes>,
+    ),
+    /// ALPN did not choose `h2`.
+    Http1(Box<TlsStream>),
+}
+
+/// TCP, TLS and, when ALPN chose `h2`, the HTTP/2 preface.
+async fn handshake(
+    tls: tokio_rustls::TlsConnector,
+    server_name: ServerName<'static>,
+    target: String,
+) -> Result<Handshake, SendError> {
+    let tcp = tokio::net::TcpStream::connect(&target)
+        .await
+        .map_err(|e| SendError::Dial {
+            addr: target.clone(),
+            cause: super::webhook::go_dial_error(&e),
+        })?;
+    let _ = tcp.set_nodelay(true);
+    let tls = tls
+        .connect(server_name, Coalescing::new(tcp))
+        .await
+        .map_err(SendError::Tls)?;
+    if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+        return Ok(Handshake::Http1(Box::new(tls)));
+    }
+    let (send, connection) = h2::client::Builder::new()
+        .enable_push(false)
+        .initial_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .handshake(tls)
+        .await
+        .map_err(SendError::Http2)?;
+    Ok(Handshake::Http2(send, connection))
+}
 
 /// An HTTP/2 answer's body: its data, flow-control capacity given back as it is read, then
 /// its trailers. Dropped early, the stream is reset (a watch the client left ends upstream).

@@ -1,6 +1,6 @@
 use super::*;
-use crate::aggregator::proxy::{tls_config, Trust};
 use crate::registry::webhook::testing::{self_signed, server_config};
+use crate::registry::webhook::tls_config;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 
 /// What the test backend answers `/big` with.
@@ -71,11 +71,7 @@ impl TestBackend {
     }
 
     fn backend(&self) -> Backend {
-        let trust = Trust {
-            ca_bundle: self.cert_pem.as_bytes(),
-            insecure: false,
-        };
-        let tls = tls_config(trust, None).unwrap();
+        let tls = tls_config(Some(self.cert_pem.as_bytes())).unwrap();
         let name = ServerName::try_from("127.0.0.1").unwrap();
         Backend::new(tls, name, &tokio::runtime::Handle::current())
     }
