@@ -1,8 +1,9 @@
 //! Admission benchmark of the real `kapi serve` (`cargo bench --bench admission`).
 //!
 //! Starts the release `kapi serve` (embedded store, temp data dir) and a validating webhook
-//! inside this process: an HTTP/1.1 server over TLS (a self-signed certificate for
-//! 127.0.0.1, given to kapi as the caBundle) on a thread and runtime of its own, answering
+//! inside this process: an HTTPS server offering HTTP/2 and HTTP/1.1 in ALPN (HTTP/1.1 only
+//! with `KAPI_BENCH_WEBHOOK_H1=1`; a self-signed certificate for 127.0.0.1, given to kapi as
+//! the caBundle) on a thread and runtime of its own, answering
 //! every AdmissionReview with `allowed: true`. The load is UPDATE of ConfigMaps in namespace
 //! `bench` (a PUT of the object the previous response returned, `data.renewTime` changed; one
 //! object per worker), over TLS + HTTP/2 with the admin certificate, at c=1 and at c=64

@@ -119,8 +119,21 @@ fn cel_request(req: &Request, attrs: &Attributes<'_>, parts: &Projection) -> Cel
         ("requestResource", &resource),
         ("requestSubResource", &|| req.subresource.clone().into()),
         ("userInfo", &|| {
-            serde_json::json!({"username": req.user.name, "uid": req.user.uid,
-                               "groups": req.user.groups, "extra": req.user.extra})
+            // Only the fields selected (the groups and extra are copied only when read).
+            let user = parts.field("userInfo");
+            let fields: [(&str, &dyn Fn() -> Value); 4] = [
+                ("username", &|| req.user.name.clone().into()),
+                ("uid", &|| req.user.uid.clone().into()),
+                ("groups", &|| serde_json::json!(req.user.groups)),
+                ("extra", &|| serde_json::json!(req.user.extra)),
+            ];
+            Value::Object(
+                fields
+                    .iter()
+                    .filter(|(name, _)| user.is_some_and(|u| u.keeps(name)))
+                    .map(|(name, make)| (name.to_string(), make()))
+                    .collect(),
+            )
         }),
     ];
     let kept = fields

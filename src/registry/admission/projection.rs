@@ -126,6 +126,20 @@ impl Projection {
         }
     }
 
+    /// What is kept under the top-level field `field` (None: nothing).
+    pub(super) fn field(&self, field: &str) -> Option<&Projection> {
+        /// Everything, for the fields of a projection that keeps everything.
+        static ALL: Projection = Projection {
+            all: true,
+            fields: BTreeMap::new(),
+        };
+        if self.all {
+            Some(&ALL)
+        } else {
+            self.fields.get(field)
+        }
+    }
+
     /// Whether anything under the top-level field `field` is kept.
     pub(super) fn keeps(&self, field: &str) -> bool {
         self.all || self.fields.contains_key(field)
