@@ -1,6 +1,6 @@
 //! Connections to one server kapi calls (an extension API server, a peer replica, a
-//! webhook). A few HTTP/2 connections are used in turn, and each request goes straight onto one through h2's own
-//! stream handles: no pool checkout, dispatch channel or per-request task stands between the
+//! webhook). A few HTTP/2 connections are used in turn, and each request goes straight onto
+//! one through h2's own stream handles: no pool checkout, dispatch channel or per-request task stands between the
 //! caller and the connection, so a proxied request wakes the connection's task and is woken
 //! by it, nothing more. Its writes are coalesced ([`Coalescing`]): requests forwarded at the
 //! same moment leave in one write. A backend that does not offer `h2` in ALPN is reached
@@ -162,6 +162,11 @@ impl Backend {
         }
     }
 
+    /// Whether the backend was found to have no HTTP/2 (its requests go over HTTP/1.1).
+    pub(crate) fn http1_only(&self) -> bool {
+        self.http1_only.load(Ordering::Relaxed)
+    }
+
     /// As [`Backend::send`] over HTTP/2 only: for a backend without `h2` the request is handed
     /// back, for the caller's own HTTP/1.1 client.
     pub(crate) async fn send_h2(
@@ -169,7 +174,7 @@ impl Backend {
         target: &str,
         req: http::Request<Bytes>,
     ) -> Result<Result<http::Response<Body>, Http1Only>, SendError> {
-        if self.http1_only.load(Ordering::Relaxed) {
+        if self.http1_only() {
             return Ok(Err(Http1Only {
                 request: req,
                 connection: None,

@@ -189,16 +189,20 @@ impl Endpoint {
     }
 
     async fn round_trip(&self, body: Vec<u8>) -> Result<Bytes, WebhookError> {
-        let body = Bytes::from(body);
-        let body = match self.over_h2(body).await? {
-            Ok(answer) => return Ok(answer),
-            // The connection that found the webhook without HTTP/2 serves this call.
-            Err((body, Some(stream))) => {
-                let sender = self.start_http1(stream).await?;
-                return self.exchange(sender, body).await?;
-            }
-            Err((body, None)) => body,
-        };
+        let mut body = Bytes::from(body);
+        // A webhook known to have no HTTP/2 goes straight to HTTP/1.1 (no request is built
+        // for nothing).
+        if !self.h2.get().is_some_and(Backend::http1_only) {
+            body = match self.over_h2(body).await? {
+                Ok(answer) => return Ok(answer),
+                // The connection that found the webhook without HTTP/2 serves this call.
+                Err((body, Some(stream))) => {
+                    let sender = self.start_http1(stream).await?;
+                    return self.exchange(sender, body).await?;
+                }
+                Err((body, None)) => body,
+            };
+        }
         // A kept connection the webhook may have closed since: a review is idempotent, so one
         // that could not be sent on it is sent again on a new connection.
         if let Some(sender) = self.take_idle() {
@@ -224,11 +228,7 @@ impl Endpoint {
             Backend::new(self.h2_tls.clone(), self.server_name.clone(), &runtime)
         });
         let (host, port) = self.target()?;
-        let target = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
+        let target = address(&host, port);
         let mut request = http::Request::post(format!("https://{}{}", self.authority, self.path))
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, */*")
@@ -362,6 +362,15 @@ impl Endpoint {
     }
 }
 
+/// `host:port`, an IPv6 host in brackets.
+fn address(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
 /// The User-Agent of webhook calls.
 const USER_AGENT: &str = concat!("kapi/", env!("CARGO_PKG_VERSION"));
 
@@ -411,11 +420,7 @@ impl Dial {
     /// Connects (TCP, TLS, HTTP/1.1) and starts the connection's task on this runtime.
     async fn run(self) -> Result<Sender, WebhookError> {
         let (host, port) = (self.host.as_str(), self.port);
-        let addr = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
+        let addr = address(host, port);
         let tcp = tokio::net::TcpStream::connect((host, port))
             .await
             .map_err(|e| self.transport(format!("dial tcp {addr}: {}", go_dial_error(&e))))?;
