@@ -158,6 +158,26 @@ pub(crate) fn register_optional_select(ctx: &mut kube_cel::cel::Context<'_>) {
     ctx.add_function(OPT_SELECT, opt_select);
 }
 
+/// Registers `size()` as CEL's spec and cel-go count: a string's code points (the cel crate
+/// counts its bytes: `'héllo'.size()` is 5, not 6), a list's items, a map's entries, bytes.
+pub(crate) fn register_size(ctx: &mut kube_cel::cel::Context<'_>) {
+    ctx.add_function("size", size);
+}
+
+fn size(
+    ftx: &kube_cel::cel::FunctionContext,
+    kube_cel::cel::extractors::This(this): kube_cel::cel::extractors::This<CelValue>,
+) -> Result<i64, ExecutionError> {
+    let size = match this {
+        CelValue::String(s) => s.chars().count(),
+        CelValue::List(l) => l.len(),
+        CelValue::Map(m) => m.map.len(),
+        CelValue::Bytes(b) => b.len(),
+        value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
+    };
+    Ok(i64::try_from(size).unwrap_or(i64::MAX))
+}
+
 /// Why an expression does not compile (parsed with optional syntax when `optional_syntax`:
 /// admission's expressions have it, CRD rules, which kube-cel evaluates, do not; struct
 /// literals refused: no object types are declared there), as the text after upstream's
@@ -198,7 +218,7 @@ fn type_name(name: &str) -> &str {
 }
 
 /// Calls `f` on `expr` and every expression below it.
-fn visit(expr: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
+pub(crate) fn visit(expr: &IdedExpr, f: &mut impl FnMut(&IdedExpr)) {
     f(expr);
     match &expr.expr {
         Expr::Call(c) => {

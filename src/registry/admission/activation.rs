@@ -7,6 +7,7 @@
 //! mutations (see [`crate::registry::cel`]).
 
 use super::authz::{self, RequestResource};
+use super::leaves::{self, Reads};
 use super::projection::Projection;
 use super::{Attributes, Request};
 use crate::registry::cel::{from_json, parse, refuse_structs, rewrite_structs};
@@ -23,6 +24,7 @@ pub(super) fn compile(expr: &str) -> Compiled {
     let mut expr = parse(expr, true).map_err(|e| format!("compilation failed: {e}"))?;
     refuse_structs(&expr).map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
     authz::rewrite_request_resource(&mut expr);
+    leaves::rewrite(&mut expr);
     Ok(expr)
 }
 
@@ -32,6 +34,7 @@ pub(super) fn compile_mutation(expr: &str) -> Compiled {
     let mut expr =
         rewrite_structs(&parsed).map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
     authz::rewrite_request_resource(&mut expr);
+    leaves::rewrite(&mut expr);
     Ok(expr)
 }
 
@@ -103,7 +106,7 @@ pub(super) fn json(v: Option<&Value>) -> CelValue {
 /// The `request` variable (CreateAdmissionRequest), with only the top-level fields `parts`
 /// keeps (each is made only when kept: the whole request costs more to build and convert than
 /// three rules do to run).
-fn cel_request(req: &Request, attrs: &Attributes<'_>, parts: &Projection) -> CelValue {
+fn request_json(req: &Request, attrs: &Attributes<'_>, parts: &Projection) -> Value {
     let kind =
         || serde_json::json!({"group": attrs.group, "version": attrs.version, "kind": attrs.kind});
     let resource = || serde_json::json!({"group": attrs.group, "version": attrs.version, "resource": attrs.resource});
@@ -141,7 +144,7 @@ fn cel_request(req: &Request, attrs: &Attributes<'_>, parts: &Projection) -> Cel
         .filter(|(name, _)| parts.keeps(name))
         .map(|(name, make)| (name.to_string(), make()))
         .collect();
-    parts.to_cel(&Value::Object(kept))
+    Value::Object(kept)
 }
 
 thread_local! {
@@ -151,6 +154,7 @@ thread_local! {
         let mut ctx = CelContext::default().with_all();
         authz::register(&mut ctx);
         crate::registry::cel::register_optional_select(&mut ctx);
+        crate::registry::cel::register_size(&mut ctx);
         ctx
     };
 }
@@ -164,10 +168,10 @@ pub(super) struct Uses {
     request: bool,
     namespace: bool,
     authorizer: bool,
-    /// What the expressions can observe of `object`, `oldObject` and `request`.
-    object_parts: Projection,
-    old_object_parts: Projection,
-    request_parts: Projection,
+    /// What the expressions read of `object`, `oldObject` and `request`.
+    object_reads: Reads,
+    old_object_reads: Reads,
+    request_reads: Reads,
 }
 
 impl Uses {
@@ -182,10 +186,9 @@ impl Uses {
             uses.namespace |= r.has_variable("namespaceObject");
             uses.authorizer |=
                 r.has_variable("authorizer") || r.has_variable(authz::REQUEST_RESOURCE);
-            uses.object_parts.union(&Projection::of(expr, "object"));
-            uses.old_object_parts
-                .union(&Projection::of(expr, "oldObject"));
-            uses.request_parts.union(&Projection::of(expr, "request"));
+            uses.object_reads.union(&Reads::of(expr, "object"));
+            uses.old_object_reads.union(&Reads::of(expr, "oldObject"));
+            uses.request_reads.union(&Reads::of(expr, "request"));
         }
         uses
     }
@@ -202,16 +205,15 @@ impl Uses {
         self.request |= o.request;
         self.namespace |= o.namespace;
         self.authorizer |= o.authorizer;
-        self.object_parts.union(&o.object_parts);
-        self.old_object_parts.union(&o.old_object_parts);
-        self.request_parts.union(&o.request_parts);
+        self.object_reads.union(&o.object_reads);
+        self.old_object_reads.union(&o.old_object_reads);
+        self.request_reads.union(&o.request_reads);
     }
 
     /// Binds `object` (the parts read).
     pub(super) fn bind_object(&self, ctx: &mut CelContext<'_>, object: Option<&Value>) {
         if self.object {
-            let object = object.map_or(CelValue::Null, |o| self.object_parts.to_cel(o));
-            ctx.add_variable_from_value("object", object);
+            self.object_reads.bind(ctx, "object", object);
         }
     }
 
@@ -226,17 +228,15 @@ impl Uses {
     ) {
         self.bind_object(ctx, object);
         if self.old_object {
-            let old = attrs
-                .old_object
-                .map_or(CelValue::Null, |o| self.old_object_parts.to_cel(o));
-            ctx.add_variable_from_value("oldObject", old);
+            self.old_object_reads
+                .bind(ctx, "oldObject", attrs.old_object);
         }
         if self.namespace {
             ctx.add_variable_from_value("namespaceObject", json(namespace));
         }
         if self.request {
-            let request = cel_request(req, attrs, &self.request_parts);
-            ctx.add_variable_from_value("request", request);
+            let request = request_json(req, attrs, self.request_reads.parts());
+            self.request_reads.bind(ctx, "request", Some(&request));
         }
         if let Some(authorizer) = self.authorizer.then(|| req.chain.authorizer()).flatten() {
             let request = RequestResource {
@@ -254,44 +254,33 @@ impl Uses {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube_cel::cel::objects::Key;
 
     #[test]
     fn request_is_built_with_the_fields_expressions_select() {
         let req = Request::for_tests(crate::api::test_user("alice", &["devs"]), None);
         let attrs = Attributes::for_tests(super::super::Operation::Update);
-        let parts = |expr: &str| Projection::of(&compile(expr).unwrap(), "request");
-        let v = cel_request(&req, &attrs, &parts("request.userInfo.username == 'x'"));
-        assert_eq!(
-            v,
-            from_json(&serde_json::json!({"userInfo": {"username": "alice"}}))
-        );
-        let v = cel_request(
+        let reads = |expr: &str| Reads::of(&compile(expr).unwrap(), "request");
+        let v = request_json(
             &req,
             &attrs,
-            &parts("request.operation == 'UPDATE' && request.kind.kind != ''"),
+            reads("request.userInfo.username == 'x'").parts(),
+        );
+        assert_eq!(v, serde_json::json!({"userInfo": {"username": "alice"}}));
+        let v = request_json(
+            &req,
+            &attrs,
+            reads("request.operation == 'UPDATE' && request.kind.kind != ''").parts(),
         );
         assert_eq!(
             v,
-            from_json(&serde_json::json!({"operation": "UPDATE", "kind": {"kind": "ConfigMap"}}))
+            serde_json::json!({"operation": "UPDATE",
+                               "kind": {"group": "", "version": "v1", "kind": "ConfigMap"}})
         );
         // Used whole: every field, as upstream's request variable has them.
-        let field = |v: &CelValue, name: &str| match v {
-            CelValue::Map(m) => m.map.get(&Key::String(name.to_string().into())).cloned(),
-            _ => None,
-        };
-        let v = cel_request(&req, &attrs, &parts("request != null"));
-        assert!(matches!(&v, CelValue::Map(m) if m.map.len() == 11), "{v:?}");
-        let user = field(&v, "userInfo").unwrap();
-        assert_eq!(
-            field(&user, "groups"),
-            Some(from_json(&serde_json::json!(["devs"])))
-        );
-        let resource = field(&v, "requestResource").unwrap();
-        assert_eq!(
-            field(&resource, "resource"),
-            Some(from_json(&"configmaps".into()))
-        );
+        let v = request_json(&req, &attrs, reads("request != null").parts());
+        assert_eq!(v.as_object().map(serde_json::Map::len), Some(11), "{v}");
+        assert_eq!(v["userInfo"]["groups"], serde_json::json!(["devs"]));
+        assert_eq!(v["requestResource"]["resource"], "configmaps");
     }
 
     #[test]
@@ -314,8 +303,12 @@ mod tests {
         let mut ctx = CelContext::default().with_all();
         crate::registry::cel::register_optional_select(&mut ctx);
         let object = serde_json::json!({"metadata": {"labels": {"team": "a"}}});
-        ctx.add_variable_from_value("object", from_json(&object));
-        let run = |expr: &str| execute(&compile(expr).unwrap(), &ctx).unwrap();
+        let run = |expr: &str| {
+            let compiled = compile(expr).unwrap();
+            let mut scope = ctx.new_inner_scope();
+            Reads::of(&compiled, "object").bind(&mut scope, "object", Some(&object));
+            execute(&compiled, &scope).unwrap()
+        };
         assert_eq!(
             run("object.metadata.?labels.?team.orValue('none')"),
             CelValue::String(std::sync::Arc::new("a".into()))

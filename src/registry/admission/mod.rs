@@ -25,6 +25,7 @@ mod activation;
 mod authz;
 mod chain;
 mod dispatch;
+mod leaves;
 mod matching;
 mod mutating;
 mod patch;

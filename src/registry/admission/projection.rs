@@ -37,8 +37,21 @@ impl Projection {
     /// What `expr` observes of the variable `name` (nothing when it does not use it).
     pub(super) fn of(expr: &IdedExpr, name: &str) -> Projection {
         let mut p = Projection::default();
-        p.visit(expr, name);
+        p.visit(expr, name, false);
         p
+    }
+
+    /// What `expr` observes of `name` other than through its leaves (see [`super::leaves`]):
+    /// what must be bound beside them.
+    pub(super) fn outside_leaves(expr: &IdedExpr, name: &str) -> Projection {
+        let mut p = Projection::default();
+        p.visit(expr, name, true);
+        p
+    }
+
+    /// Whether nothing is kept.
+    pub(super) fn is_empty(&self) -> bool {
+        !self.all && self.fields.is_empty()
     }
 
     /// Keeps what either keeps.
@@ -66,8 +79,8 @@ impl Projection {
         *node = Projection::all();
     }
 
-    fn visit(&mut self, expr: &IdedExpr, name: &str) {
-        if self.all {
+    fn visit(&mut self, expr: &IdedExpr, name: &str, skip_leaves: bool) {
+        if self.all || (skip_leaves && super::leaves::leaf_of(expr, name).is_some()) {
             return;
         }
         if let Some(path) = selection(expr, name) {
@@ -76,13 +89,13 @@ impl Projection {
         }
         match &expr.expr {
             Expr::Ident(id) if id == name => *self = Projection::all(),
-            Expr::Select(s) => self.visit(&s.operand, name),
+            Expr::Select(s) => self.visit(&s.operand, name, skip_leaves),
             Expr::Call(c) => {
                 if let Some(t) = &c.target {
-                    self.visit(t, name);
+                    self.visit(t, name, skip_leaves);
                 }
                 for a in &c.args {
-                    self.visit(a, name);
+                    self.visit(a, name, skip_leaves);
                 }
             }
             Expr::Comprehension(c) => {
@@ -100,28 +113,28 @@ impl Projection {
                     &c.loop_step,
                     &c.result,
                 ] {
-                    self.visit(e, name);
+                    self.visit(e, name, skip_leaves);
                 }
             }
             Expr::List(l) => {
                 for e in &l.elements {
-                    self.visit(e, name);
+                    self.visit(e, name, skip_leaves);
                 }
             }
-            Expr::Map(m) => self.visit_entries(&m.entries, name),
-            Expr::Struct(s) => self.visit_entries(&s.entries, name),
+            Expr::Map(m) => self.visit_entries(&m.entries, name, skip_leaves),
+            Expr::Struct(s) => self.visit_entries(&s.entries, name, skip_leaves),
             Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
         }
     }
 
-    fn visit_entries(&mut self, entries: &[IdedEntryExpr], name: &str) {
+    fn visit_entries(&mut self, entries: &[IdedEntryExpr], name: &str, skip_leaves: bool) {
         for entry in entries {
             match &entry.expr {
                 EntryExpr::MapEntry(e) => {
-                    self.visit(&e.key, name);
-                    self.visit(&e.value, name);
+                    self.visit(&e.key, name, skip_leaves);
+                    self.visit(&e.value, name, skip_leaves);
                 }
-                EntryExpr::StructField(f) => self.visit(&f.value, name),
+                EntryExpr::StructField(f) => self.visit(&f.value, name, skip_leaves),
             }
         }
     }
@@ -187,7 +200,7 @@ impl Projection {
 
 /// The fields of a chain of selections rooted at the variable `name`
 /// (`object.metadata.name` → `["metadata", "name"]`), None for anything else.
-fn selection<'e>(expr: &'e IdedExpr, name: &str) -> Option<Vec<&'e str>> {
+pub(super) fn selection<'e>(expr: &'e IdedExpr, name: &str) -> Option<Vec<&'e str>> {
     let mut path = Vec::new();
     let mut cur = expr;
     loop {
