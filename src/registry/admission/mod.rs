@@ -289,6 +289,10 @@ pub(crate) struct Attributes<'a> {
     pub old_object: Option<&'a Value>,
     /// `old_object`'s JSON when it was made already (the memo's): sent to webhooks as it is.
     pub old_json: Option<&'a [u8]>,
+    /// Where the object's stored encoding is kept once a review made it (resources stored as
+    /// served; the object the store writes, not a converted view of it): sent to webhooks
+    /// with the resourceVersion spliced in, then stored as it is.
+    pub object_stored: Option<&'a std::sync::OnceLock<crate::registry::codec::memo::Encoded>>,
     /// A custom resource's structural schema (what an apply configuration merges by).
     pub schema: Option<&'a CustomSchema>,
     /// The version the client wrote, when these attributes are converted to an equivalent
@@ -315,6 +319,7 @@ impl Attributes<'static> {
             dry_run: false,
             old_object: None,
             old_json: None,
+            object_stored: None,
             schema: None,
             request_version: None,
             equivalents: None,

@@ -3,6 +3,7 @@
 //! upstream's messages.
 
 use super::{Attributes, Request};
+use crate::registry::codec::memo::Encoded;
 use base64::Engine as _;
 use serde::Serialize;
 use serde_json::Value;
@@ -64,10 +65,12 @@ struct AdmissionRequest<'a> {
     namespace: &'a str,
     operation: &'a str,
     user_info: User<'a>,
-    object: Option<&'a Value>,
     dry_run: bool,
     options: Value,
-    /// Last, so that JSON already made can be appended after it instead ([`request`]).
+    /// Last, with `old_object`, so that JSON already made can be appended instead
+    /// ([`request`]): None when it is (Some(None): `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    object: Option<Option<&'a Value>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     old_object: Option<&'a Value>,
 }
@@ -111,6 +114,7 @@ pub(super) fn request(
         ..resource
     };
     let user = &req.user;
+    let object_json = stored_json(attrs, object);
     let review = Review {
         kind: "AdmissionReview",
         api_version: format!("admission.k8s.io/{version}"),
@@ -131,7 +135,7 @@ pub(super) fn request(
                 groups: &user.groups,
                 extra: &user.extra,
             },
-            object,
+            object: object_json.is_none().then_some(object),
             old_object: attrs.old_object.filter(|_| attrs.old_json.is_none()),
             dry_run: attrs.dry_run,
             options: req.options(attrs.operation, attrs.dry_run),
@@ -139,16 +143,46 @@ pub(super) fn request(
     };
     // Values and plain strings always serialize.
     let mut out = serde_json::to_vec(&review).unwrap_or_default();
-    if let (Some(json), true) = (attrs.old_json, out.ends_with(b"}}")) {
-        // The old object's JSON as the memo made it (encoding it again cost as much as the
-        // rest of the review): the last field of the request, before the request's and the
-        // review's closing braces (always there: both are structs).
+    // The objects' JSON already made (encoding them again cost as much as the rest of the
+    // review): the last fields of the request, before the request's and the review's closing
+    // braces (always there: both are structs).
+    let made = [
+        ("object", object_json.as_deref()),
+        ("oldObject", attrs.old_json),
+    ];
+    if made.iter().any(|(_, json)| json.is_some()) && out.ends_with(b"}}") {
         out.truncate(out.len() - 2);
-        out.extend_from_slice(b",\"oldObject\":");
-        out.extend_from_slice(json);
+        for (field, json) in made {
+            if let Some(json) = json {
+                out.extend_from_slice(format!(",\"{field}\":").as_bytes());
+                out.extend_from_slice(json);
+            }
+        }
         out.extend_from_slice(b"}}");
     }
     out
+}
+
+/// The JSON of `object` from its stored encoding, the store's cell for it given: made there
+/// once (for the review and the write alike), the resourceVersion spliced back in. None (so
+/// the review encodes the object) without a cell, or with a resourceVersion that is not a
+/// string or a selfLink (which the stored form leaves out).
+fn stored_json(attrs: &Attributes<'_>, object: Option<&Value>) -> Option<bytes::Bytes> {
+    let (cell, object) = (attrs.object_stored?, object?);
+    let meta = object.get("metadata").and_then(Value::as_object);
+    if meta.is_some_and(|m| m.contains_key("selfLink")) {
+        return None;
+    }
+    let version = match meta.and_then(|m| m.get("resourceVersion")) {
+        None => None,
+        Some(Value::String(v)) => Some(v),
+        Some(_) => return None,
+    };
+    let encoded = cell.get_or_init(|| Encoded::of_stored(object));
+    Some(match version {
+        Some(v) => encoded.with_version(v).bytes,
+        None => encoded.bytes.clone(),
+    })
 }
 
 /// Checks a webhook's answer (VerifyAdmissionResponse); errors read as upstream's.
@@ -303,5 +337,46 @@ mod tests {
         assert_eq!(spliced["request"]["object"], new);
         assert_eq!(spliced["request"]["options"]["fieldManager"], "kubectl");
         assert_eq!(spliced["kind"], "AdmissionReview");
+    }
+
+    #[test]
+    fn the_objects_stored_encoding_is_made_once_and_sent_with_its_version() {
+        let req = Request::for_tests(crate::api::test_user("alice", &[]), None);
+        let old = serde_json::json!({"metadata": {"name": "cm", "resourceVersion": "7"}});
+        let old_json = serde_json::to_vec(&old).unwrap();
+        let new = serde_json::json!({"metadata": {"name": "cm", "resourceVersion": "7",
+                                                  "labels": {"a": "b"}}, "data": {"k": "\n"}});
+        let review = |old_json, cell| {
+            let attrs = Attributes {
+                old_object: Some(&old),
+                old_json,
+                object_stored: cell,
+                ..Attributes::for_tests(Operation::Update)
+            };
+            let body = request("v1", "uid-1", &req, &attrs, Some(&new));
+            serde_json::from_slice::<Value>(&body).unwrap()
+        };
+        let cell = std::sync::OnceLock::new();
+        let made = review(Some(&old_json), Some(&cell));
+        assert_eq!(made, review(None, None));
+        assert_eq!(made["request"]["object"], new);
+        assert_eq!(made["request"]["oldObject"], old);
+        // Kept for the write: the stored form, without the resourceVersion.
+        assert_eq!(
+            &cell.get().unwrap().bytes[..],
+            br#"{"metadata":{"name":"cm","labels":{"a":"b"}},"data":{"k":"\n"}}"#
+        );
+        // The old object encoded, the new one made: both there still.
+        assert_eq!(review(None, Some(&cell)), made);
+        // A delete's review has a null object.
+        let attrs = Attributes {
+            old_object: Some(&old),
+            old_json: Some(&old_json),
+            object_stored: Some(&cell),
+            ..Attributes::for_tests(Operation::Delete)
+        };
+        let body: Value = serde_json::from_slice(&request("v1", "u", &req, &attrs, None)).unwrap();
+        assert_eq!(body["request"]["object"], Value::Null);
+        assert!(body["request"].as_object().unwrap().contains_key("object"));
     }
 }

@@ -571,6 +571,7 @@ impl Invocation {
                     request_version: Some(attrs.version),
                     old_object: self.old_object.as_ref(),
                     old_json: None,
+                    object_stored: None,
                     ..*attrs
                 },
                 self.object.as_ref(),

@@ -46,6 +46,18 @@ pub(crate) struct Encoded {
 impl Encoded {
     /// Encodes `obj` as serde_json does, noting where a top-level `metadata` object lies.
     pub(crate) fn of(obj: &Value) -> Encoded {
+        Encoded::without(obj, &[])
+    }
+
+    /// Encodes `obj` as [`Self::of`] encodes it once `metadata.resourceVersion` and
+    /// `metadata.selfLink` are removed (the stored form of a resource stored as served),
+    /// without changing or copying `obj`.
+    pub(crate) fn of_stored(obj: &Value) -> Encoded {
+        Encoded::without(obj, &["resourceVersion", "selfLink"])
+    }
+
+    /// Encodes `obj` as serde_json does, leaving out the `metadata` fields `skipped`.
+    fn without(obj: &Value, skipped: &[&str]) -> Encoded {
         let Value::Object(map) = obj else {
             return Encoded {
                 bytes: serde_json::to_vec(obj).unwrap_or_default().into(),
@@ -64,9 +76,24 @@ impl Encoded {
             let _ = serde_json::to_writer(&mut out, k);
             out.push(b':');
             let start = out.len();
-            let _ = serde_json::to_writer(&mut out, v);
-            if k == "metadata" && v.is_object() {
-                metadata = Some(start..out.len());
+            match v {
+                Value::Object(meta) if k == "metadata" => {
+                    out.push(b'{');
+                    let kept = meta.iter().filter(|(k, _)| !skipped.contains(&k.as_str()));
+                    for (i, (k, v)) in kept.enumerate() {
+                        if i > 0 {
+                            out.push(b',');
+                        }
+                        let _ = serde_json::to_writer(&mut out, k);
+                        out.push(b':');
+                        let _ = serde_json::to_writer(&mut out, v);
+                    }
+                    out.push(b'}');
+                    metadata = Some(start..out.len());
+                }
+                _ => {
+                    let _ = serde_json::to_writer(&mut out, v);
+                }
             }
         }
         out.push(b'}');
@@ -84,15 +111,26 @@ impl Encoded {
     /// The encoding of the same object after [`stamp_resource_version`] (which appends the
     /// key to a metadata object without one), by splicing instead of encoding again.
     fn stamped(&self, revision: i64) -> Encoded {
+        self.with_version(&revision.to_string())
+    }
+
+    /// The encoding of the same object with `metadata.resourceVersion` set to `version`,
+    /// appended to the metadata (as [`stamp_resource_version`] appends it), by splicing.
+    pub(crate) fn with_version(&self, version: &str) -> Encoded {
         let Some(meta) = self.metadata.clone() else {
             return self.clone();
         };
         let close = meta.end - 1;
-        let sep = if meta.len() > 2 { "," } else { "" };
-        let field = format!("{sep}\"resourceVersion\":\"{revision}\"");
+        let mut field = Vec::with_capacity(version.len() + 22);
+        if meta.len() > 2 {
+            field.push(b',');
+        }
+        field.extend_from_slice(b"\"resourceVersion\":");
+        // A string always serializes.
+        let _ = serde_json::to_writer(&mut field, version);
         let mut out = Vec::with_capacity(self.bytes.len() + field.len());
         out.extend_from_slice(&self.bytes[..close]);
-        out.extend_from_slice(field.as_bytes());
+        out.extend_from_slice(&field);
         out.extend_from_slice(&self.bytes[close..]);
         Encoded {
             bytes: out.into(),
@@ -375,6 +413,47 @@ mod tests {
                 meta,
                 "{obj}"
             );
+        }
+    }
+
+    /// The stored form encoded straight from the served object is the encoding of the object
+    /// with resourceVersion and selfLink removed, and splicing the version back gives the
+    /// served object (its resourceVersion last in metadata).
+    #[test]
+    fn the_stored_encoding_leaves_out_the_version_without_touching_the_object() {
+        for obj in [
+            json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "7",
+                   "labels": {"resourceVersion": "x"}}, "data": {"k": "v\n"}}),
+            json!({"metadata": {"resourceVersion": "7", "selfLink": "/x"}}),
+            json!({"metadata": {"name": "n"}, "spec": {"metadata": {"resourceVersion": "1"}}}),
+            json!({"metadata": "not an object"}),
+            json!([1]),
+        ] {
+            let mut stored = obj.clone();
+            let version = stored
+                .get_mut("metadata")
+                .and_then(Value::as_object_mut)
+                .and_then(|m| {
+                    m.shift_remove("selfLink");
+                    m.shift_remove("resourceVersion")
+                });
+            let encoded = Encoded::of_stored(&obj);
+            assert_eq!(
+                String::from_utf8_lossy(&encoded.bytes),
+                String::from_utf8_lossy(&serde_json::to_vec(&stored).unwrap()),
+                "{obj}"
+            );
+            assert_eq!(encoded.metadata, Encoded::of(&stored).metadata, "{obj}");
+            if let Some(Value::String(v)) = version {
+                let served: Value =
+                    serde_json::from_slice(&encoded.with_version(&v).bytes).unwrap();
+                let mut want = obj.clone();
+                want["metadata"]
+                    .as_object_mut()
+                    .unwrap()
+                    .shift_remove("selfLink");
+                assert_eq!(served, want, "{obj}");
+            }
         }
     }
 

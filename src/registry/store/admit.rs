@@ -5,10 +5,11 @@
 
 use super::GenericStore;
 use crate::registry::admission::{Attributes, Operation};
-use crate::registry::codec::memo::Decoded;
+use crate::registry::codec::memo::{Decoded, Encoded};
 use crate::registry::error::Result;
 use crate::registry::Context;
 use serde_json::Value;
+use std::sync::OnceLock;
 
 /// The object before a write, with its JSON when the memo made it already (sent to webhooks
 /// as it is rather than encoded again).
@@ -40,6 +41,7 @@ impl GenericStore {
         operation: Operation,
         name: &'a str,
         old: Option<Old<'a>>,
+        stored: Option<&'a OnceLock<Encoded>>,
     ) -> Attributes<'a> {
         let i = self.strategy.info();
         Attributes {
@@ -53,6 +55,7 @@ impl GenericStore {
             dry_run: ctx.dry_run,
             old_object: old.map(|o| o.obj),
             old_json: old.and_then(|o| o.json),
+            object_stored: stored.filter(|_| self.strategy.stores_served_form()),
             schema: match &i.schema {
                 crate::registry::strategy::KindSchema::Custom(s) => Some(s),
                 crate::registry::strategy::KindSchema::Typed(_) => None,
@@ -74,26 +77,28 @@ impl GenericStore {
         let Some(req) = &ctx.admission else {
             return Ok(obj);
         };
-        let attrs = self.attributes(ctx, operation, name, old);
+        let attrs = self.attributes(ctx, operation, name, old, None);
         let mut obj = obj;
         let redecode = |v: Value| self.decode_request(ctx, v).map(|(v, _)| v);
         req.mutate(&attrs, &mut obj, &redecode).await?;
         Ok(obj)
     }
 
-    /// Validating admission of `obj` (None for a delete).
+    /// Validating admission of `obj` (None for a delete). `stored`, when given, is where a
+    /// webhook's review leaves the stored encoding of `obj` it was sent: the write then stores
+    /// it ([`GenericStore::encode_for_write_from`]) rather than encoding `obj` again.
     pub(super) async fn admit_validating(
         &self,
         ctx: &Context,
         operation: Operation,
         name: &str,
-        obj: Option<&Value>,
+        (obj, stored): (Option<&Value>, Option<&OnceLock<Encoded>>),
         old: Option<Old<'_>>,
     ) -> Result<()> {
         let Some(req) = &ctx.admission else {
             return Ok(());
         };
-        req.validate(&self.attributes(ctx, operation, name, old), obj)
+        req.validate(&self.attributes(ctx, operation, name, old, stored), obj)
             .await
     }
 

@@ -95,7 +95,27 @@ impl GenericStore {
     /// memo keeps it pending, so whoever sees the write first (the writer's response or a
     /// watch event) gets it without decoding the stored bytes.
     pub(crate) fn encode_for_write(&self, key: &str, obj: Value) -> Result<Bytes> {
-        let (encoded, stored) = self.stored_form(obj)?;
+        self.encode_for_write_from(key, obj, None)
+    }
+
+    /// [`Self::encode_for_write`] with the stored encoding made already, when a webhook's
+    /// review made it ([`Encoded::of_stored`]): `obj` must not have changed since.
+    pub(crate) fn encode_for_write_from(
+        &self,
+        key: &str,
+        obj: Value,
+        made: Option<Encoded>,
+    ) -> Result<Bytes> {
+        let (encoded, stored) = match made.filter(|_| self.strategy.stores_served_form()) {
+            Some(encoded) => (encoded, without_version(obj)),
+            None => {
+                let stored = without_version(self.strategy.to_storage(obj)?);
+                (Encoded::of(&stored), stored)
+            }
+        };
+        if encoded.bytes.len() > MAX_OBJECT_BYTES {
+            return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
+        }
         let bytes = encoded.bytes.clone();
         if self.strategy.stores_served_form() {
             self.memo.pend(key, encoded, stored);
@@ -105,11 +125,7 @@ impl GenericStore {
 
     /// The stored encoding and the stored object it encodes.
     fn stored_form(&self, obj: Value) -> Result<(Encoded, Value)> {
-        let mut stored = self.strategy.to_storage(obj)?;
-        if let Some(meta) = stored.get_mut("metadata").and_then(Value::as_object_mut) {
-            meta.remove("resourceVersion");
-            meta.remove("selfLink");
-        }
+        let stored = without_version(self.strategy.to_storage(obj)?);
         let encoded = Encoded::of(&stored);
         if encoded.bytes.len() > MAX_OBJECT_BYTES {
             return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
@@ -213,4 +229,14 @@ impl GenericStore {
 /// A stored value that does not decode: the store's data is damaged, not the request.
 fn not_json(kv: &KeyValue, e: &serde_json::Error) -> Error {
     Error::Internal(format!("stored object {} is not JSON: {e}", kv.key))
+}
+
+/// `obj` without `metadata.resourceVersion` and `metadata.selfLink` (the stored form keeps
+/// neither), its other fields in their order.
+fn without_version(mut obj: Value) -> Value {
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.shift_remove("resourceVersion");
+        meta.shift_remove("selfLink");
+    }
+    obj
 }

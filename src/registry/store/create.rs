@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::registry::admission::Operation;
+use std::sync::OnceLock;
 
 impl GenericStore {
     /// BeforeCreate: system fields, PrepareForCreate, validation, the writer's checks.
@@ -101,8 +102,15 @@ impl GenericStore {
         let ns = ctx.namespace.clone();
         self.prepare_create(ctx, &mut obj)?;
         let name = name_of(&obj).to_string();
-        self.admit_validating(ctx, Operation::Create, &name, Some(&obj), None)
-            .await?;
+        let made = OnceLock::new();
+        self.admit_validating(
+            ctx,
+            Operation::Create,
+            &name,
+            (Some(&obj), Some(&made)),
+            None,
+        )
+        .await?;
         let key = self.key(&ns, &name);
         let generated = obj.at("/metadata/generateName").is_some();
         let i = self.strategy.info();
@@ -129,7 +137,7 @@ impl GenericStore {
                 Err(_) => Ok(Attempt::Created(Arc::new(Decoded::new(obj)))),
             };
         }
-        let stored = self.encode_for_write(&key, obj)?;
+        let stored = self.encode_for_write_from(&key, obj, made.into_inner())?;
         match self
             .metered(
                 crate::metrics::storage::Operation::Create,

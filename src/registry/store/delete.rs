@@ -48,8 +48,14 @@ impl GenericStore {
         self.admit_mutating(ctx, Operation::Delete, name, None, None)
             .await?;
         self.check_preconditions(name, &current, opts)?;
-        self.admit_validating(ctx, Operation::Delete, name, None, Some((&current).into()))
-            .await?;
+        self.admit_validating(
+            ctx,
+            Operation::Delete,
+            name,
+            (None, None),
+            Some((&current).into()),
+        )
+        .await?;
         let mut pending = current.clone();
         let keep = self.strategy.begin_delete(&mut pending);
         if let Some(finalizers) = gc_finalizers(&pending, opts) {

@@ -7,13 +7,13 @@
 use super::{metadata_mut, GenericStore, Transform, WriteResult};
 use crate::api::At;
 use crate::registry::admission::Operation;
-use crate::registry::codec::memo::Decoded;
+use crate::registry::codec::memo::{Decoded, Encoded};
 use crate::registry::error::{Error, Result};
 use crate::registry::validation::{validate_object_meta, validate_object_meta_update};
 use crate::registry::Context;
 use crate::storage::{self, KeyValue, Update};
 use serde_json::Value;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// How many times an update awaiting webhooks is computed again because the object changed
 /// meanwhile, before it fails with a conflict.
@@ -34,6 +34,7 @@ impl GenericStore {
         subresource: &str,
         current: Option<&KeyValue>,
         transform: Transform<'_>,
+        made: Option<&OnceLock<Encoded>>,
     ) -> Result<(Value, Changes)> {
         let Some(kv) = current else {
             let obj = transform(None)?;
@@ -45,7 +46,7 @@ impl GenericStore {
                 .await?
                 .unwrap_or(Value::Null);
             self.prepare_create(ctx, &mut obj)?;
-            self.admit_validating(ctx, Operation::Create, name, Some(&obj), None)
+            self.admit_validating(ctx, Operation::Create, name, (Some(&obj), made), None)
                 .await?;
             return Ok((obj, Changes::More));
         };
@@ -142,7 +143,7 @@ impl GenericStore {
             ctx,
             Operation::Update,
             name,
-            Some(&new),
+            (Some(&new), made),
             Some((&*decoded).into()),
         )
         .await?;
@@ -196,7 +197,7 @@ impl GenericStore {
             };
             let created = current.is_none();
             let (obj, _) = self
-                .compute_update(ctx, name, subresource, current.as_ref(), transform)
+                .compute_update(ctx, name, subresource, current.as_ref(), transform, None)
                 .await?;
             return Ok(WriteResult {
                 object: Arc::new(Decoded::new(obj)),
@@ -217,6 +218,7 @@ impl GenericStore {
                 subresource,
                 current,
                 transform,
+                None,
             ))
             .map_err(Error::abort)?;
             if let Ok(mut c) = created.lock() {
@@ -267,13 +269,22 @@ impl GenericStore {
                 Err(storage::Error::NotFound { .. }) if allow_create => None,
                 Err(e) => return Err(self.storage_error(name, e)),
             };
+            // What a webhook's review encoded of the object, stored as it is.
+            let made = OnceLock::new();
             let (obj, changes) = self
-                .compute_update(ctx, name, subresource, current.as_ref(), transform)
+                .compute_update(
+                    ctx,
+                    name,
+                    subresource,
+                    current.as_ref(),
+                    transform,
+                    Some(&made),
+                )
                 .await?;
             let read = current.as_ref().map(|kv| kv.mod_revision);
             let value = match changes {
                 Changes::Nothing => None,
-                _ => Some(self.encode_for_write(key, obj)?),
+                _ => Some(self.encode_for_write_from(key, obj, made.into_inner())?),
             };
             let update = |now: Option<&KeyValue>| -> storage::Result<Update> {
                 if now.map(|kv| kv.mod_revision) != read {
