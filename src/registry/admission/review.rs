@@ -5,8 +5,11 @@
 use super::{Attributes, Request};
 use crate::registry::codec::memo::Encoded;
 use base64::Engine as _;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
 use serde_json::Value;
+use std::borrow::Cow;
+use std::sync::OnceLock;
 
 /// A webhook's answer, checked.
 #[derive(Debug, Default)]
@@ -79,7 +82,7 @@ struct AdmissionRequest<'a> {
 #[serde(rename_all = "camelCase")]
 struct Review<'a> {
     kind: &'a str,
-    api_version: String,
+    api_version: &'a str,
     request: AdmissionRequest<'a>,
 }
 
@@ -117,7 +120,11 @@ pub(super) fn request(
     let object_json = stored_json(attrs, object);
     let review = Review {
         kind: "AdmissionReview",
-        api_version: format!("admission.k8s.io/{version}"),
+        api_version: if version == "v1" {
+            "admission.k8s.io/v1"
+        } else {
+            "admission.k8s.io/v1beta1"
+        },
         request: AdmissionRequest {
             uid,
             kind: &kind,
@@ -154,7 +161,9 @@ pub(super) fn request(
         out.truncate(out.len() - 2);
         for (field, json) in made {
             if let Some(json) = json {
-                out.extend_from_slice(format!(",\"{field}\":").as_bytes());
+                out.extend_from_slice(b",\"");
+                out.extend_from_slice(field.as_bytes());
+                out.extend_from_slice(b"\":");
                 out.extend_from_slice(json);
             }
         }
@@ -185,6 +194,80 @@ fn stored_json(attrs: &Attributes<'_>, object: Option<&Value>) -> Option<bytes::
     })
 }
 
+/// The fields of an AdmissionReview answer that are read, as the JSON has them (read into
+/// values only when asked: an answer is mostly read for `allowed`, and building a map of every
+/// field cost more than the rest of its checks).
+#[derive(Deserialize, Default)]
+struct ReviewFields<'a> {
+    #[serde(rename = "apiVersion", borrow, default)]
+    api_version: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    response: Option<&'a RawValue>,
+}
+
+/// The fields of `response` that are read, as [`ReviewFields`].
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct ResponseFields<'a> {
+    #[serde(borrow, default)]
+    uid: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    allowed: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    status: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    patch: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    patch_type: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    warnings: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    audit_annotations: Option<&'a RawValue>,
+}
+
+/// The object `json` read into `T`: None when it is not an object. What the fields cannot
+/// be read from straight (a field given twice) is read through a [`Value`] (the last one
+/// counts, as with Go's decoder), kept in `scratch`.
+///
+/// # Errors
+///
+/// `json` is not JSON (serde_json's message).
+fn fields<'a, T: Deserialize<'a>>(
+    json: &'a [u8],
+    scratch: &'a OnceLock<String>,
+) -> Result<Option<T>, String> {
+    // A struct reads an array too, by position: objects only.
+    if json.trim_ascii_start().starts_with(b"{") {
+        if let Ok(fields) = serde_json::from_slice(json) {
+            return Ok(Some(fields));
+        }
+    }
+    let value: Value = serde_json::from_slice(json).map_err(|e| e.to_string())?;
+    if !value.is_object() {
+        return Ok(None);
+    }
+    Ok(serde_json::from_str(scratch.get_or_init(|| value.to_string())).ok())
+}
+
+/// A field that is a string ("" when absent or of another type).
+fn text(raw: Option<&RawValue>) -> Cow<'_, str> {
+    let Some(raw) = raw else {
+        return Cow::Borrowed("");
+    };
+    match serde_json::from_str::<&str>(raw.get()) {
+        Ok(s) => Cow::Borrowed(s),
+        // Escapes in it, or not a string.
+        Err(_) => serde_json::from_str::<String>(raw.get()).map_or(Cow::Borrowed(""), Cow::Owned),
+    }
+}
+
+/// A field read as `T` (None when absent or of another type).
+fn read<'a, T: Deserialize<'a>>(raw: Option<&'a RawValue>) -> Option<T> {
+    serde_json::from_str(raw?.get()).ok()
+}
+
 /// Checks a webhook's answer (VerifyAdmissionResponse); errors read as upstream's.
 pub(super) fn answer(
     version: &str,
@@ -192,38 +275,38 @@ pub(super) fn answer(
     mutating: bool,
     body: &[u8],
 ) -> Result<Answer, String> {
-    let review: Value = serde_json::from_slice(body).map_err(|e| e.to_string())?;
-    let got_version = review
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    let got_kind = review.get("kind").and_then(Value::as_str).unwrap_or("");
-    let want = format!("admission.k8s.io/{version}");
-    if version == "v1" && (got_version != want || got_kind != "AdmissionReview") {
-        let (group, v) = got_version.split_once('/').unwrap_or(("", got_version));
+    let scratch = OnceLock::new();
+    let review: ReviewFields<'_> = fields(body, &scratch)?.unwrap_or_default();
+    let got_version = text(review.api_version);
+    let got_kind = text(review.kind);
+    if version == "v1" && (got_version != "admission.k8s.io/v1" || got_kind != "AdmissionReview") {
+        let (group, v) = got_version.split_once('/').unwrap_or(("", &got_version));
         return Err(format!(
             "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {group}/{v}, Kind={got_kind}"
         ));
     }
-    let Some(response) = review.get("response").filter(|r| r.is_object()) else {
+    let scratch = OnceLock::new();
+    let response = review.response.map(|r| r.get().as_bytes());
+    let Some(response) = response
+        .map(|r| fields::<ResponseFields<'_>>(r, &scratch))
+        .transpose()?
+        .flatten()
+    else {
         return Err("webhook response was absent".into());
     };
-    let got_uid = response.get("uid").and_then(Value::as_str).unwrap_or("");
+    let got_uid = text(response.uid);
     if version == "v1" && got_uid != uid {
         return Err(format!("expected response.uid={uid:?}, got {got_uid:?}"));
     }
-    let patch = match response.get("patch").and_then(Value::as_str) {
-        Some(p) if !p.is_empty() => Some(
+    let patch = match text(response.patch) {
+        p if !p.is_empty() => Some(
             base64::engine::general_purpose::STANDARD
-                .decode(p)
+                .decode(p.as_bytes())
                 .map_err(|e| format!("illegal base64 data in response.patch: {e}"))?,
         ),
         _ => None,
     };
-    let patch_type = response
-        .get("patchType")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let patch_type = text(response.patch_type);
     if patch.is_some() || !patch_type.is_empty() {
         if !mutating {
             return Err("validating webhook may not return response.patch".into());
@@ -240,15 +323,10 @@ pub(super) fn answer(
         }
     }
     Ok(Answer {
-        allowed: response
-            .get("allowed")
-            .and_then(Value::as_bool)
-            .unwrap_or(false),
-        status: response.get("status").filter(|s| s.is_object()).cloned(),
+        allowed: read(response.allowed).unwrap_or(false),
+        status: read::<Value>(response.status).filter(Value::is_object),
         patch,
-        warnings: response
-            .get("warnings")
-            .and_then(Value::as_array)
+        warnings: read::<Vec<Value>>(response.warnings)
             .map(|w| {
                 w.iter()
                     .filter_map(Value::as_str)
@@ -256,9 +334,7 @@ pub(super) fn answer(
                     .collect()
             })
             .unwrap_or_default(),
-        audit_annotations: response
-            .get("auditAnnotations")
-            .and_then(Value::as_object)
+        audit_annotations: read::<serde_json::Map<String, Value>>(response.audit_annotations)
             .map(|a| {
                 a.iter()
                     .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
@@ -268,8 +344,6 @@ pub(super) fn answer(
     })
 }
 
-/// The refusal of webhook `name` (webhookerrors.ToStatusErr): the webhook's code (at least
-/// 400), reason, and message prefixed with who refused.
 /// The code of a webhook's refusal: its status's code when it is an error code, else 400.
 pub(super) fn denied_code(status: Option<&Value>) -> u16 {
     status
@@ -279,6 +353,8 @@ pub(super) fn denied_code(status: Option<&Value>) -> u16 {
         .unwrap_or(400) as u16
 }
 
+/// The refusal of webhook `name` (webhookerrors.ToStatusErr): the webhook's code (at least
+/// 400), reason, and message prefixed with who refused.
 pub(super) fn denied(name: &str, status: Option<&Value>) -> super::Error {
     let field = |k: &str| {
         status
@@ -378,5 +454,60 @@ mod tests {
         let body: Value = serde_json::from_slice(&request("v1", "u", &req, &attrs, None)).unwrap();
         assert_eq!(body["request"]["object"], Value::Null);
         assert!(body["request"].as_object().unwrap().contains_key("object"));
+    }
+
+    #[test]
+    fn answers_are_read_and_checked_as_upstream_reads_them() {
+        let check = |version: &str, mutating: bool, body: &str| {
+            answer(version, "u1", mutating, body.as_bytes())
+        };
+        let ok = |body: &str| check("v1", true, body).unwrap();
+        let head = r#""apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview""#;
+        let a = ok(&format!(
+            r#"{{{head},"response":{{"uid":"u1","allowed":true,"warnings":["w\"1",2,"w2"],
+                "auditAnnotations":{{"k":"v","n":1}},"extra":{{"deep":[1]}}}}}}"#
+        ));
+        assert!(a.allowed);
+        assert_eq!(a.warnings, ["w\"1", "w2"]);
+        assert_eq!(a.audit_annotations, [("k".to_string(), "v".to_string())]);
+        let a = ok(&format!(
+            r#"{{{head},"response":{{"uid":"u1","allowed":"yes","status":{{"code":403,"message":"no"}},
+                "patch":"W10=","patchType":"JSONPatch"}}}}"#
+        ));
+        assert!(!a.allowed, "a string is not true");
+        assert_eq!(a.status.unwrap()["code"], 403);
+        assert_eq!(a.patch.as_deref(), Some(&b"[]"[..]));
+        // A field given twice: the last counts, as with Go's decoder.
+        let a = ok(&format!(
+            r#"{{{head},"response":{{"uid":"u1","allowed":false,"allowed":true}}}}"#
+        ));
+        assert!(a.allowed);
+        // Escapes in the checked strings.
+        let a = ok(
+            r#"{"apiVersion":"admission.k8s.io\/v1","kind":"AdmissionReview",
+                       "response":{"uid":"\u0075\u0031","allowed":true}}"#,
+        );
+        assert!(a.allowed);
+        for (version, mutating, body, error) in [
+            ("v1", false, "{", "EOF while parsing an object at line 1 column 1"),
+            ("v1", false, "[]", "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="),
+            ("v1", false, r#"{"apiVersion":"v1","kind":null}"#, "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /v1, Kind="),
+            ("v1", false, r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":null}"#, "webhook response was absent"),
+            ("v1beta1", false, r#"{"response":[1]}"#, "webhook response was absent"),
+            ("v1", false, r#"["admission.k8s.io/v1","AdmissionReview"]"#, "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got /, Kind="),
+            ("v1", false, &format!(r#"{{{head},"response":{{"uid":"u2"}}}}"#), r#"expected response.uid="u1", got "u2""#),
+            ("v1", false, &format!(r#"{{{head},"response":{{"uid":"u1","patch":"W10="}}}}"#), "validating webhook may not return response.patch"),
+            ("v1", true, &format!(r#"{{{head},"response":{{"uid":"u1","patch":"W10="}}}}"#), "webhook returned response.patch but not response.patchType"),
+            ("v1", true, &format!(r#"{{{head},"response":{{"uid":"u1","patch":"W10=","patchType":"Merge"}}}}"#), r#"webhook returned invalid response.patchType of "Merge""#),
+            ("v1", true, &format!(r#"{{{head},"response":{{"uid":"u1","patch":"%%"}}}}"#), "illegal base64 data in response.patch: Invalid symbol 37, offset 0."),
+        ] {
+            assert_eq!(check(version, mutating, body).err().as_deref(), Some(error), "{body}");
+        }
+        // v1beta1 answers carry no uid or kind to check.
+        assert!(
+            check("v1beta1", false, r#"{"response":{"allowed":true}}"#)
+                .unwrap()
+                .allowed
+        );
     }
 }
