@@ -14,7 +14,7 @@
 
 use super::projection::{selection, Projection};
 use crate::registry::cel::{from_json, visit};
-use kube_cel::cel::common::ast::{operators, CallExpr, EntryExpr, Expr, IdedExpr};
+use kube_cel::cel::common::ast::{operators, CallExpr, EntryExpr, Expr, IdedEntryExpr, IdedExpr};
 use kube_cel::cel::{Context as CelContext, Value as CelValue};
 use serde_json::Value;
 
@@ -196,28 +196,22 @@ fn rewrite_in(e: &mut IdedExpr, active: [bool; 3], next_id: &mut u64) {
             .elements
             .iter_mut()
             .for_each(|e| rewrite_in(e, active, next_id)),
-        Expr::Map(m) => m
-            .entries
-            .iter_mut()
-            .for_each(|entry| match &mut entry.expr {
-                EntryExpr::MapEntry(e) => {
-                    rewrite_in(&mut e.key, active, next_id);
-                    rewrite_in(&mut e.value, active, next_id);
-                }
-                EntryExpr::StructField(f) => rewrite_in(&mut f.value, active, next_id),
-            }),
-        Expr::Struct(s) => s
-            .entries
-            .iter_mut()
-            .for_each(|entry| match &mut entry.expr {
-                EntryExpr::MapEntry(e) => {
-                    rewrite_in(&mut e.key, active, next_id);
-                    rewrite_in(&mut e.value, active, next_id);
-                }
-                EntryExpr::StructField(f) => rewrite_in(&mut f.value, active, next_id),
-            }),
+        Expr::Map(m) => rewrite_entries(&mut m.entries, active, next_id),
+        Expr::Struct(s) => rewrite_entries(&mut s.entries, active, next_id),
         Expr::Select(s) => rewrite_in(&mut s.operand, active, next_id),
         Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => {}
+    }
+}
+
+fn rewrite_entries(entries: &mut [IdedEntryExpr], active: [bool; 3], next_id: &mut u64) {
+    for entry in entries {
+        match &mut entry.expr {
+            EntryExpr::MapEntry(e) => {
+                rewrite_in(&mut e.key, active, next_id);
+                rewrite_in(&mut e.value, active, next_id);
+            }
+            EntryExpr::StructField(f) => rewrite_in(&mut f.value, active, next_id),
+        }
     }
 }
 

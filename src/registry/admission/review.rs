@@ -198,32 +198,33 @@ fn stored_json(attrs: &Attributes<'_>, object: Option<&Value>) -> Option<bytes::
 /// values only when asked: an answer is mostly read for `allowed`, and building a map of every
 /// field cost more than the rest of its checks).
 #[derive(Deserialize, Default)]
+#[serde(default)]
 struct ReviewFields<'a> {
-    #[serde(rename = "apiVersion", borrow, default)]
+    #[serde(rename = "apiVersion", borrow)]
     api_version: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     kind: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     response: Option<&'a RawValue>,
 }
 
 /// The fields of `response` that are read, as [`ReviewFields`].
 #[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", default)]
 struct ResponseFields<'a> {
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     uid: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     allowed: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     status: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     patch: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     patch_type: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     warnings: Option<&'a RawValue>,
-    #[serde(borrow, default)]
+    #[serde(borrow)]
     audit_annotations: Option<&'a RawValue>,
 }
 

@@ -107,15 +107,9 @@ impl GenericStore {
         made: Option<Encoded>,
     ) -> Result<Bytes> {
         let (encoded, stored) = match made.filter(|_| self.strategy.stores_served_form()) {
-            Some(encoded) => (encoded, without_version(obj)),
-            None => {
-                let stored = without_version(self.strategy.to_storage(obj)?);
-                (Encoded::of(&stored), stored)
-            }
+            Some(encoded) => (within_limit(encoded)?, without_version(obj)),
+            None => self.stored_form(obj)?,
         };
-        if encoded.bytes.len() > MAX_OBJECT_BYTES {
-            return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
-        }
         let bytes = encoded.bytes.clone();
         if self.strategy.stores_served_form() {
             self.memo.pend(key, encoded, stored);
@@ -126,11 +120,7 @@ impl GenericStore {
     /// The stored encoding and the stored object it encodes.
     fn stored_form(&self, obj: Value) -> Result<(Encoded, Value)> {
         let stored = without_version(self.strategy.to_storage(obj)?);
-        let encoded = Encoded::of(&stored);
-        if encoded.bytes.len() > MAX_OBJECT_BYTES {
-            return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
-        }
-        Ok((encoded, stored))
+        Ok((within_limit(Encoded::of(&stored))?, stored))
     }
 
     /// Decodes a request object: apiVersion/kind must match (missing ones are filled in),
@@ -229,6 +219,14 @@ impl GenericStore {
 /// A stored value that does not decode: the store's data is damaged, not the request.
 fn not_json(kv: &KeyValue, e: &serde_json::Error) -> Error {
     Error::Internal(format!("stored object {} is not JSON: {e}", kv.key))
+}
+
+/// `encoded`, when within the object size limit.
+fn within_limit(encoded: Encoded) -> Result<Encoded> {
+    if encoded.bytes.len() > MAX_OBJECT_BYTES {
+        return Err(Error::TooLarge(format!("limit is {MAX_OBJECT_BYTES}")));
+    }
+    Ok(encoded)
 }
 
 /// `obj` without `metadata.resourceVersion` and `metadata.selfLink` (the stored form keeps
