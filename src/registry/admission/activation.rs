@@ -11,7 +11,7 @@ use super::leaves::{self, Reads};
 use super::projection::Projection;
 use super::{Attributes, Request};
 use crate::registry::cel::{from_json, parse, refuse_structs, rewrite_structs};
-use kube_cel::cel::{Context as CelContext, IdedExpr, Value as CelValue};
+use kube_cel::cel::{Context as CelContext, ExecutionError, IdedExpr, Value as CelValue};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -44,7 +44,11 @@ pub(super) fn execute(expr: &IdedExpr, ctx: &CelContext<'_>) -> Result<CelValue,
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         CelValue::resolve(expr, ctx)
     })) {
-        Ok(result) => result.map_err(|e| e.to_string()),
+        Ok(result) => result.map_err(|e| match e {
+            // As cel-go words it (the cel crate capitalizes it).
+            ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
+            e => e.to_string(),
+        }),
         Err(_) => Err("the expression uses CEL that kapi cannot evaluate yet".into()),
     }
 }
@@ -288,6 +292,9 @@ mod tests {
         let ctx = CelContext::default().with_all();
         let ok = compile("1 + 1 == 2").unwrap();
         assert!(matches!(execute(&ok, &ctx), Ok(CelValue::Bool(true))));
+        // A missing key reads as cel-go words it.
+        let missing = compile("{'a': 1}.b == 1").unwrap();
+        assert_eq!(execute(&missing, &ctx), Err("no such key: b".to_string()));
         // Object construction is refused where no object types are declared.
         assert_eq!(
             compile("Object{spec: 1} == null").unwrap_err(),
