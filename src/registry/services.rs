@@ -195,7 +195,7 @@ pub(crate) fn endpoint<S: std::borrow::Borrow<Value>>(
 }
 
 /// Go's net.JoinHostPort: an IPv6 address in brackets.
-fn join_host_port(host: &str, port: u16) -> String {
+pub(crate) fn join_host_port(host: &str, port: u16) -> String {
     if host.contains(':') {
         format!("[{host}]:{port}")
     } else {

@@ -11,7 +11,7 @@
 //! Services, api.
 
 use super::connections::{Backend, TlsStream};
-use super::services::{ServiceRef, Services};
+use super::services::{join_host_port, ServiceRef, Services};
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
@@ -228,7 +228,7 @@ impl Endpoint {
             Backend::new(self.h2_tls.clone(), self.server_name.clone(), &runtime)
         });
         let (host, port) = self.target()?;
-        let target = address(&host, port);
+        let target = join_host_port(&host, port);
         let mut request = http::Request::post(format!("https://{}{}", self.authority, self.path))
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "application/json, */*")
@@ -362,15 +362,6 @@ impl Endpoint {
     }
 }
 
-/// `host:port`, an IPv6 host in brackets.
-fn address(host: &str, port: u16) -> String {
-    if host.contains(':') {
-        format!("[{host}]:{port}")
-    } else {
-        format!("{host}:{port}")
-    }
-}
-
 /// The User-Agent of webhook calls.
 const USER_AGENT: &str = concat!("kapi/", env!("CARGO_PKG_VERSION"));
 
@@ -420,7 +411,7 @@ impl Dial {
     /// Connects (TCP, TLS, HTTP/1.1) and starts the connection's task on this runtime.
     async fn run(self) -> Result<Sender, WebhookError> {
         let (host, port) = (self.host.as_str(), self.port);
-        let addr = address(host, port);
+        let addr = join_host_port(host, port);
         let tcp = tokio::net::TcpStream::connect((host, port))
             .await
             .map_err(|e| self.transport(format!("dial tcp {addr}: {}", go_dial_error(&e))))?;
