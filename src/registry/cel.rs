@@ -160,6 +160,7 @@ pub(crate) fn register_optional_select(ctx: &mut kube_cel::cel::Context<'_>) {
 
 /// Registers `size()` as CEL's spec and cel-go count: a string's code points (the cel crate
 /// counts its bytes: `'héllo'.size()` is 5, not 6), a list's items, a map's entries, bytes.
+/// (Admission's leaves count a JSON value the same way: `admission::leaves`.)
 pub(crate) fn register_size(ctx: &mut kube_cel::cel::Context<'_>) {
     ctx.add_function("size", size);
 }
@@ -173,7 +174,8 @@ fn size(
         CelValue::List(l) => l.len(),
         CelValue::Map(m) => m.map.len(),
         CelValue::Bytes(b) => b.len(),
-        value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
+        // As cel-go words a call with no overload for the argument's type.
+        value => return Err(ftx.error(format!("no such overload: size({})", type_of(&value)))),
     };
     Ok(i64::try_from(size).unwrap_or(i64::MAX))
 }

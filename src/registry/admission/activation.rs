@@ -295,6 +295,16 @@ mod tests {
         // A missing key reads as cel-go words it.
         let missing = compile("{'a': 1}.b == 1").unwrap();
         assert_eq!(execute(&missing, &ctx), Err("no such key: b".to_string()));
+        // size() of what has none names the type, not a Rust value.
+        let mut sized = CelContext::default().with_all();
+        crate::registry::cel::register_size(&mut sized);
+        let int = compile("5.size() == 1").unwrap();
+        assert_eq!(
+            execute(&int, &sized),
+            Err("Error executing function 'size': no such overload: size(int)".to_string())
+        );
+        let text = compile("'héllo'.size() == 5").unwrap();
+        assert_eq!(execute(&text, &sized), Ok(CelValue::Bool(true)));
         // Object construction is refused where no object types are declared.
         assert_eq!(
             compile("Object{spec: 1} == null").unwrap_err(),

@@ -9,8 +9,9 @@
 //! present in an object; for `size()`, a string, list or map at its end), the flag is true and
 //! each leaf is bound to its value (for `has()`, whether its last field is present; for
 //! `size()`, the size, so a map read only for its size is never converted); the variable
-//! itself is bound only with what the expressions read of it outside leaves. When one does not resolve, the flag is false and the variable is bound as before
-//! ([`Projection`]), so the chain runs as written and fails with the interpreter's own error.
+//! itself is bound only with what the expressions read of it outside leaves. When one does
+//! not resolve, the flag is false and the variable is bound as before ([`Projection`]), so the
+//! chain runs as written and fails with the interpreter's own error.
 
 use super::projection::{selection, Projection};
 use crate::registry::cel::{from_json, visit};
@@ -48,7 +49,8 @@ enum Kind {
     Value,
     /// `has(...)`: whether its last field is present.
     Has,
-    /// `size(...)` or `(...).size()`: its size (code points of a string, as `size()` counts).
+    /// `size(...)` or `(...).size()`: its size (code points of a string, as the `size()`
+    /// registered by `crate::registry::cel::register_size` counts).
     Size,
 }
 
