@@ -263,29 +263,26 @@ impl Reads {
     /// Binds the variable `name` (one of `object`, `oldObject`, `request`) to `value` (None:
     /// null): its leaves when all resolve, else the parts read.
     pub(super) fn bind(&self, ctx: &mut CelContext<'_>, name: &str, value: Option<&Value>) {
-        let flag = flag(name).filter(|_| !self.leaves.is_empty());
-        let Some(flag) = flag else {
-            let whole = value.map_or(CelValue::Null, |v| self.parts.to_cel(v));
-            ctx.add_variable_from_value(name, whole);
+        let whole = || value.map_or(CelValue::Null, |v| self.parts.to_cel(v));
+        let Some(flag) = flag(name).filter(|_| !self.leaves.is_empty()) else {
+            ctx.add_variable_from_value(name, whole());
             return;
         };
-        let resolved: Option<Vec<CelValue>> =
-            value.and_then(|v| self.leaves.iter().map(|l| l.resolve(v)).collect());
-        match (resolved, value) {
-            (Some(values), Some(value)) => {
-                ctx.add_variable_from_value(flag, true);
-                for (leaf, v) in self.leaves.iter().zip(values) {
-                    ctx.add_variable_from_value(leaf.ident.as_str(), v);
-                }
-                if !self.rest.is_empty() {
-                    ctx.add_variable_from_value(name, self.rest.to_cel(value));
-                }
-            }
-            _ => {
-                ctx.add_variable_from_value(flag, false);
-                let whole = value.map_or(CelValue::Null, |v| self.parts.to_cel(v));
-                ctx.add_variable_from_value(name, whole);
-            }
+        let resolved = value.and_then(|v| {
+            let leaves: Option<Vec<CelValue>> = self.leaves.iter().map(|l| l.resolve(v)).collect();
+            Some((v, leaves?))
+        });
+        let Some((value, values)) = resolved else {
+            ctx.add_variable_from_value(flag, false);
+            ctx.add_variable_from_value(name, whole());
+            return;
+        };
+        ctx.add_variable_from_value(flag, true);
+        for (leaf, v) in self.leaves.iter().zip(values) {
+            ctx.add_variable_from_value(leaf.ident.as_str(), v);
+        }
+        if !self.rest.is_empty() {
+            ctx.add_variable_from_value(name, self.rest.to_cel(value));
         }
     }
 }
