@@ -38,6 +38,13 @@ pub(crate) fn error_chain(err: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// A new random (version 4) UUID, from the thread's generator (a CSPRNG seeded by the
+/// system): `Uuid::new_v4` asks the kernel for each one, a `getrandom` call that every
+/// create (its metadata.uid) and every webhook review (its uid) would otherwise pay.
+pub(crate) fn new_uuid() -> uuid::Uuid {
+    uuid::Builder::from_random_bytes(rand::random()).into_uuid()
+}
+
 /// Builds a complete (non-streaming) body.
 pub(crate) fn full_body(bytes: impl Into<Bytes>) -> Body {
     use http_body_util::BodyExt;

@@ -385,7 +385,7 @@ fn identity_hooks(config: &Config, h: &mut Hooks, kube_system: &system_namespace
         (o.gate("UnknownVersionInteroperabilityProxy")).then(|| config.peer_address());
     let lease = identity::IdentityLease::new(identity::IdentitySettings {
         lease_name: config.apiserver_id.clone(),
-        holder: format!("{}_{}", config.apiserver_id, uuid::Uuid::new_v4()),
+        holder: format!("{}_{}", config.apiserver_id, crate::api::new_uuid()),
         duration_seconds: o.identity_lease_duration_seconds,
         renew_interval: o.identity_lease_renew_interval,
         hostname: config.hostname.clone(),
@@ -440,7 +440,7 @@ fn cle_hooks(
     let election = leader::ElectionConfig {
         namespace: identity::KUBE_SYSTEM.to_string(),
         name: CLE_LOCK_LEASE.to_string(),
-        identity: format!("{}_{}", config.hostname, uuid::Uuid::new_v4()),
+        identity: format!("{}_{}", config.hostname, crate::api::new_uuid()),
         lease_duration: o.cle_lease_duration,
         renew_deadline: o.cle_renew_deadline,
         retry_period: o.cle_retry_period,

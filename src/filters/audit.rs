@@ -23,7 +23,7 @@ pub(crate) fn audit_id(headers: &HeaderMap) -> HeaderValue {
 }
 
 fn new_id() -> HeaderValue {
-    let id = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
+    let id = crate::api::new_uuid();
     let mut buf = uuid::Uuid::encode_buffer();
     HeaderValue::from_str(id.hyphenated().encode_lower(&mut buf))
         .expect("a hyphenated UUID is a valid header value")

@@ -182,7 +182,7 @@ pub(crate) async fn request(
         exp: iat + seconds,
         iat,
         iss: issuer.issuer().to_string(),
-        jti: uuid::Uuid::new_v4().to_string(),
+        jti: crate::api::new_uuid().to_string(),
         kubernetes: Kubernetes {
             namespace: namespace.to_string(),
             secret,

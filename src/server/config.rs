@@ -248,7 +248,7 @@ impl Config {
 
     /// Derives the loopback credentials and client, and the TLS settings.
     pub(crate) fn complete(self) -> Result<CompletedConfig, Error> {
-        let token = uuid::Uuid::new_v4().to_string();
+        let token = crate::api::new_uuid().to_string();
         let chain = loopback::ChainSlot::default();
         let control = ControlRuntime::start().map_err(Error::ControlRuntime)?;
         // Made inside the control runtime: the client's dispatch task runs there too.
@@ -261,7 +261,7 @@ impl Config {
             token,
             UserInfo {
                 name: "system:apiserver".into(),
-                uid: uuid::Uuid::new_v4().to_string(),
+                uid: crate::api::new_uuid().to_string(),
                 groups: vec![MASTERS_GROUP.into()],
                 ..UserInfo::default()
             },

@@ -337,7 +337,7 @@ impl Hook {
             .endpoint
             .as_ref()
             .map_err(|e| format!("failed to call webhook: {e}"))?;
-        let uid = uuid::Uuid::new_v4().to_string();
+        let uid = crate::api::new_uuid().to_string();
         let body = review::request(self.version, &uid, req, attrs, object);
         let name = if mutating {
             "Call mutating webhook"

@@ -120,7 +120,7 @@ impl Converter {
 impl Webhook {
     fn convert(&self, obj: Value, to: &str) -> Result<Value, String> {
         let gvk = gvk(&obj);
-        let uid = uuid::Uuid::new_v4().to_string();
+        let uid = crate::api::new_uuid().to_string();
         let review = json!({
             "apiVersion": self.review_api_version,
             "kind": "ConversionReview",

@@ -32,7 +32,10 @@ impl GenericStore {
         if name.is_empty() && !generate.is_empty() {
             meta.insert("name".into(), Value::from((self.name_generator)(&generate)));
         }
-        meta.insert("uid".into(), Value::from(uuid::Uuid::new_v4().to_string()));
+        meta.insert(
+            "uid".into(),
+            Value::from(crate::api::new_uuid().to_string()),
+        );
         meta.insert("creationTimestamp".into(), Value::from(now_rfc3339()));
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
