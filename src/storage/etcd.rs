@@ -307,6 +307,10 @@ impl Storage for EtcdStore {
         })
     }
 
+    fn remembered(&self, key: &str) -> Option<KeyValue> {
+        self.known.get(key)
+    }
+
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult> {
         let start = match &opts.start_key {
             Some(s) if s.as_str() > prefix => s.clone(),

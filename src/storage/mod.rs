@@ -241,6 +241,15 @@ pub trait Storage: Send + Sync + 'static {
         self.get(key).await
     }
 
+    /// The value this store last wrote under `key` in an update, when it still remembers it:
+    /// what [`Storage::guaranteed_update`] starts from, so an update computed outside it (one
+    /// that awaits admission webhooks) can start from it as well, without a read. Only a
+    /// guess: a write made on it must compare its mod revision, and a decision taken on it
+    /// (an error, nothing to change) be taken again on a read. None when not remembered.
+    fn remembered(&self, _key: &str) -> Option<KeyValue> {
+        None
+    }
+
     /// Drops what the store keeps in memory for the keys under `prefix` (the watch cache of
     /// a resource that is no longer served, such as a deleted CRD's); watchers already
     /// running keep theirs until they end. Nothing to do for a store without such a copy.

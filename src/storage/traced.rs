@@ -87,6 +87,10 @@ impl Storage for Traced {
         self.inner.get_cached(k).await
     }
 
+    fn remembered(&self, k: &str) -> Option<KeyValue> {
+        self.inner.remembered(k)
+    }
+
     fn forget_cached(&self, prefix: &str) {
         self.inner.forget_cached(prefix);
     }

@@ -4,6 +4,7 @@
 //! stored version was admitted.
 
 use crate::admission::{apply, eventually, webhook, Webhook};
+use crate::support::etcd::start_etcd;
 use crate::support::TestServer;
 use serde_json::json;
 
@@ -62,4 +63,93 @@ async fn concurrent_updates_through_a_slow_webhook_lose_nothing() {
     // Some were computed again after another patch landed first: more calls than patches.
     let calls = hook.sent_to("/pause").len() - calls_before;
     assert!(calls > 8, "{calls} webhook calls for 8 patches");
+}
+
+/// An update through a webhook starts from the value its replica last wrote, without a read;
+/// when another replica has written since, that guess is stale and the update is computed
+/// again on a read: the other replica's change is kept, and a PUT carrying the current
+/// resourceVersion is not refused for not matching the stale guess.
+#[tokio::test]
+async fn an_update_begun_on_a_stale_guess_is_computed_again() {
+    let etcd = start_etcd().await;
+    let certs = tempfile::tempdir().unwrap();
+    let a = TestServer::start_with(crate::ha::replica_options(
+        &etcd.url,
+        certs.path(),
+        "node-a",
+    ))
+    .await;
+    let b = TestServer::start_with(crate::ha::replica_options(
+        &etcd.url,
+        certs.path(),
+        "node-b",
+    ))
+    .await;
+    let hook = Webhook::start().await;
+    let allow = webhook(
+        "allow.example.com",
+        &hook.url("/allow"),
+        &hook.ca_bundle(),
+        "configmaps",
+        json!({}),
+    );
+    apply(&a, "ValidatingWebhookConfiguration", "allow", vec![allow]).await;
+    a.kubectl_ok(&["create", "configmap", "shared", "--from-literal=start=0"])
+        .await;
+    // A writes through the webhook, so it remembers the value it wrote.
+    eventually("the webhook to be in force on a", || async {
+        a.kubectl_ok(&["label", "configmap", "shared", "--overwrite", "by-a=yes"])
+            .await;
+        hook.sent_to("/allow")
+            .iter()
+            .any(|r| r["request"]["operation"] == "UPDATE")
+            .then_some(())
+    })
+    .await;
+    // B writes: A's remembered value is now stale.
+    b.kubectl_ok(&["label", "configmap", "shared", "by-b=yes"])
+        .await;
+    // A PUT to A of the current object (B's resourceVersion) with one more key.
+    let mut current: serde_json::Value = serde_json::from_str(
+        &b.kubectl_ok(&["get", "configmap", "shared", "-o", "json"])
+            .await,
+    )
+    .unwrap();
+    current["data"]["from-a"] = json!("1");
+    let calls = hook.sent_to("/allow").len();
+    let response = a
+        .admin_http()
+        .put(a.url("/api/v1/namespaces/default/configmaps/shared"))
+        .json(&current)
+        .send()
+        .await
+        .unwrap();
+    let status = response.status();
+    let stored: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(status, 200, "{stored}");
+    assert_eq!(stored["data"]["from-a"], "1", "{stored}");
+    assert_eq!(stored["metadata"]["labels"]["by-b"], "yes", "{stored}");
+    // The stale guess failed the precondition before admission: admitted once, on the
+    // stored object.
+    assert_eq!(hook.sent_to("/allow").len() - calls, 1);
+    // A merge patch to A, after B wrote again: admitted on the stale guess, then again on
+    // the stored object, and B's label is kept.
+    b.kubectl_ok(&["label", "configmap", "shared", "--overwrite", "by-b=again"])
+        .await;
+    let calls = hook.sent_to("/allow").len();
+    a.kubectl_ok(&["label", "configmap", "shared", "by-a-again=yes"])
+        .await;
+    assert_eq!(hook.sent_to("/allow").len() - calls, 2);
+    let labels = b
+        .kubectl_ok(&[
+            "get",
+            "configmap",
+            "shared",
+            "-o",
+            "jsonpath={.metadata.labels}",
+        ])
+        .await;
+    let labels: serde_json::Value = serde_json::from_str(&labels).unwrap();
+    assert_eq!(labels["by-b"], "again", "{labels}");
+    assert_eq!(labels["by-a-again"], "yes", "{labels}");
 }

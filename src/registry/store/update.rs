@@ -257,21 +257,21 @@ impl GenericStore {
         allow_create: bool,
         transform: Transform<'_>,
     ) -> Result<WriteResult> {
+        // The first round starts from the value the store last wrote, as an update without
+        // webhooks does (the write compares its revision); the others from a read.
+        let mut guess = self.storage.remembered(key);
+        // A read already made for the next round.
+        let mut fresh = None;
         for _ in 0..ADMISSION_ROUNDS {
-            let current = match self
-                .metered(
-                    crate::metrics::storage::Operation::Get,
-                    self.storage.get(key),
-                )
-                .await
-            {
-                Ok(kv) => Some(kv),
-                Err(storage::Error::NotFound { .. }) if allow_create => None,
-                Err(e) => return Err(self.storage_error(name, e)),
+            let guessed = guess.is_some();
+            let current = match (guess.take(), fresh.take()) {
+                (Some(kv), _) => Some(kv),
+                (None, Some(read)) => read,
+                (None, None) => self.read_for_update(key, name, allow_create).await?,
             };
             // What a webhook's review encoded of the object, stored as it is.
             let made = OnceLock::new();
-            let (obj, changes) = self
+            let computed = self
                 .compute_update(
                     ctx,
                     name,
@@ -280,8 +280,21 @@ impl GenericStore {
                     transform,
                     Some(&made),
                 )
-                .await?;
+                .await;
             let read = current.as_ref().map(|kv| kv.mod_revision);
+            let (obj, changes) = match computed {
+                Ok(computed) => computed,
+                // A refusal decided on a guess stands only if the guess was the stored value.
+                Err(e) if guessed => {
+                    let now = self.read_for_update(key, name, allow_create).await?;
+                    if now.as_ref().map(|kv| kv.mod_revision) == read {
+                        return Err(e);
+                    }
+                    fresh = Some(now);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let value = match changes {
                 Changes::Nothing => None,
                 _ => Some(self.encode_for_write_from(key, obj, made.into_inner())?),
@@ -309,6 +322,27 @@ impl GenericStore {
             }
         }
         Err(self.conflict(name, "too many concurrent updates"))
+    }
+
+    /// The object an update starts from, read from storage: None when absent and the
+    /// update may create it.
+    async fn read_for_update(
+        &self,
+        key: &str,
+        name: &str,
+        allow_create: bool,
+    ) -> Result<Option<KeyValue>> {
+        match self
+            .metered(
+                crate::metrics::storage::Operation::Get,
+                self.storage.get(key),
+            )
+            .await
+        {
+            Ok(kv) => Ok(Some(kv)),
+            Err(storage::Error::NotFound { .. }) if allow_create => Ok(None),
+            Err(e) => Err(self.storage_error(name, e)),
+        }
     }
 
     /// The written object `kv`, deleted at once when its deletion was pending and this

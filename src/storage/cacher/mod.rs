@@ -113,6 +113,10 @@ impl Storage for Cacher {
         self.backend.get(key).await
     }
 
+    fn remembered(&self, key: &str) -> Option<KeyValue> {
+        self.backend.remembered(key)
+    }
+
     fn forget_cached(&self, prefix: &str) {
         if let Some(resource) = self.resource_of(prefix) {
             self.resources

@@ -206,6 +206,10 @@ impl Storage for EmbeddedStore {
             })
     }
 
+    fn remembered(&self, key: &str) -> Option<KeyValue> {
+        self.known.get(key)
+    }
+
     async fn list(&self, prefix: &str, opts: ListOptions) -> Result<ListResult> {
         self.reading(|txn| self.list_in(txn, prefix, &opts))
     }
