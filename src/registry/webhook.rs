@@ -60,8 +60,8 @@ pub(crate) struct Endpoint {
     /// Host and port to dial.
     host: String,
     port: u16,
-    /// Path and query of the request.
-    path: String,
+    /// Path and query of the request (the URI of HTTP/1.1 calls).
+    path: http::Uri,
     /// The Host header.
     authority: String,
     server_name: ServerName<'static>,
@@ -71,6 +71,9 @@ pub(crate) struct Endpoint {
     h2_tls: rustls::ClientConfig,
     /// The HTTP/2 connections, made at the first call (on the runtime that makes them).
     h2: std::sync::OnceLock<Backend>,
+    /// Every call's URI over HTTP/2 (absolute) and headers, made once.
+    h2_uri: http::Uri,
+    headers: http::HeaderMap,
     /// The clientConfig's service, and the Services it resolves through (see
     /// [`Endpoint::resolving`]); without them the service's DNS name is dialled.
     service: Option<ServiceRef>,
@@ -127,18 +130,27 @@ impl Endpoint {
             .path_and_query()
             .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
         let h2_tls = tls_config(config.ca_bundle.as_ref().map(|b| &b.0[..]))?;
+        let path = if path.is_empty() { "/".into() } else { path };
+        let unparsable =
+            |e: http::uri::InvalidUri| WebhookError::Config(format!("Unparsable URL: {e}"));
+        let h2_uri = format!("https://{}{path}", authority.as_str())
+            .parse()
+            .map_err(unparsable)?;
+        let path = path.parse().map_err(unparsable)?;
         let mut tls = h2_tls.clone();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Endpoint {
             port: authority.port_u16().unwrap_or(443),
             authority: authority.as_str().to_string(),
             host,
-            path: if path.is_empty() { "/".into() } else { path },
+            path,
             url,
             server_name,
             tls: Arc::new(tls),
             h2_tls,
             h2: std::sync::OnceLock::new(),
+            h2_uri,
+            headers: call_headers(),
             service,
             resolver: None,
             idle: std::sync::Mutex::new(Vec::new()),
@@ -229,13 +241,7 @@ impl Endpoint {
         });
         let (host, port) = self.target()?;
         let target = join_host_port(&host, port);
-        let mut request = http::Request::post(format!("https://{}{}", self.authority, self.path))
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json, */*")
-            .header(http::header::USER_AGENT, USER_AGENT)
-            .body(body)
-            .map_err(|e| self.transport(e.to_string()))?;
-        crate::api::trace::inject(request.headers_mut());
+        let request = self.request(self.h2_uri.clone(), body);
         let response = match backend.send_h2(&target, request).await {
             Ok(Ok(response)) => response,
             Ok(Err(h1)) => return Ok(Err((h1.request.into_body(), h1.connection))),
@@ -324,15 +330,10 @@ impl Endpoint {
         mut sender: Sender,
         body: Bytes,
     ) -> Result<Result<Bytes, WebhookError>, WebhookError> {
-        let mut request = http::Request::post(self.path.as_str())
-            .header(http::header::HOST, self.authority.as_str())
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "application/json, */*")
-            .header(http::header::USER_AGENT, USER_AGENT)
-            .body(Full::new(body))
+        let mut request = self.request(self.path.clone(), Full::new(body));
+        let host = http::HeaderValue::from_str(&self.authority)
             .map_err(|e| self.transport(e.to_string()))?;
-        // The traced request's context goes along (otelhttp's transport in upstream's client).
-        crate::api::trace::inject(request.headers_mut());
+        request.headers_mut().insert(http::header::HOST, host);
         // A kept connection becomes ready again only once its task has finished the previous
         // exchange; sending before that fails, and would open a new connection needlessly.
         sender
@@ -360,6 +361,29 @@ impl Endpoint {
         }
         Ok(answer(status, body, text))
     }
+}
+
+impl Endpoint {
+    /// A call's POST to `uri` with its headers (made once) and, for a traced request, its
+    /// context (otelhttp's transport in upstream's client).
+    fn request<B>(&self, uri: http::Uri, body: B) -> http::Request<B> {
+        let mut request = http::Request::new(body);
+        *request.method_mut() = http::Method::POST;
+        *request.uri_mut() = uri;
+        *request.headers_mut() = self.headers.clone();
+        crate::api::trace::inject(request.headers_mut());
+        request
+    }
+}
+
+/// The headers of every call.
+fn call_headers() -> http::HeaderMap {
+    use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, USER_AGENT as AGENT};
+    let mut headers = http::HeaderMap::with_capacity(4);
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(ACCEPT, HeaderValue::from_static("application/json, */*"));
+    headers.insert(AGENT, HeaderValue::from_static(USER_AGENT));
+    headers
 }
 
 /// The User-Agent of webhook calls.
