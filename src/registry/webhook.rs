@@ -60,10 +60,10 @@ pub(crate) struct Endpoint {
     /// Host and port to dial.
     host: String,
     port: u16,
-    /// Path and query of the request (the URI of HTTP/1.1 calls).
+    /// Path and query of the request (the URI of HTTP/1.1 calls), and their headers (Host
+    /// included).
     path: http::Uri,
-    /// The Host header.
-    authority: String,
+    h1_headers: http::HeaderMap,
     server_name: ServerName<'static>,
     /// Trust for HTTP/1.1 connections (ALPN `http/1.1`).
     tls: Arc<rustls::ClientConfig>,
@@ -71,9 +71,9 @@ pub(crate) struct Endpoint {
     h2_tls: rustls::ClientConfig,
     /// The HTTP/2 connections, made at the first call (on the runtime that makes them).
     h2: std::sync::OnceLock<Backend>,
-    /// Every call's URI over HTTP/2 (absolute) and headers, made once.
+    /// The URI of HTTP/2 calls (absolute), and their headers.
     h2_uri: http::Uri,
-    headers: http::HeaderMap,
+    h2_headers: http::HeaderMap,
     /// The clientConfig's service, and the Services it resolves through (see
     /// [`Endpoint::resolving`]); without them the service's DNS name is dialled.
     service: Option<ServiceRef>,
@@ -141,7 +141,7 @@ impl Endpoint {
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Endpoint {
             port: authority.port_u16().unwrap_or(443),
-            authority: authority.as_str().to_string(),
+            h1_headers: call_headers(Some(authority.as_str()))?,
             host,
             path,
             url,
@@ -150,7 +150,7 @@ impl Endpoint {
             h2_tls,
             h2: std::sync::OnceLock::new(),
             h2_uri,
-            headers: call_headers(),
+            h2_headers: call_headers(None)?,
             service,
             resolver: None,
             idle: std::sync::Mutex::new(Vec::new()),
@@ -241,7 +241,7 @@ impl Endpoint {
         });
         let (host, port) = self.target()?;
         let target = join_host_port(&host, port);
-        let request = self.request(self.h2_uri.clone(), body);
+        let request = call(&self.h2_uri, &self.h2_headers, body);
         let response = match backend.send_h2(&target, request).await {
             Ok(Ok(response)) => response,
             Ok(Err(h1)) => return Ok(Err((h1.request.into_body(), h1.connection))),
@@ -330,10 +330,7 @@ impl Endpoint {
         mut sender: Sender,
         body: Bytes,
     ) -> Result<Result<Bytes, WebhookError>, WebhookError> {
-        let mut request = self.request(self.path.clone(), Full::new(body));
-        let host = http::HeaderValue::from_str(&self.authority)
-            .map_err(|e| self.transport(e.to_string()))?;
-        request.headers_mut().insert(http::header::HOST, host);
+        let request = call(&self.path, &self.h1_headers, Full::new(body));
         // A kept connection becomes ready again only once its task has finished the previous
         // exchange; sending before that fails, and would open a new connection needlessly.
         sender
@@ -363,27 +360,30 @@ impl Endpoint {
     }
 }
 
-impl Endpoint {
-    /// A call's POST to `uri` with its headers (made once) and, for a traced request, its
-    /// context (otelhttp's transport in upstream's client).
-    fn request<B>(&self, uri: http::Uri, body: B) -> http::Request<B> {
-        let mut request = http::Request::new(body);
-        *request.method_mut() = http::Method::POST;
-        *request.uri_mut() = uri;
-        *request.headers_mut() = self.headers.clone();
-        crate::api::trace::inject(request.headers_mut());
-        request
-    }
+/// A call's POST to `uri` with `headers` and, for a traced request, its context (otelhttp's
+/// transport in upstream's client).
+fn call<B>(uri: &http::Uri, headers: &http::HeaderMap, body: B) -> http::Request<B> {
+    let mut request = http::Request::new(body);
+    *request.method_mut() = http::Method::POST;
+    *request.uri_mut() = uri.clone();
+    *request.headers_mut() = headers.clone();
+    crate::api::trace::inject(request.headers_mut());
+    request
 }
 
-/// The headers of every call.
-fn call_headers() -> http::HeaderMap {
-    use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, USER_AGENT as AGENT};
+/// The headers of every call, with `host` as the Host header when given (HTTP/1.1).
+fn call_headers(host: Option<&str>) -> Result<http::HeaderMap, WebhookError> {
+    use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST, USER_AGENT as AGENT};
     let mut headers = http::HeaderMap::with_capacity(4);
+    if let Some(host) = host {
+        let host = HeaderValue::from_str(host)
+            .map_err(|e| WebhookError::Config(format!("Unparsable URL: {e}")))?;
+        headers.insert(HOST, host);
+    }
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     headers.insert(ACCEPT, HeaderValue::from_static("application/json, */*"));
     headers.insert(AGENT, HeaderValue::from_static(USER_AGENT));
-    headers
+    Ok(headers)
 }
 
 /// The User-Agent of webhook calls.
