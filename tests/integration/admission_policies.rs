@@ -395,18 +395,7 @@ async fn admission_applies_to_custom_resources() {
 async fn replicas_on_etcd_apply_each_others_webhooks() {
     let etcd = start_etcd().await;
     let certs = tempfile::tempdir().unwrap();
-    let a = TestServer::start_with(crate::ha::replica_options(
-        &etcd.url,
-        certs.path(),
-        "node-a",
-    ))
-    .await;
-    let b = TestServer::start_with(crate::ha::replica_options(
-        &etcd.url,
-        certs.path(),
-        "node-b",
-    ))
-    .await;
+    let (a, b) = crate::ha::two_replicas(&etcd.url, certs.path()).await;
     let hook = Webhook::start().await;
     let deny = webhook(
         "deny.example.com",

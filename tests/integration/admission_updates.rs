@@ -73,18 +73,7 @@ async fn concurrent_updates_through_a_slow_webhook_lose_nothing() {
 async fn an_update_begun_on_a_stale_guess_is_computed_again() {
     let etcd = start_etcd().await;
     let certs = tempfile::tempdir().unwrap();
-    let a = TestServer::start_with(crate::ha::replica_options(
-        &etcd.url,
-        certs.path(),
-        "node-a",
-    ))
-    .await;
-    let b = TestServer::start_with(crate::ha::replica_options(
-        &etcd.url,
-        certs.path(),
-        "node-b",
-    ))
-    .await;
+    let (a, b) = crate::ha::two_replicas(&etcd.url, certs.path()).await;
     let hook = Webhook::start().await;
     let allow = webhook(
         "allow.example.com",

@@ -62,6 +62,16 @@ pub(crate) async fn cle_leader(client: &Client, hosts: &[&str], exclude: Option<
     .await
 }
 
+/// Replicas `node-a` and `node-b` on `etcd`, sharing `cert_dir`, once both are ready.
+pub(crate) async fn two_replicas(
+    etcd: &str,
+    cert_dir: &std::path::Path,
+) -> (TestServer, TestServer) {
+    let a = TestServer::start_with(replica_options(etcd, cert_dir, "node-a")).await;
+    let b = TestServer::start_with(replica_options(etcd, cert_dir, "node-b")).await;
+    (a, b)
+}
+
 /// One replica per host on `etcd` sharing `cert_dir` (the first creates the PKI, the others
 /// reuse it), with a client each, once every replica's identity lease is published.
 pub(crate) async fn start_replicas(
