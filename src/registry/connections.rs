@@ -2,10 +2,10 @@
 //! webhook). A few HTTP/2 connections are used in turn, and each request goes straight onto
 //! one through h2's own stream handles: no pool checkout, dispatch channel or per-request task
 //! stands between the caller and the connection, so a proxied request wakes the connection's
-//! task and is woken by it, nothing more. Its writes are coalesced ([`Coalescing`]): requests forwarded at the
-//! same moment leave in one write. A backend that does not offer `h2` in ALPN is reached
-//! through hyper's pooled HTTP/1.1 client instead ([`Backend::send`]), or the caller's own
-//! ([`Backend::send_h2`] hands the request back).
+//! task and is woken by it, nothing more. Its writes are coalesced ([`Coalescing`]): requests
+//! forwarded at the same moment leave in one write. A backend that does not offer `h2` in ALPN
+//! is reached through hyper's pooled HTTP/1.1 client instead ([`Backend::send`]), or the
+//! caller's own ([`Backend::send_h2`] hands the request back).
 
 use crate::api::coalesce::Coalescing;
 use crate::api::Body;
