@@ -17,6 +17,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig;
 use rustls::pki_types::ServerName;
+use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -57,9 +58,8 @@ pub(crate) enum WebhookError {
 pub(crate) struct Endpoint {
     /// The URL, for messages.
     url: String,
-    /// Host and port to dial.
-    host: String,
-    port: u16,
+    /// Where to dial, `host:port` (the URL's, or its service's DNS name's).
+    address: String,
     /// Path and query of the request (the URI of HTTP/1.1 calls), and their headers (Host
     /// included).
     path: http::Uri,
@@ -140,9 +140,8 @@ impl Endpoint {
         let mut tls = h2_tls.clone();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Endpoint {
-            port: authority.port_u16().unwrap_or(443),
+            address: join_host_port(&host, authority.port_u16().unwrap_or(443)),
             h1_headers: call_headers(Some(authority.as_str()))?,
-            host,
             path,
             url,
             server_name,
@@ -239,8 +238,7 @@ impl Endpoint {
                 .unwrap_or_else(tokio::runtime::Handle::current);
             Backend::new(self.h2_tls.clone(), self.server_name.clone(), &runtime)
         });
-        let (host, port) = self.target()?;
-        let target = join_host_port(&host, port);
+        let target = self.target()?;
         let request = call(&self.h2_uri, &self.h2_headers, body);
         let response = match backend.send_h2(&target, request).await {
             Ok(Ok(response)) => response,
@@ -258,22 +256,15 @@ impl Endpoint {
     }
 
     /// Where a new connection goes: the URL's host, or the address its Service resolves to.
-    fn target(&self) -> Result<(String, u16), WebhookError> {
-        Ok(match (&self.service, &self.resolver) {
-            (Some(svc), Some(services)) => {
-                let target = services
-                    .resolve(svc)
-                    .map_err(|e| self.transport(e.to_string()))?;
-                let (host, port) = target.rsplit_once(':').unwrap_or((&target, "443"));
-                (
-                    host.trim_start_matches('[')
-                        .trim_end_matches(']')
-                        .to_string(),
-                    port.parse().unwrap_or(443),
-                )
-            }
-            _ => (self.host.clone(), self.port),
-        })
+    /// As `host:port` (Go's net.JoinHostPort), the key of its HTTP/2 connections.
+    fn target(&self) -> Result<Cow<'_, str>, WebhookError> {
+        match (&self.service, &self.resolver) {
+            (Some(svc), Some(services)) => services
+                .resolve(svc)
+                .map(Cow::Owned)
+                .map_err(|e| self.transport(e.to_string())),
+            _ => Ok(Cow::Borrowed(&self.address)),
+        }
     }
 
     /// HTTP/1.1 over a connection made already; its task runs where the connection was made.
@@ -304,11 +295,9 @@ impl Endpoint {
     }
 
     async fn connect(&self) -> Result<Sender, WebhookError> {
-        let (host, port) = self.target()?;
         let dial = Dial {
             url: self.url.clone(),
-            host,
-            port,
+            address: self.target()?.into_owned(),
             tls: Arc::clone(&self.tls),
             server_name: self.server_name.clone(),
         };
@@ -421,8 +410,8 @@ fn transport(url: &str, cause: String) -> WebhookError {
 /// One connection to make: where, and how it is trusted.
 struct Dial {
     url: String,
-    host: String,
-    port: u16,
+    /// `host:port`.
+    address: String,
     tls: Arc<rustls::ClientConfig>,
     server_name: ServerName<'static>,
 }
@@ -434,9 +423,8 @@ impl Dial {
 
     /// Connects (TCP, TLS, HTTP/1.1) and starts the connection's task on this runtime.
     async fn run(self) -> Result<Sender, WebhookError> {
-        let (host, port) = (self.host.as_str(), self.port);
-        let addr = join_host_port(host, port);
-        let tcp = tokio::net::TcpStream::connect((host, port))
+        let addr = self.address.as_str();
+        let tcp = tokio::net::TcpStream::connect(addr)
             .await
             .map_err(|e| self.transport(format!("dial tcp {addr}: {}", go_dial_error(&e))))?;
         let _ = tcp.set_nodelay(true);
