@@ -455,7 +455,7 @@ impl Writer {
             return Err(e.into());
         }
         if checkpoint {
-            self.wal.clear();
+            self.wal.rewind();
             self.checkpointed = Instant::now();
         }
         Ok(events)
