@@ -17,7 +17,8 @@
 //! of one.
 //!
 //! Opening the store replays the records whose revisions redb does not have yet, in one
-//! durable transaction, then empties the log (cutting the file to nothing). A record is
+//! durable transaction, then empties the log, cutting the file to nothing (as a clean stop
+//! does after its last checkpoint). A record is
 //! `[payload length u32][CRC-32 of the payload u32][payload]`; a torn or damaged record at the
 //! end is what a crash during an append leaves, and is dropped: its batch was never
 //! acknowledged. The payload is a sequence of `[revision u64][expiry in Unix ms u64][length
@@ -55,6 +56,8 @@ pub(crate) struct Wal {
     path: PathBuf,
     /// Bytes of whole records; an append that fails is cut back to this.
     len: u64,
+    /// Bytes the file holds: `len`, or more once the log has been rewound.
+    extent: u64,
     /// An append failed and cutting it back failed too: the end of the file may hold a record
     /// that was never acknowledged, and must be cut before anything else is appended.
     torn: bool,
@@ -151,6 +154,7 @@ impl Wal {
             Ok(()) => {
                 let before = self.len;
                 self.len += record.len() as u64;
+                self.extent = self.extent.max(self.len);
                 self.failing = false;
                 Ok(before)
             }
@@ -195,6 +199,7 @@ impl Wal {
         self.injected_fault()?;
         self.file.set_len(self.len)?;
         self.file.sync_data()?;
+        self.extent = self.len;
         self.torn = false;
         Ok(())
     }
@@ -211,10 +216,11 @@ impl Wal {
         }
     }
 
-    /// Empties the log and cuts the file to nothing. A failure leaves records that replay
-    /// will skip (their revisions are in redb), so it is only logged.
-    fn clear(&mut self) {
-        if self.len == 0 && !self.torn {
+    /// Empties the log and cuts the file to nothing (when the store opens, and when it stops
+    /// after its last checkpoint). A failure leaves records that replay will skip (their
+    /// revisions are in redb), so it is only logged.
+    pub(super) fn clear(&mut self) {
+        if self.extent == 0 && !self.torn {
             return;
         }
         let saved = self.len;
@@ -295,6 +301,7 @@ pub(crate) fn recover(
         file,
         path: path.clone(),
         len: raw.len() as u64,
+        extent: raw.len() as u64,
         torn: false,
         failing: false,
         #[cfg(test)]
@@ -303,10 +310,12 @@ pub(crate) fn recover(
     let records = records(&raw);
     let whole: usize = records.iter().map(|r| HEADER + r.len()).sum();
     if whole < raw.len() {
-        tracing::warn!(
+        // After a crash: part of a record whose write was never acknowledged, or what a
+        // rewound log held before (see the module's comment). A clean stop leaves neither.
+        tracing::info!(
             path = %path.display(),
             bytes = raw.len() - whole,
-            "embedded store: dropping a torn record at the end of the write-ahead log (a write that was never acknowledged)"
+            "embedded store: ignoring the end of the write-ahead log past its last whole record (a write that was never acknowledged, or records already in the store)"
         );
     }
     let revision = replay(db, &path, revision, &records, !reopening)?;

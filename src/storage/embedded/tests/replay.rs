@@ -5,9 +5,9 @@ use super::*;
 
 /// Copies the store's files as a crash would leave them: redb's file holds its last durable
 /// commit, the write-ahead log everything acknowledged since.
-fn crash_image(from: &std::path::Path, to: &std::path::Path) -> u64 {
+fn crash_image(from: &std::path::Path, to: &std::path::Path) {
     std::fs::copy(from.join(tables::FILE_NAME), to.join(tables::FILE_NAME)).unwrap();
-    std::fs::copy(from.join(wal::FILE_NAME), to.join(wal::FILE_NAME)).unwrap()
+    std::fs::copy(from.join(wal::FILE_NAME), to.join(wal::FILE_NAME)).unwrap();
 }
 
 #[tokio::test]
@@ -29,9 +29,10 @@ async fn acknowledged_writes_since_the_last_checkpoint_are_replayed_from_the_log
             );
         }
         within(s.delete("/w/7", &|_| Ok(()))).await.unwrap();
-        let logged = crash_image(dir.path(), image.path());
+        crash_image(dir.path(), image.path());
         drop(s);
-        if logged > 0 {
+        // Not checkpointed yet: the log still starts with the first write.
+        if first_record_revision(image.path()) == Some(written[0].mod_revision) {
             break (image, written);
         }
         tries += 1;
@@ -138,6 +139,13 @@ async fn a_log_emptied_at_a_checkpoint_is_written_over_and_its_old_records_stay_
         "a checkpoint keeps the log's file: {} bytes, {before} before",
         raw.len()
     );
+    // Past the two records written since, an older one, whole and in line.
+    let (len, first) = record_at(&raw, 0).expect("the first record");
+    assert_eq!(first, latest.mod_revision - 1);
+    let (len2, second) = record_at(&raw, len).expect("the second record");
+    assert_eq!(second, latest.mod_revision);
+    let (_, old) = record_at(&raw, len + len2).expect("an older record in line");
+    assert!(old < first, "revision {old} is older than {first}");
 
     let s = open(image.path());
     assert_eq!(within(s.get("/o/00")).await.unwrap().value.as_ref(), b"new");
@@ -156,6 +164,45 @@ async fn a_log_emptied_at_a_checkpoint_is_written_over_and_its_old_records_stay_
 /// The revision of the first entry of the log's first record, if it has one.
 fn first_record_revision(dir: &Path) -> Option<Revision> {
     let raw = std::fs::read(dir.join(wal::FILE_NAME)).ok()?;
-    let first = raw.get(8..16)?;
-    Some(Revision::from_le_bytes(first.try_into().ok()?))
+    record_at(&raw, 0).map(|(_, first)| first)
+}
+
+/// The length of the whole record at `at` in a log's bytes, and the revision of its first
+/// entry; None when there is none or its checksum fails.
+fn record_at(raw: &[u8], at: usize) -> Option<(usize, Revision)> {
+    let len = u32::from_le_bytes(raw.get(at..at + 4)?.try_into().ok()?) as usize;
+    let crc = u32::from_le_bytes(raw.get(at + 4..at + 8)?.try_into().ok()?);
+    let payload = raw.get(at + 8..at + 8 + len)?;
+    if len < 8 || crc32fast::hash(payload) != crc {
+        return None;
+    }
+    let first = Revision::from_le_bytes(payload[..8].try_into().ok()?);
+    Some((8 + len, first))
+}
+
+#[tokio::test]
+async fn a_clean_stop_leaves_an_empty_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    for i in 0..5 {
+        let key = format!("/c/{i}");
+        within(s.create(&key, Bytes::from_static(b"v"), None))
+            .await
+            .unwrap();
+    }
+    let path = dir.path().join(wal::FILE_NAME);
+    assert!(std::fs::metadata(&path).unwrap().len() > 0);
+    drop(s);
+    // The writer's last checkpoint rewinds the log, then the stop cuts its file.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while std::fs::metadata(&path).unwrap().len() > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the log still holds bytes after the store stopped"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let s = reopen(dir.path());
+    let all = within(s.list("/c/", ListOptions::default())).await.unwrap();
+    assert_eq!(all.items.len(), 5);
 }

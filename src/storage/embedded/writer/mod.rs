@@ -255,6 +255,10 @@ impl Writer {
             }
         }
         self.checkpoint();
+        // A clean stop leaves an empty log file (see `wal`'s comment).
+        if self.wal.len() == 0 && !self.wal.failing() {
+            self.wal.clear();
+        }
         self.alive
             .store(false, std::sync::atomic::Ordering::Release);
         self.hub.close_all();
