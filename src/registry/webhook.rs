@@ -113,26 +113,22 @@ impl Endpoint {
                 ))
             }
         };
-        let uri: http::Uri = url
-            .parse()
-            .map_err(|e| WebhookError::Config(format!("Unparsable URL: {e}")))?;
+        let uri: http::Uri = url.parse().map_err(unparsable)?;
         let authority = uri
             .authority()
-            .ok_or_else(|| WebhookError::Config(format!("Unparsable URL: no host in {url:?}")))?;
+            .ok_or_else(|| unparsable(format!("no host in {url:?}")))?;
         let host = authority
             .host()
             .trim_start_matches('[')
             .trim_end_matches(']')
             .to_string();
         let server_name = ServerName::try_from(server_name.unwrap_or_else(|| host.clone()))
-            .map_err(|e| WebhookError::Config(format!("Unparsable URL: {e}")))?;
+            .map_err(unparsable)?;
         let path = uri
             .path_and_query()
             .map_or_else(|| "/".to_string(), |p| p.as_str().to_string());
         let h2_tls = tls_config(config.ca_bundle.as_ref().map(|b| &b.0[..]))?;
         let path = if path.is_empty() { "/".into() } else { path };
-        let unparsable =
-            |e: http::uri::InvalidUri| WebhookError::Config(format!("Unparsable URL: {e}"));
         let h2_uri = format!("https://{}{path}", authority.as_str())
             .parse()
             .map_err(unparsable)?;
@@ -360,13 +356,17 @@ fn call<B>(uri: &http::Uri, headers: &http::HeaderMap, body: B) -> http::Request
     request
 }
 
+/// A clientConfig whose URL does not make a request.
+fn unparsable(e: impl std::fmt::Display) -> WebhookError {
+    WebhookError::Config(format!("Unparsable URL: {e}"))
+}
+
 /// The headers of every call, with `host` as the Host header when given (HTTP/1.1).
 fn call_headers(host: Option<&str>) -> Result<http::HeaderMap, WebhookError> {
     use http::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST, USER_AGENT as AGENT};
     let mut headers = http::HeaderMap::with_capacity(4);
     if let Some(host) = host {
-        let host = HeaderValue::from_str(host)
-            .map_err(|e| WebhookError::Config(format!("Unparsable URL: {e}")))?;
+        let host = HeaderValue::from_str(host).map_err(unparsable)?;
         headers.insert(HOST, host);
     }
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
