@@ -56,8 +56,6 @@ pub(crate) struct Wal {
     path: PathBuf,
     /// Bytes of whole records; an append that fails is cut back to this.
     len: u64,
-    /// Bytes the file holds: `len`, or more once the log has been rewound.
-    extent: u64,
     /// An append failed and cutting it back failed too: the end of the file may hold a record
     /// that was never acknowledged, and must be cut before anything else is appended.
     torn: bool,
@@ -154,7 +152,6 @@ impl Wal {
             Ok(()) => {
                 let before = self.len;
                 self.len += record.len() as u64;
-                self.extent = self.extent.max(self.len);
                 self.failing = false;
                 Ok(before)
             }
@@ -199,7 +196,6 @@ impl Wal {
         self.injected_fault()?;
         self.file.set_len(self.len)?;
         self.file.sync_data()?;
-        self.extent = self.len;
         self.torn = false;
         Ok(())
     }
@@ -217,12 +213,10 @@ impl Wal {
     }
 
     /// Empties the log and cuts the file to nothing (when the store opens, and when it stops
-    /// after its last checkpoint). A failure leaves records that replay will skip (their
-    /// revisions are in redb), so it is only logged.
+    /// after its last checkpoint: rare, so the file is cut even when it is empty already). A
+    /// failure leaves records that replay will skip (their revisions are in redb), so it is
+    /// only logged.
     pub(super) fn clear(&mut self) {
-        if self.extent == 0 && !self.torn {
-            return;
-        }
         let saved = self.len;
         self.len = 0;
         if let Err(e) = self.cut() {
@@ -301,7 +295,6 @@ pub(crate) fn recover(
         file,
         path: path.clone(),
         len: raw.len() as u64,
-        extent: raw.len() as u64,
         torn: false,
         failing: false,
         #[cfg(test)]
