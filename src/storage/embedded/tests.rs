@@ -320,6 +320,12 @@ fn history_revisions(s: &EmbeddedStore) -> Vec<u64> {
     hist.iter().unwrap().map(|e| e.unwrap().0.value()).collect()
 }
 
+async fn create(s: &EmbeddedStore, key: &str, value: &'static [u8]) -> KeyValue {
+    within(s.create(key, Bytes::from_static(value), None))
+        .await
+        .unwrap()
+}
+
 async fn set(s: &EmbeddedStore, key: &str, value: &'static [u8]) -> KeyValue {
     within(s.guaranteed_update(key, false, &|_| Ok(Update::Set(Bytes::from_static(value)))))
         .await

@@ -80,9 +80,7 @@ async fn a_log_with_a_gap_in_its_revisions_is_refused() {
     let image = tempfile::tempdir().unwrap();
     let s = open(dir.path());
     for i in 0..3 {
-        within(s.create(&format!("/g/{i}"), Bytes::from_static(b"v"), None))
-            .await
-            .unwrap();
+        create(&s, &format!("/g/{i}"), b"v").await;
     }
     crash_image(dir.path(), image.path());
     drop(s);
@@ -107,10 +105,7 @@ async fn a_log_emptied_at_a_checkpoint_is_written_over_and_its_old_records_stay_
     // One record per write, all of one size: the records written after the checkpoint end
     // exactly where an older one begins, whose checksum is valid.
     for i in 0..20 {
-        let key = format!("/o/{i:02}");
-        within(s.create(&key, Bytes::from_static(b"old"), None))
-            .await
-            .unwrap();
+        create(&s, &format!("/o/{i:02}"), b"old").await;
     }
     within(s.delete("/o/05", &|_| Ok(()))).await.unwrap();
     let before = std::fs::metadata(dir.path().join(wal::FILE_NAME))
@@ -185,10 +180,7 @@ async fn a_clean_stop_leaves_an_empty_log() {
     let dir = tempfile::tempdir().unwrap();
     let s = open(dir.path());
     for i in 0..5 {
-        let key = format!("/c/{i}");
-        within(s.create(&key, Bytes::from_static(b"v"), None))
-            .await
-            .unwrap();
+        create(&s, &format!("/c/{i}"), b"v").await;
     }
     let path = dir.path().join(wal::FILE_NAME);
     assert!(std::fs::metadata(&path).unwrap().len() > 0);
