@@ -465,3 +465,27 @@ impl std::fmt::Debug for Wal {
             .finish()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One record holding one entry at `revision`.
+    fn one_record(revision: Revision) -> Vec<u8> {
+        let mut log = Log::default();
+        log.push(revision, 0, b"change");
+        log.record().to_vec()
+    }
+
+    #[test]
+    fn the_log_ends_where_a_record_does_not_start_after_the_one_before() {
+        // Two records written since the log was rewound, then one of an earlier pass, whole
+        // and in line (what the file holds past them).
+        let raw = [one_record(10), one_record(11), one_record(3)].concat();
+        let found: Vec<Revision> = records(&raw)
+            .iter()
+            .map(|p| Revision::from_le_bytes(p[..8].try_into().unwrap()))
+            .collect();
+        assert_eq!(found, [10, 11]);
+    }
+}
