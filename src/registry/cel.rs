@@ -574,6 +574,7 @@ fn duration(d: &chrono::Duration) -> String {
     format!("{sign}{secs}.{}s", frac.trim_end_matches('0'))
 }
 
+pub(crate) mod budget;
 pub(crate) mod cost;
 pub(crate) mod decl;
 pub(crate) mod issues;

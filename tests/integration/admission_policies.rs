@@ -7,7 +7,7 @@ use crate::support::etcd::start_etcd;
 use crate::support::{audited_server, output_text as text, TestServer};
 use serde_json::{json, Value};
 
-async fn apply_yaml(server: &TestServer, yaml: &str) {
+pub(crate) async fn apply_yaml(server: &TestServer, yaml: &str) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("manifest.yaml");
     std::fs::write(&path, yaml).unwrap();

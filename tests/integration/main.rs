@@ -4,6 +4,7 @@ mod support;
 
 mod admission;
 mod admission_audit;
+mod admission_cost;
 mod admission_equivalent;
 mod admission_mutating;
 mod admission_policies;

@@ -10,8 +10,9 @@ use super::authz::{self, RequestResource};
 use super::leaves::{self, Reads};
 use super::projection::Projection;
 use super::{Attributes, Request};
+use crate::registry::cel::budget::{self, Failure};
 use crate::registry::cel::{from_json, parse, refuse_structs, rewrite_structs};
-use kube_cel::cel::{Context as CelContext, ExecutionError, IdedExpr, Value as CelValue};
+use kube_cel::cel::{Context as CelContext, IdedExpr, Value as CelValue};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -25,6 +26,7 @@ pub(super) fn compile(expr: &str) -> Compiled {
     refuse_structs(&expr).map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
     authz::rewrite_request_resource(&mut expr);
     leaves::rewrite(&mut expr);
+    budget::meter(&mut expr);
     Ok(expr)
 }
 
@@ -35,21 +37,29 @@ pub(super) fn compile_mutation(expr: &str) -> Compiled {
         rewrite_structs(&parsed).map_err(|e| format!("compilation failed: ERROR: <input>: {e}"))?;
     authz::rewrite_request_resource(&mut expr);
     leaves::rewrite(&mut expr);
+    budget::meter(&mut expr);
     Ok(expr)
 }
 
-/// Runs `expr`; an expression the interpreter cannot run (it panics on a few) is an
+/// Runs `expr` under the per-call cost limit, charged to the open budget (see
+/// [`budget`]); an expression the interpreter cannot run (it panics on a few) is an
 /// evaluation error, decided by the failurePolicy like any other.
 pub(super) fn execute(expr: &IdedExpr, ctx: &CelContext<'_>) -> Result<CelValue, String> {
-    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        CelValue::resolve(expr, ctx)
-    })) {
-        Ok(result) => result.map_err(|e| match e {
-            // As cel-go words it (the cel crate capitalizes it).
-            ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
-            e => e.to_string(),
-        }),
-        Err(_) => Err("the expression uses CEL that kapi cannot evaluate yet".into()),
+    let mut panicked = false;
+    let result = budget::execute(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            CelValue::resolve(expr, ctx)
+        }))
+        .unwrap_or_else(|_| {
+            panicked = true;
+            Ok(CelValue::Null)
+        })
+    });
+    match result {
+        _ if panicked => Err("the expression uses CEL that kapi cannot evaluate yet".into()),
+        Ok(v) => Ok(v),
+        Err(Failure::Error(e)) => Err(e),
+        Err(Failure::OutOfBudget) => Err(budget::OUT_OF_BUDGET.to_string()),
     }
 }
 
@@ -159,6 +169,7 @@ thread_local! {
         authz::register(&mut ctx);
         crate::registry::cel::register_optional_select(&mut ctx);
         crate::registry::cel::register_size(&mut ctx);
+        budget::register(&mut ctx);
         ctx
     };
 }

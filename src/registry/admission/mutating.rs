@@ -22,7 +22,8 @@
 //! returning the wrong type fails when evaluated, with upstream's message, rather than when
 //! compiled); an apply configuration's fields are not checked against the schema (an unknown
 //! field is dropped or refused as the object's decoding decides; at an equivalent version, by
-//! the schema of the version written); there is no cost budget.
+//! the schema of the version written); the runtime cost counts comprehensions' iterations
+//! only ([`crate::registry::cel::budget`]).
 
 use super::activation::{
     bind_variables, compile_mutation, conditions_hold, execute, json, Compiled, Uses, BASE,
@@ -33,6 +34,9 @@ use super::matching::{params_of, str_at, Binding, Header};
 use super::patch::{self, Merge};
 use super::webhooks::Invocation as Versioned;
 use super::{Attributes, Error, Redecode, Request};
+use crate::registry::cel::budget::{
+    with_budget, MATCH_CONDITIONS_BUDGET, OUT_OF_BUDGET, RUNTIME_BUDGET,
+};
 use crate::registry::cel::{json_patch_literal, object_literal};
 use kube_cel::cel::Context as CelContext;
 use serde_json::Value;
@@ -160,67 +164,81 @@ impl Write<'_> {
         object: &mut Value,
     ) -> Invocation {
         let metrics = &crate::metrics::global().admission;
-        BASE.with(|base| {
-            let mut ctx = base.new_inner_scope();
-            let uses = &policy.uses;
-            uses.bind(
-                &mut ctx,
-                (self.req, self.attrs),
-                Some(object),
-                self.namespace,
-            );
-            ctx.add_variable_from_value("params", json(params));
-            bind_variables(&mut ctx, &policy.header.variables);
-            let mut out = Invocation::default();
-            match conditions_hold(&ctx, &policy.header.conditions) {
-                Ok(true) => {}
-                Ok(false) => return out,
-                Err(e) => {
-                    out.errors.push(e);
-                    return out;
-                }
-            }
-            out.ran = true;
-            for (i, m) in policy.mutations.iter().enumerate() {
-                if i > 0 && out.changed {
-                    // Each mutation sees the object the previous ones left.
-                    uses.bind_object(&mut ctx, Some(object));
-                }
-                let started = std::time::Instant::now();
-                let applied = m.apply(&ctx, self.attrs, object, self.merge);
-                let error_type = match &applied {
-                    Ok(_) => "no_error",
-                    Err(e) if e.starts_with("compilation") => "compile_error",
-                    Err(_) => "invalid_error",
-                };
-                metrics.mutation_check(
-                    &policy.header.name,
-                    &binding.name,
-                    error_type,
-                    started.elapsed(),
+        // The mutations' cost budget, as upstream's; the matchConditions have their own.
+        let (mut out, ran_out) = with_budget(RUNTIME_BUDGET, || {
+            BASE.with(|base| {
+                let mut ctx = base.new_inner_scope();
+                let uses = &policy.uses;
+                uses.bind(
+                    &mut ctx,
+                    (self.req, self.attrs),
+                    Some(object),
+                    self.namespace,
                 );
-                let patched = match applied {
-                    Ok(p) if &p == object => {
-                        out.applied = true;
-                        continue;
+                ctx.add_variable_from_value("params", json(params));
+                bind_variables(&mut ctx, &policy.header.variables);
+                let mut out = Invocation::default();
+                let (held, ran_out) = with_budget(MATCH_CONDITIONS_BUDGET, || {
+                    conditions_hold(&ctx, &policy.header.conditions)
+                });
+                match held {
+                    _ if ran_out => {
+                        out.errors.push(OUT_OF_BUDGET.to_string());
+                        return out;
                     }
-                    Ok(p) => p,
+                    Ok(true) => {}
+                    Ok(false) => return out,
                     Err(e) => {
                         out.errors.push(e);
-                        continue;
+                        return out;
                     }
-                };
-                match (self.redecode)(patched) {
-                    Ok(canonical) => {
-                        out.applied = true;
-                        out.changed |= &canonical != object;
-                        *object = canonical;
-                    }
-                    Err(e) => out.errors.push(e.to_string()),
                 }
-            }
-            out
-        })
+                out.ran = true;
+                for (i, m) in policy.mutations.iter().enumerate() {
+                    if i > 0 && out.changed {
+                        // Each mutation sees the object the previous ones left.
+                        uses.bind_object(&mut ctx, Some(object));
+                    }
+                    let started = std::time::Instant::now();
+                    let applied = m.apply(&ctx, self.attrs, object, self.merge);
+                    let error_type = match &applied {
+                        Ok(_) => "no_error",
+                        Err(e) if e.starts_with("compilation") => "compile_error",
+                        Err(_) => "invalid_error",
+                    };
+                    metrics.mutation_check(
+                        &policy.header.name,
+                        &binding.name,
+                        error_type,
+                        started.elapsed(),
+                    );
+                    let patched = match applied {
+                        Ok(p) if &p == object => {
+                            out.applied = true;
+                            continue;
+                        }
+                        Ok(p) => p,
+                        Err(e) => {
+                            out.errors.push(e);
+                            continue;
+                        }
+                    };
+                    match (self.redecode)(patched) {
+                        Ok(canonical) => {
+                            out.applied = true;
+                            out.changed |= &canonical != object;
+                            *object = canonical;
+                        }
+                        Err(e) => out.errors.push(e.to_string()),
+                    }
+                }
+                out
+            })
+        });
+        if ran_out && !out.errors.iter().any(|e| e == OUT_OF_BUDGET) {
+            out.errors.push(OUT_OF_BUDGET.to_string());
+        }
+        out
     }
 
     /// [`Self::invoke`] at `version`, another served version of the resource that the policy

@@ -13,7 +13,8 @@
 //!
 //! Where this differs from upstream: expressions are compiled, not type-checked, when a
 //! policy is written (the status controller reports undefined fields afterwards, in
-//! `status.typeChecking`); there is no runtime cost budget.
+//! `status.typeChecking`); the runtime cost counts comprehensions' iterations only
+//! ([`crate::registry::cel::budget`]).
 
 use super::activation::{
     bind_variables, compile, conditions_hold, execute, json, run, Compiled, Uses, BASE,
@@ -22,6 +23,9 @@ use super::matching::{params_of, str_at, Binding, Header, Params, ParamsOf};
 use super::webhooks::Invocation;
 use super::{Attributes, Error, Request};
 use crate::metrics::admission::PolicyOutcome;
+use crate::registry::cel::budget::{
+    with_budget, MATCH_CONDITIONS_BUDGET, OUT_OF_BUDGET, RUNTIME_BUDGET,
+};
 use kube_cel::cel::{Context as CelContext, Value as CelValue};
 use serde_json::Value;
 use std::sync::Arc;
@@ -244,31 +248,61 @@ fn truncated(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-/// Evaluates one policy for one params object (None: the policy takes none).
+/// Evaluates one policy for one params object (None: the policy takes none). As upstream's
+/// validator: the matchConditions share one cost budget; the variables, validations and
+/// messageExpressions another, the audit annotations a third; a spent budget fails the whole
+/// evaluation with one error.
 fn decide<'p>(policy: &'p Policy, base: &CelContext<'_>, params: Option<&Value>) -> Evaluated<'p> {
     let mut ctx = base.new_inner_scope();
     ctx.add_variable_from_value("params", json(params));
-    bind_variables(&mut ctx, &policy.header.variables);
-    match conditions_hold(&ctx, &policy.header.conditions) {
-        Ok(true) => {}
-        Ok(false) => return Evaluated::default(),
-        Err(message) => {
-            return Evaluated {
-                decisions: vec![Decision::Error {
+    let out_of_budget = || Evaluated {
+        decisions: vec![Decision::Error {
+            message: OUT_OF_BUDGET.to_string(),
+            compile: false,
+        }],
+        annotations: Vec::new(),
+    };
+    let (decisions, ran_out) = with_budget(RUNTIME_BUDGET, || {
+        bind_variables(&mut ctx, &policy.header.variables);
+        let (held, ran_out) = with_budget(MATCH_CONDITIONS_BUDGET, || {
+            conditions_hold(&ctx, &policy.header.conditions)
+        });
+        match held {
+            _ if ran_out => {
+                return Some(vec![Decision::Error {
+                    message: OUT_OF_BUDGET.to_string(),
+                    compile: false,
+                }])
+            }
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(message) => {
+                return Some(vec![Decision::Error {
                     message,
                     compile: false,
-                }],
-                annotations: Vec::new(),
+                }])
             }
         }
-    }
-    Evaluated {
-        decisions: policy.validations.iter().map(|v| v.decide(&ctx)).collect(),
-        annotations: policy
+        Some(policy.validations.iter().map(|v| v.decide(&ctx)).collect())
+    });
+    let decisions = match decisions {
+        _ if ran_out => return out_of_budget(),
+        None => return Evaluated::default(),
+        Some(d) => d,
+    };
+    let (annotations, ran_out) = with_budget(RUNTIME_BUDGET, || {
+        policy
             .annotations
             .iter()
             .filter_map(|a| a.evaluate(&ctx, policy.header.fail))
-            .collect(),
+            .collect()
+    });
+    if ran_out {
+        return out_of_budget();
+    }
+    Evaluated {
+        decisions,
+        annotations,
     }
 }
 

@@ -8,6 +8,7 @@ use super::review::{self, Answer};
 use super::{Attributes, Error, Request};
 use crate::api::trace;
 use crate::metrics::admission::WebhookOutcome;
+use crate::registry::cel::budget::{with_budget, MATCH_CONDITIONS_BUDGET, OUT_OF_BUDGET};
 use crate::registry::webhook::Endpoint;
 use kube::core::{Selector, SelectorExt};
 use kube_cel::cel::Value as CelValue;
@@ -273,23 +274,27 @@ impl Hook {
         if self.conditions.is_empty() {
             return Conditions::Call;
         }
-        let errors = BASE.with(|base| {
-            let mut ctx = base.new_inner_scope();
-            // Webhooks' conditions have no namespaceObject, as upstream's.
-            self.uses.bind(&mut ctx, (req, attrs), object, None);
-            let mut errors = Vec::new();
-            for c in &self.conditions {
-                let what = || format!("expression '{}'", c.expression);
-                match run(&ctx, &c.compiled, &what) {
-                    Ok(CelValue::Bool(true)) => {}
-                    Ok(CelValue::Bool(false)) => return None,
-                    Ok(_) => errors.push(format!("{} must evaluate to bool", what())),
-                    Err(e) => errors.push(e),
+        let (errors, ran_out) = with_budget(MATCH_CONDITIONS_BUDGET, || {
+            BASE.with(|base| {
+                let mut ctx = base.new_inner_scope();
+                // Webhooks' conditions have no namespaceObject, as upstream's.
+                self.uses.bind(&mut ctx, (req, attrs), object, None);
+                let mut errors = Vec::new();
+                for c in &self.conditions {
+                    let what = || format!("expression '{}'", c.expression);
+                    match run(&ctx, &c.compiled, &what) {
+                        Ok(CelValue::Bool(true)) => {}
+                        Ok(CelValue::Bool(false)) => return None,
+                        Ok(_) => errors.push(format!("{} must evaluate to bool", what())),
+                        Err(e) => errors.push(e),
+                    }
                 }
-            }
-            Some(errors)
+                Some(errors)
+            })
         });
         match errors {
+            // One error for the lot, as upstream's matcher gives.
+            _ if ran_out => Conditions::Failed(OUT_OF_BUDGET.to_string()),
             None => Conditions::Skip,
             Some(e) if e.is_empty() => Conditions::Call,
             // utilerrors.NewAggregate's text.

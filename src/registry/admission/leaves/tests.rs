@@ -8,6 +8,7 @@ fn base() -> CelContext<'static> {
     let mut ctx = CelContext::default().with_all();
     register_optional_select(&mut ctx);
     register_size(&mut ctx);
+    crate::registry::cel::budget::register(&mut ctx);
     ctx
 }
 
