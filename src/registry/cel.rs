@@ -580,6 +580,7 @@ pub(crate) mod decl;
 pub(crate) mod issues;
 pub(crate) mod lower;
 mod names;
+pub(crate) mod overloads;
 pub(crate) use names::{references, replace_ident, DECLARED_NAMES, RESERVED_WORDS};
 pub(crate) mod types;
 

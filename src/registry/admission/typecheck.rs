@@ -3,11 +3,17 @@
 //! the schema does not declare is reported as cel-go reports it,
 //! `ERROR: <input>:1:7: undefined field 'replica'` with the line and a caret.
 //!
-//! Where this differs from upstream: only field references are checked (through `object`,
-//! `oldObject`, indexes, optional selects and comprehension variables); operator and function
-//! overloads, `params` and `variables.*` are taken as dynamic, so they raise no warning.
+//! Operators applied to operands of primitive types no overload takes are reported too
+//! (`found no matching overload for '_+_' applied to '(int, string)'`; see
+//! [`crate::registry::cel::overloads`]).
+//!
+//! Where this differs from upstream: field references are checked through `object`,
+//! `oldObject`, indexes, optional selects and comprehension variables, and operators on
+//! primitive operands; other functions' overloads, `params` and `variables.*` are taken as
+//! dynamic, so they raise no warning.
 
 use crate::registry::cel::issues::{render, Issue, Token};
+use crate::registry::cel::overloads::{self, Prim};
 use crate::registry::cel::{parse, DECLARED_NAMES};
 use kube_cel::cel::common::ast::{Expr, IdedExpr, LiteralValue};
 use serde_json::{Map, Value};
@@ -43,6 +49,7 @@ impl<'a> KindSchema<'a> {
 enum Ty<'a> {
     Dyn,
     Schema(&'a Value),
+    Prim(Prim),
 }
 
 /// CEL's escaping of property names (`x-y` is read as `x__dash__y`), undone.
@@ -132,6 +139,15 @@ impl<'a> Checker<'a, '_> {
         }
     }
 
+    /// The primitive type of a value of type `t`, when it has one.
+    fn prim(&self, t: Ty<'a>) -> Option<Prim> {
+        match t {
+            Ty::Prim(p) => Some(p),
+            Ty::Schema(s) => Prim::of_schema(self.schema.resolve(s)),
+            Ty::Dyn => None,
+        }
+    }
+
     fn is_root(&self, e: &IdedExpr) -> bool {
         matches!(&e.expr, Expr::Ident(n) if n == "object" || n == "oldObject")
     }
@@ -144,7 +160,7 @@ impl<'a> Checker<'a, '_> {
                 let t = self.walk(&s.operand);
                 let t = self.field(t, &s.field, e.id, root);
                 if s.test {
-                    Ty::Dyn
+                    Ty::Prim(Prim::Bool)
                 } else {
                     t
                 }
@@ -168,10 +184,22 @@ impl<'a> Checker<'a, '_> {
                 if let Some(t) = &c.target {
                     self.walk(t);
                 }
-                for a in &c.args {
-                    self.walk(a);
+                let args: Vec<Ty<'a>> = c.args.iter().map(|a| self.walk(a)).collect();
+                let prims: Option<Vec<Prim>> = args.iter().map(|t| self.prim(*t)).collect();
+                match prims.filter(|_| c.target.is_none()) {
+                    Some(prims) => match overloads::apply(&c.func_name, &prims) {
+                        Ok(t) => t.map_or(Ty::Dyn, Ty::Prim),
+                        Err(message) => {
+                            self.issues.push(Issue {
+                                id: e.id,
+                                message,
+                                token: Token::Operator,
+                            });
+                            Ty::Dyn
+                        }
+                    },
+                    None => Ty::Dyn,
                 }
-                Ty::Dyn
             }
             Expr::Comprehension(c) => {
                 let range = self.walk(&c.iter_range);
@@ -206,7 +234,16 @@ impl<'a> Checker<'a, '_> {
                 }
                 Ty::Dyn
             }
-            Expr::Struct(_) | Expr::Literal(_) | Expr::Unspecified => Ty::Dyn,
+            Expr::Literal(l) => match l {
+                LiteralValue::Boolean(_) => Ty::Prim(Prim::Bool),
+                LiteralValue::Int(_) => Ty::Prim(Prim::Int),
+                LiteralValue::UInt(_) => Ty::Prim(Prim::Uint),
+                LiteralValue::Double(_) => Ty::Prim(Prim::Double),
+                LiteralValue::String(_) => Ty::Prim(Prim::String),
+                LiteralValue::Bytes(_) => Ty::Prim(Prim::Bytes),
+                LiteralValue::Null => Ty::Dyn,
+            },
+            Expr::Struct(_) | Expr::Unspecified => Ty::Dyn,
         }
     }
 }
@@ -272,6 +309,8 @@ mod tests {
             "has(object.spec.replicas) && object.?spec.?replicas.orValue(1) > 0",
             "object.kind == 'Deployment' && variables.anything.goes",
             "request.userInfo.username != ''",
+            "object.spec.replicas + 1 > 2.5 && !(object.metadata.name + '-x' == 'y')",
+            "object.spec.replicas == 1u || -object.spec.replicas < 0",
         ] {
             assert_eq!(check(expr), None, "{expr}");
         }
@@ -297,5 +336,23 @@ mod tests {
             check("size(params.x) > 0 && objec.spec.replicas > 1").unwrap(),
             "ERROR: <input>:1:23: undeclared reference to 'objec' (in container '')\n | size(params.x) > 0 && objec.spec.replicas > 1\n | ......................^"
         );
+    }
+
+    #[test]
+    fn operators_no_overload_takes_are_reported_as_cel_go_reports_them() {
+        assert_eq!(
+            check("object.spec.replicas + 'x' == 'y'").unwrap(),
+            "ERROR: <input>:1:22: found no matching overload for '_+_' applied to '(int, string)'\n | object.spec.replicas + 'x' == 'y'\n | .....................^"
+        );
+        assert_eq!(
+            check("object.metadata.name == 3").unwrap(),
+            "ERROR: <input>:1:22: found no matching overload for '_==_' applied to '(string, int)'\n | object.metadata.name == 3\n | .....................^"
+        );
+        assert_eq!(
+            check("object.spec.replicas > 1 && object.metadata.name").unwrap(),
+            "ERROR: <input>:1:26: found no matching overload for '_&&_' applied to '(bool, string)'\n | object.spec.replicas > 1 && object.metadata.name\n | .........................^"
+        );
+        // Dynamic operands (params, variables, int-or-string) are never reported.
+        assert_eq!(check("params.max + 'x' == object.spec.replicas"), None);
     }
 }

@@ -10,6 +10,8 @@ pub(crate) enum Token {
     Dot,
     /// An identifier's first character: an undeclared reference.
     Ident,
+    /// An operator (its first character): a call no overload takes.
+    Operator,
 }
 
 /// One issue: the expression node it is about, and what is wrong.
@@ -74,6 +76,7 @@ pub(crate) fn render(expression: &str, issues: Vec<Issue>) -> Option<String> {
                 match issue.token {
                     Token::Dot => c == Some('.'),
                     Token::Ident => c.is_some_and(|c| c.is_alphabetic() || c == '_'),
+                    Token::Operator => c.is_some_and(|c| "+-*/%<>=!&|".contains(c)),
                 }
             });
             (offset, issue.message)

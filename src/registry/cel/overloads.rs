@@ -1,0 +1,169 @@
+//! Which operand types CEL's standard operators take (cel-go's standard library, with the
+//! cross-type numeric comparisons Kubernetes' environment turns on), so a checker can report an
+//! operator applied to operands no overload takes, in cel-go's words:
+//! `found no matching overload for '_+_' applied to '(int, string)'`.
+//!
+//! Only what is certain is reported: operands of primitive types; equality between two numeric
+//! types and everything else (lists, maps, objects, null, dyn) is left alone.
+
+use serde_json::Value;
+
+/// A primitive CEL type.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Prim {
+    Bool,
+    Int,
+    Uint,
+    Double,
+    String,
+    Bytes,
+    Duration,
+    Timestamp,
+}
+
+impl Prim {
+    /// The type's name as cel-go prints it.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Prim::Bool => "bool",
+            Prim::Int => "int",
+            Prim::Uint => "uint",
+            Prim::Double => "double",
+            Prim::String => "string",
+            Prim::Bytes => "bytes",
+            Prim::Duration => "google.protobuf.Duration",
+            Prim::Timestamp => "google.protobuf.Timestamp",
+        }
+    }
+
+    fn is_number(self) -> bool {
+        matches!(self, Prim::Int | Prim::Uint | Prim::Double)
+    }
+
+    /// The type of the values schema `s` describes, when primitive (the apiserver's
+    /// SchemaDeclType: a string's `byte`, `duration`, `date` and `date-time` formats are bytes,
+    /// durations and timestamps; int-or-string is dynamic).
+    pub(crate) fn of_schema(s: &Value) -> Option<Prim> {
+        if s.get("x-kubernetes-int-or-string") == Some(&Value::Bool(true)) {
+            return None;
+        }
+        match s.get("type").and_then(Value::as_str)? {
+            "boolean" => Some(Prim::Bool),
+            "integer" => Some(Prim::Int),
+            "number" => Some(Prim::Double),
+            "string" => Some(match s.get("format").and_then(Value::as_str) {
+                Some("byte") => Prim::Bytes,
+                Some("duration") => Prim::Duration,
+                Some("date" | "date-time") => Prim::Timestamp,
+                _ => Prim::String,
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// What calling operator `op` on `args` gives, or the text cel-go reports when no overload
+/// takes them. Ok(None) when the result's type is not known or `op` is not checked here.
+pub(crate) fn apply(op: &str, args: &[Prim]) -> Result<Option<Prim>, String> {
+    use Prim::{Bool, Bytes, Double, Duration, Int, String as Str, Timestamp, Uint};
+    let result = match (op, args) {
+        ("_+_", [a, b]) => match (a, b) {
+            (Int, Int) | (Uint, Uint) | (Double, Double) | (Str, Str) | (Bytes, Bytes) => Some(*a),
+            (Duration, Duration) => Some(Duration),
+            (Timestamp, Duration) | (Duration, Timestamp) => Some(Timestamp),
+            _ => None,
+        },
+        ("_-_", [a, b]) => match (a, b) {
+            (Int, Int) | (Uint, Uint) | (Double, Double) => Some(*a),
+            (Duration, Duration) | (Timestamp, Timestamp) => Some(Duration),
+            (Timestamp, Duration) => Some(Timestamp),
+            _ => None,
+        },
+        ("_*_" | "_/_", [a, b]) => (a == b && a.is_number()).then_some(*a),
+        ("_%_", [a, b]) => (a == b && matches!(a, Int | Uint)).then_some(*a),
+        ("_<_" | "_<=_" | "_>_" | "_>=_", [a, b]) => {
+            (a == b || a.is_number() && b.is_number()).then_some(Bool)
+        }
+        ("_==_" | "_!=_", [a, b]) => {
+            if a.is_number() && b.is_number() {
+                return Ok(Some(Bool));
+            }
+            (a == b).then_some(Bool)
+        }
+        ("_&&_" | "_||_", [a, b]) => (*a == Bool && *b == Bool).then_some(Bool),
+        ("!_", [a]) => (*a == Bool).then_some(Bool),
+        ("-_", [a]) => matches!(a, Int | Double).then_some(*a),
+        _ => return Ok(None),
+    };
+    match result {
+        Some(t) => Ok(Some(t)),
+        None => Err(format!(
+            "found no matching overload for '{op}' applied to '({})'",
+            args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ")
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use Prim::*;
+
+    #[test]
+    fn operands_an_overload_takes_give_its_result() {
+        for (op, args, want) in [
+            ("_+_", vec![Int, Int], Int),
+            ("_+_", vec![String, String], String),
+            ("_+_", vec![Timestamp, Duration], Timestamp),
+            ("_-_", vec![Timestamp, Timestamp], Duration),
+            ("_<_", vec![Int, Double], Bool),
+            ("_>=_", vec![Timestamp, Timestamp], Bool),
+            ("_<_", vec![Bool, Bool], Bool),
+            ("_==_", vec![Int, Uint], Bool),
+            ("_!=_", vec![String, String], Bool),
+            ("_&&_", vec![Bool, Bool], Bool),
+            ("-_", vec![Double], Double),
+        ] {
+            assert_eq!(apply(op, &args), Ok(Some(want)), "{op} {args:?}");
+        }
+        // Not an operator checked here.
+        assert_eq!(apply("size", &[String]), Ok(None));
+    }
+
+    #[test]
+    fn operands_no_overload_takes_are_reported_in_cel_go_words() {
+        for (op, args, text) in [
+            ("_+_", vec![Int, String], "found no matching overload for '_+_' applied to '(int, string)'"),
+            ("_-_", vec![Duration, Timestamp], "found no matching overload for '_-_' applied to '(google.protobuf.Duration, google.protobuf.Timestamp)'"),
+            ("_%_", vec![Double, Double], "found no matching overload for '_%_' applied to '(double, double)'"),
+            ("_<_", vec![String, Int], "found no matching overload for '_<_' applied to '(string, int)'"),
+            ("_==_", vec![String, Int], "found no matching overload for '_==_' applied to '(string, int)'"),
+            ("_||_", vec![Int, Bool], "found no matching overload for '_||_' applied to '(int, bool)'"),
+            ("!_", vec![String], "found no matching overload for '!_' applied to '(string)'"),
+        ] {
+            assert_eq!(apply(op, &args), Err(text.to_string()), "{op} {args:?}");
+        }
+    }
+
+    #[test]
+    fn schemas_give_the_types_the_apiserver_declares() {
+        for (schema, want) in [
+            (json!({"type": "integer", "format": "int32"}), Some(Int)),
+            (json!({"type": "number"}), Some(Double)),
+            (
+                json!({"type": "string", "format": "date-time"}),
+                Some(Timestamp),
+            ),
+            (json!({"type": "string", "format": "byte"}), Some(Bytes)),
+            (json!({"type": "string"}), Some(String)),
+            (
+                json!({"x-kubernetes-int-or-string": true, "type": "string"}),
+                None,
+            ),
+            (json!({"type": "object"}), None),
+        ] {
+            assert_eq!(Prim::of_schema(&schema), want, "{schema}");
+        }
+    }
+}
