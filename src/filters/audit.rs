@@ -8,6 +8,7 @@
 use crate::api::Body;
 use crate::audit::context::Context;
 use crate::audit::AUDIT_ID_HEADER;
+use futures::future::Either;
 use futures::FutureExt;
 use http::{HeaderMap, HeaderValue};
 use std::future::Future;
@@ -42,20 +43,30 @@ pub(crate) fn echo(resp: &mut http::Response<Body>, id: HeaderValue) {
 
 /// Runs `handler`; with an audit context, a panic is written as the Panic stage and raised
 /// again (for the panic filter), and the response goes through [`Context::respond`].
-pub(crate) async fn run<F>(ctx: Option<Arc<Context>>, handler: F) -> http::Response<Body>
+///
+/// A combinator rather than an `async fn`, which would hold `handler` twice (see
+/// [`super::panic::recover`]).
+pub(crate) fn run<F>(
+    ctx: Option<Arc<Context>>,
+    handler: F,
+) -> impl Future<Output = http::Response<Body>>
 where
     F: Future<Output = http::Response<Body>>,
 {
     let Some(ctx) = ctx else {
-        return handler.await;
+        return Either::Left(handler);
     };
-    match AssertUnwindSafe(handler).catch_unwind().await {
-        Ok(resp) => ctx.respond(resp),
-        Err(payload) => {
-            ctx.panicked(&super::panic::message(payload.as_ref()));
-            std::panic::resume_unwind(payload)
-        }
-    }
+    Either::Right(
+        AssertUnwindSafe(handler)
+            .catch_unwind()
+            .map(move |result| match result {
+                Ok(resp) => ctx.respond(resp),
+                Err(payload) => {
+                    ctx.panicked(&super::panic::message(payload.as_ref()));
+                    std::panic::resume_unwind(payload)
+                }
+            }),
+    )
 }
 
 #[cfg(test)]

@@ -7,25 +7,31 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 /// Runs `handler`; a panic is logged and turned into a 500 Status.
-pub(crate) async fn recover<F>(
-    method: &http::Method,
-    path: &str,
+///
+/// A combinator rather than an `async fn`: an async fn would hold `handler` twice (as its
+/// argument and as what it awaits), and the handler chain's future is thousands of bytes,
+/// copied whole each time it moves.
+pub(crate) fn recover<'a, F>(
+    method: &'a http::Method,
+    path: &'a str,
     handler: F,
-) -> http::Response<Body>
+) -> impl Future<Output = http::Response<Body>> + 'a
 where
-    F: Future<Output = http::Response<Body>>,
+    F: Future<Output = http::Response<Body>> + 'a,
 {
-    match AssertUnwindSafe(handler).catch_unwind().await {
-        Ok(resp) => resp,
-        Err(payload) => {
-            let msg = message(payload.as_ref());
-            tracing::error!(%method, path, panic = %msg, "handler panicked");
-            Status::internal(format!(
-                "Internal error occurred: the server panicked while handling {method} {path:?}"
-            ))
-            .into_response()
-        }
-    }
+    AssertUnwindSafe(handler)
+        .catch_unwind()
+        .map(move |result| match result {
+            Ok(resp) => resp,
+            Err(payload) => {
+                let msg = message(payload.as_ref());
+                tracing::error!(%method, path, panic = %msg, "handler panicked");
+                Status::internal(format!(
+                    "Internal error occurred: the server panicked while handling {method} {path:?}"
+                ))
+                .into_response()
+            }
+        })
 }
 
 /// The text a panic was raised with.

@@ -2,20 +2,27 @@
 //! 504 Status when the handler does not answer in time. May use: api.
 
 use crate::api::{Body, Status};
+use futures::future::Either;
+use futures::FutureExt;
 use std::future::Future;
 use std::time::Duration;
 
 /// Runs `handler` under `limit`; `None` means exempt (long-running requests such as watch).
-pub(crate) async fn with_timeout<F>(limit: Option<Duration>, handler: F) -> http::Response<Body>
+/// A combinator rather than an `async fn`, which would hold `handler` twice (see
+/// [`super::panic::recover`]).
+pub(crate) fn with_timeout<F>(
+    limit: Option<Duration>,
+    handler: F,
+) -> impl Future<Output = http::Response<Body>>
 where
     F: Future<Output = http::Response<Body>>,
 {
     match limit {
-        None => handler.await,
-        Some(limit) => match tokio::time::timeout(limit, handler).await {
-            Ok(resp) => resp,
-            Err(_) => Status::timeout().into_response(),
-        },
+        None => Either::Left(handler),
+        Some(limit) => Either::Right(
+            tokio::time::timeout(limit, handler)
+                .map(|answered| answered.unwrap_or_else(|_| Status::timeout().into_response())),
+        ),
     }
 }
 
