@@ -3,7 +3,7 @@
 //! decides, instead of holding a request (and a core) for as long as it runs.
 
 use crate::admission::eventually;
-use crate::admission_policies::apply_yaml;
+use crate::admission_policies::{apply_yaml, create_json};
 use crate::support::{output_text as text, TestServer};
 use serde_json::{json, Map, Value};
 
@@ -37,18 +37,18 @@ spec:
   validationActions: [Deny]
 "#;
 
+/// Creates ConfigMap `name` with `keys` keys, each of its own value.
 async fn create(server: &TestServer, name: &str, keys: usize) -> std::process::Output {
     let data: Map<String, Value> = (0..keys)
         .map(|i| (format!("k{i}"), Value::String(format!("v{i}"))))
         .collect();
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("cm.json");
+    create_cm(server, name, Value::Object(data)).await
+}
+
+async fn create_cm(server: &TestServer, name: &str, data: Value) -> std::process::Output {
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": name}, "data": data});
-    std::fs::write(&path, cm.to_string()).unwrap();
-    server
-        .kubectl(&["create", "-f", path.to_str().unwrap()])
-        .await
+    create_json(server, &cm).await
 }
 
 #[tokio::test]
@@ -57,14 +57,7 @@ async fn an_expression_past_the_cost_limit_is_cancelled_and_the_failure_policy_d
     apply_yaml(&server, POLICY).await;
     // A small object is evaluated in full: equal values are denied by the rule itself.
     let denied = eventually("the policy to apply", || async {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("cm.json");
-        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "paired-equal"}, "data": {"a": "x", "b": "x"}});
-        std::fs::write(&path, cm.to_string()).unwrap();
-        let o = server
-            .kubectl(&["create", "-f", path.to_str().unwrap()])
-            .await;
+        let o = create_cm(&server, "paired-equal", json!({"a": "x", "b": "x"})).await;
         if o.status.success() {
             server
                 .kubectl_ok(&["delete", "configmap", "paired-equal"])

@@ -327,7 +327,7 @@ fn rand_suffix() -> String {
 }
 
 /// `kubectl create -f` of `obj`; the output.
-async fn create_json(server: &TestServer, obj: &Value) -> std::process::Output {
+pub(crate) async fn create_json(server: &TestServer, obj: &Value) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("obj.json");
     std::fs::write(&path, obj.to_string()).unwrap();

@@ -343,6 +343,10 @@ async fn read_only_store_files_fail_writes_keep_reads_and_lose_nothing() {
     // turned read-only would fail in redb's commit, and the store would reopen, which fails
     // on a read-only file (reads would answer 503 until it is writable again).
     let mut acknowledged = before.stop().await.acknowledged;
+    // And after the checkpoint that follows the last of them (at most a second later): a
+    // checkpoint's durable commit under way when the files turn read-only fails in redb the
+    // same way.
+    tokio::time::sleep(Duration::from_millis(1500)).await;
     let guard = Immutable(files.clone());
     if let Err(e) = chattr("+i", &files) {
         eprintln!("skipping: cannot make the store files immutable here: {e}");

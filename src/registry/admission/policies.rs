@@ -127,6 +127,7 @@ impl Policy {
 }
 
 /// What one validation decided (PolicyDecision).
+#[cfg_attr(test, derive(Debug, PartialEq))]
 enum Decision {
     /// It held.
     Admit,
@@ -251,29 +252,30 @@ fn truncated(s: &str, max: usize) -> &str {
 /// Evaluates one policy for one params object (None: the policy takes none). As upstream's
 /// validator: the matchConditions share one cost budget; the variables, validations and
 /// messageExpressions another, the audit annotations a third; a spent budget fails the whole
-/// evaluation with one error.
-fn decide<'p>(policy: &'p Policy, base: &CelContext<'_>, params: Option<&Value>) -> Evaluated<'p> {
+/// evaluation with one error. `budget` is upstream's RuntimeCELCostBudget but in tests.
+fn decide<'p>(
+    policy: &'p Policy,
+    base: &CelContext<'_>,
+    params: Option<&Value>,
+    budget: u64,
+) -> Evaluated<'p> {
     let mut ctx = base.new_inner_scope();
     ctx.add_variable_from_value("params", json(params));
-    let out_of_budget = || Evaluated {
-        decisions: vec![Decision::Error {
-            message: OUT_OF_BUDGET.to_string(),
-            compile: false,
-        }],
+    let out_of_budget = || Decision::Error {
+        message: OUT_OF_BUDGET.to_string(),
+        compile: false,
+    };
+    let failed = |decision| Evaluated {
+        decisions: vec![decision],
         annotations: Vec::new(),
     };
-    let (decisions, ran_out) = with_budget(RUNTIME_BUDGET, || {
+    let (decisions, ran_out) = with_budget(budget, || {
         bind_variables(&mut ctx, &policy.header.variables);
         let (held, ran_out) = with_budget(MATCH_CONDITIONS_BUDGET, || {
             conditions_hold(&ctx, &policy.header.conditions)
         });
         match held {
-            _ if ran_out => {
-                return Some(vec![Decision::Error {
-                    message: OUT_OF_BUDGET.to_string(),
-                    compile: false,
-                }])
-            }
+            _ if ran_out => return Some(vec![out_of_budget()]),
             Ok(true) => {}
             Ok(false) => return None,
             Err(message) => {
@@ -286,11 +288,11 @@ fn decide<'p>(policy: &'p Policy, base: &CelContext<'_>, params: Option<&Value>)
         Some(policy.validations.iter().map(|v| v.decide(&ctx)).collect())
     });
     let decisions = match decisions {
-        _ if ran_out => return out_of_budget(),
+        _ if ran_out => return failed(out_of_budget()),
         None => return Evaluated::default(),
         Some(d) => d,
     };
-    let (annotations, ran_out) = with_budget(RUNTIME_BUDGET, || {
+    let (annotations, ran_out) = with_budget(budget, || {
         policy
             .annotations
             .iter()
@@ -298,7 +300,7 @@ fn decide<'p>(policy: &'p Policy, base: &CelContext<'_>, params: Option<&Value>)
             .collect()
     });
     if ran_out {
-        return out_of_budget();
+        return failed(out_of_budget());
     }
     Evaluated {
         decisions,
@@ -430,7 +432,7 @@ pub(super) async fn validate(
                     Ok(list) => {
                         for p in list {
                             let started = std::time::Instant::now();
-                            let evaluated = decide(policy, &ctx, p.as_ref());
+                            let evaluated = decide(policy, &ctx, p.as_ref(), RUNTIME_BUDGET);
                             let took = started.elapsed();
                             out.push((i, (*policy, *binding, Ok(evaluated), took)));
                         }
@@ -573,3 +575,7 @@ pub(super) async fn validate(
         },
     })
 }
+
+#[cfg(test)]
+#[path = "policies_tests.rs"]
+mod tests;
