@@ -107,6 +107,7 @@ async fn serve(
     config.set_auditor(auditor.clone());
     note!("export KUBECONFIG={}", config.kubeconfig_path().display());
     let controllers = controllers_config(&options_for_controllers, &config)?;
+    let storage = config.storage();
     let mut server = config
         .complete()
         .context("while completing the server configuration")?
@@ -119,6 +120,11 @@ async fn serve(
     let signals = tokio::spawn(watch_signals(cancel.clone()));
     let result = prepared.run(cancel).await;
     signals.abort();
+    // Requests are drained and hooks stopped: the store stops cleanly (tasks still holding
+    // it end with the runtime, after this returns).
+    if let Err(err) = tokio::task::spawn_blocking(move || storage.close()).await {
+        ::tracing::error!(error = %err, "closing the store failed");
+    }
     if let Some(auditor) = &auditor {
         auditor.shutdown().await;
     }

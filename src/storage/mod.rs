@@ -304,6 +304,11 @@ pub trait Storage: Send + Sync + 'static {
     /// Whether the backend answers (the `etcd` health check).
     async fn check_health(&self) -> Result<()>;
 
+    /// A clean stop, once nothing more will be written: the embedded store commits what it
+    /// has taken, makes redb durable and empties its log, then refuses writes. Blocks until
+    /// done. Nothing to do for etcd.
+    fn close(&self) {}
+
     /// How many keys lie under `prefix` (apiserver_storage_objects), from the watch cache
     /// when there is one.
     async fn count(&self, prefix: &str) -> Result<i64> {

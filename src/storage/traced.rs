@@ -164,6 +164,10 @@ impl Storage for Traced {
         self.inner.check_health().await
     }
 
+    fn close(&self) {
+        self.inner.close();
+    }
+
     async fn count(&self, prefix: &str) -> Result<i64> {
         self.inner.count(prefix).await
     }

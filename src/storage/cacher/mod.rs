@@ -196,6 +196,10 @@ impl Storage for Cacher {
         self.backend.check_health().await
     }
 
+    fn close(&self) {
+        self.backend.close();
+    }
+
     async fn db_size(&self) -> Result<Option<(String, i64)>> {
         self.backend.db_size().await
     }

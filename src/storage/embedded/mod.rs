@@ -39,7 +39,7 @@ use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::oneshot;
-use writer::{now_ms, Expect, Op, Outcome, Writer};
+use writer::{now_ms, Expect, Msg, Op, Outcome, Writer};
 
 /// Retries of a guaranteed update or delete that keeps losing races before giving up.
 const MAX_RETRIES: usize = 10_000;
@@ -49,8 +49,9 @@ pub struct EmbeddedStore {
     db: Arc<DbCell>,
     hub: Arc<Hub>,
     /// Always Some until drop.
-    ops: Option<Sender<Op>>,
-    writer: Option<std::thread::JoinHandle<()>>,
+    ops: Option<Sender<Msg>>,
+    /// Taken by the first of [`Storage::close`] and drop.
+    writer: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     alive: Arc<AtomicBool>,
     path: std::path::PathBuf,
     /// The value each recently updated key had after its last update (a guess for the next).
@@ -96,7 +97,7 @@ impl EmbeddedStore {
             db,
             hub,
             ops: Some(tx),
-            writer: Some(writer),
+            writer: std::sync::Mutex::new(Some(writer)),
             alive,
             path,
             known: Remembered::default(),
@@ -155,7 +156,7 @@ impl EmbeddedStore {
         self.ops
             .as_ref()
             .ok_or_else(|| Error::unavailable("the store is closed"))?
-            .send(make(tx))
+            .send(Msg::Op(make(tx)))
             .map_err(|_| Error::unavailable("the store writer has stopped"))?;
         rx.await.map_err(|_| {
             Error::io("the write transaction was aborted; the write was not applied")
@@ -191,8 +192,18 @@ impl Drop for EmbeddedStore {
     /// can be reopened as soon as this returns.
     fn drop(&mut self) {
         self.ops.take();
-        if let Some(w) = self.writer.take() {
-            let _ = w.join();
+        self.join_writer();
+    }
+}
+
+impl EmbeddedStore {
+    /// Waits for the writer to end (once it has been told to, or its channel closed).
+    fn join_writer(&self) {
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(w) = writer {
+            if w.join().is_err() {
+                tracing::error!("embedded store: the writer thread panicked");
+            }
         }
     }
 }
@@ -328,6 +339,14 @@ impl Storage for EmbeddedStore {
             self.path.display().to_string(),
             (meta.blocks() * 512) as i64,
         )))
+    }
+
+    fn close(&self) {
+        if let Some(ops) = &self.ops {
+            // A writer already gone has nothing left to do.
+            let _ = ops.send(Msg::Stop);
+        }
+        self.join_writer();
     }
 
     async fn check_health(&self) -> Result<()> {

@@ -198,3 +198,23 @@ async fn a_clean_stop_leaves_an_empty_log() {
     let all = within(s.list("/c/", ListOptions::default())).await.unwrap();
     assert_eq!(all.items.len(), 5);
 }
+
+#[tokio::test]
+async fn closing_a_store_still_held_empties_the_log_and_refuses_later_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let s = open(dir.path());
+    for i in 0..5 {
+        create(&s, &format!("/c/{i}"), b"v").await;
+    }
+    let path = dir.path().join(wal::FILE_NAME);
+    assert!(std::fs::metadata(&path).unwrap().len() > 0);
+    // What `kapi serve` does once it has drained: tasks may still hold the store.
+    s.close();
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    let refused = within(s.create("/c/late", Bytes::from_static(b"v"), None)).await;
+    assert!(refused.is_err(), "{refused:?}");
+    drop(s);
+    let s = reopen(dir.path());
+    let all = within(s.list("/c/", ListOptions::default())).await.unwrap();
+    assert_eq!(all.items.len(), 5);
+}

@@ -59,6 +59,13 @@ pub(crate) enum Outcome {
 }
 
 /// One queued operation.
+/// What the writer's channel carries: an operation, or the store's close.
+pub(crate) enum Msg {
+    Op(Op),
+    /// Stop after the operations sent before (a clean stop: the log is checkpointed and cut).
+    Stop,
+}
+
 pub(crate) enum Op {
     Put {
         key: String,
@@ -188,7 +195,7 @@ impl TxnError {
 
 impl Writer {
     /// Runs until every sender is dropped.
-    pub(super) fn run(mut self, rx: Receiver<Op>) {
+    pub(super) fn run(mut self, rx: Receiver<Msg>) {
         let mut next_reap = Instant::now();
         let mut next_progress = Instant::now() + PROGRESS_EVERY;
         let mut next_compaction = Instant::now() + self.compaction_interval;
@@ -208,15 +215,28 @@ impl Writer {
                 deadline = deadline.min(self.checkpointed + wal::CHECKPOINT_EVERY);
             }
             match rx.recv_timeout(deadline.saturating_duration_since(now)) {
-                Ok(op) => {
-                    let mut batch = vec![op];
-                    while batch.len() < MAX_BATCH {
-                        match rx.try_recv() {
-                            Ok(op) => batch.push(op),
-                            Err(_) => break,
+                Ok(msg) => {
+                    let mut batch = Vec::new();
+                    let mut next = Some(msg);
+                    let mut stop = false;
+                    while let Some(msg) = next.take() {
+                        match msg {
+                            Msg::Op(op) => batch.push(op),
+                            Msg::Stop => {
+                                stop = true;
+                                break;
+                            }
+                        }
+                        if batch.len() < MAX_BATCH {
+                            next = rx.try_recv().ok();
                         }
                     }
-                    self.commit(batch);
+                    if !batch.is_empty() {
+                        self.commit(batch);
+                    }
+                    if stop {
+                        break;
+                    }
                 }
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
