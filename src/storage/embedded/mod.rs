@@ -104,6 +104,16 @@ impl EmbeddedStore {
         })
     }
 
+    /// Waits for the writer to end (once it has been told to, or its channel closed).
+    fn join_writer(&self) {
+        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(w) = writer {
+            if w.join().is_err() {
+                tracing::error!("embedded store: the writer thread panicked");
+            }
+        }
+    }
+
     fn read(&self) -> Result<cell::Snapshot> {
         self.db.snapshot(&self.path)
     }
@@ -193,18 +203,6 @@ impl Drop for EmbeddedStore {
     fn drop(&mut self) {
         self.ops.take();
         self.join_writer();
-    }
-}
-
-impl EmbeddedStore {
-    /// Waits for the writer to end (once it has been told to, or its channel closed).
-    fn join_writer(&self) {
-        let writer = self.writer.lock().unwrap_or_else(|e| e.into_inner()).take();
-        if let Some(w) = writer {
-            if w.join().is_err() {
-                tracing::error!("embedded store: the writer thread panicked");
-            }
-        }
     }
 }
 

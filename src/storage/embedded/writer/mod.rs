@@ -58,7 +58,6 @@ pub(crate) enum Outcome {
     Stale,
 }
 
-/// One queued operation.
 /// What the writer's channel carries: an operation, or the store's close.
 pub(crate) enum Msg {
     Op(Op),
@@ -66,6 +65,7 @@ pub(crate) enum Msg {
     Stop,
 }
 
+/// One queued operation.
 pub(crate) enum Op {
     Put {
         key: String,
