@@ -175,46 +175,44 @@ fn record_at(raw: &[u8], at: usize) -> Option<(usize, Revision)> {
     Some((8 + len, first))
 }
 
-#[tokio::test]
-async fn a_clean_stop_leaves_an_empty_log() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = open(dir.path());
+/// A store holding `/c/0`..`/c/4` with their records still in its log, and the log's path.
+async fn five_keys_in_the_log(dir: &Path) -> (EmbeddedStore, std::path::PathBuf) {
+    let s = open(dir);
     for i in 0..5 {
         create(&s, &format!("/c/{i}"), b"v").await;
     }
-    let path = dir.path().join(wal::FILE_NAME);
+    let path = dir.join(wal::FILE_NAME);
     assert!(std::fs::metadata(&path).unwrap().len() > 0);
-    drop(s);
-    // The writer's last checkpoint rewinds the log, then the stop cuts its file.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while std::fs::metadata(&path).unwrap().len() > 0 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the log still holds bytes after the store stopped"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let s = reopen(dir.path());
+    (s, path)
+}
+
+/// The five keys, read from the store reopened in `dir`.
+async fn assert_five_kept(dir: &Path) {
+    let s = reopen(dir);
     let all = within(s.list("/c/", ListOptions::default())).await.unwrap();
     assert_eq!(all.items.len(), 5);
 }
 
 #[tokio::test]
+async fn a_clean_stop_leaves_an_empty_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let (s, path) = five_keys_in_the_log(dir.path()).await;
+    // Dropping the store joins its writer: its last checkpoint rewinds the log, then the stop
+    // cuts the file.
+    drop(s);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    assert_five_kept(dir.path()).await;
+}
+
+#[tokio::test]
 async fn closing_a_store_still_held_empties_the_log_and_refuses_later_writes() {
     let dir = tempfile::tempdir().unwrap();
-    let s = open(dir.path());
-    for i in 0..5 {
-        create(&s, &format!("/c/{i}"), b"v").await;
-    }
-    let path = dir.path().join(wal::FILE_NAME);
-    assert!(std::fs::metadata(&path).unwrap().len() > 0);
+    let (s, path) = five_keys_in_the_log(dir.path()).await;
     // What `kapi serve` does once it has drained: tasks may still hold the store.
     s.close();
     assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
     let refused = within(s.create("/c/late", Bytes::from_static(b"v"), None)).await;
     assert!(refused.is_err(), "{refused:?}");
     drop(s);
-    let s = reopen(dir.path());
-    let all = within(s.list("/c/", ListOptions::default())).await.unwrap();
-    assert_eq!(all.items.len(), 5);
+    assert_five_kept(dir.path()).await;
 }
