@@ -81,14 +81,10 @@ pub(crate) fn apply(op: &str, args: &[Prim]) -> Result<Option<Prim>, String> {
         },
         ("_*_" | "_/_", [a, b]) => (a == b && a.is_number()).then_some(*a),
         ("_%_", [a, b]) => (a == b && matches!(a, Int | Uint)).then_some(*a),
-        ("_<_" | "_<=_" | "_>_" | "_>=_", [a, b]) => {
+        // Ordering across numeric types is Kubernetes' CrossTypeNumericComparisons; equality
+        // across them is left alone (see the module's doc).
+        ("_<_" | "_<=_" | "_>_" | "_>=_" | "_==_" | "_!=_", [a, b]) => {
             (a == b || a.is_number() && b.is_number()).then_some(Bool)
-        }
-        ("_==_" | "_!=_", [a, b]) => {
-            if a.is_number() && b.is_number() {
-                return Ok(Some(Bool));
-            }
-            (a == b).then_some(Bool)
         }
         ("_&&_" | "_||_", [a, b]) => (*a == Bool && *b == Bool).then_some(Bool),
         ("!_", [a]) => (*a == Bool).then_some(Bool),
