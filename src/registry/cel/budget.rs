@@ -47,8 +47,17 @@ const MAP_CREATE: u64 = 30;
 thread_local! {
     /// What the running evaluation has spent, and its limit.
     static SPENT: Cell<(u64, u64)> = const { Cell::new((0, PER_CALL_LIMIT)) };
-    /// What is left of the open budget (None: none is open); Some(None) once it ran out.
-    static LEFT: Cell<Option<Option<u64>>> = const { Cell::new(None) };
+    /// The budget the running expressions are charged to.
+    static LEFT: Cell<Budget> = const { Cell::new(Budget::None) };
+}
+
+/// The state of the budget [`with_budget`] opened.
+#[derive(Clone, Copy, PartialEq)]
+enum Budget {
+    /// None is open: only the per-call limit applies.
+    None,
+    Left(u64),
+    Spent,
 }
 
 /// Rewrites every comprehension in `expr` to charge each iteration (see the module's doc).
@@ -149,18 +158,18 @@ pub(crate) enum Failure {
 pub(crate) fn execute(
     run: impl FnOnce() -> Result<CelValue, ExecutionError>,
 ) -> Result<CelValue, Failure> {
-    if LEFT.with(Cell::get) == Some(None) {
+    if LEFT.with(Cell::get) == Budget::Spent {
         return Err(Failure::OutOfBudget);
     }
     let outer = SPENT.with(|s| s.replace((0, PER_CALL_LIMIT)));
     let result = run();
     let (spent, _) = SPENT.with(|s| s.replace(outer));
-    if let Some(Some(left)) = LEFT.with(Cell::get) {
+    if let Budget::Left(left) = LEFT.with(Cell::get) {
         if spent > left {
-            LEFT.with(|l| l.set(Some(None)));
+            LEFT.with(|l| l.set(Budget::Spent));
             return Err(Failure::OutOfBudget);
         }
-        LEFT.with(|l| l.set(Some(Some(left - spent))));
+        LEFT.with(|l| l.set(Budget::Left(left - spent)));
     }
     result.map_err(|e| {
         Failure::Error(match e {
@@ -177,10 +186,10 @@ pub(crate) fn execute(
 /// Runs `f` with a budget of `budget` for the expressions it executes; also says whether they
 /// ran out of it.
 pub(crate) fn with_budget<T>(budget: u64, f: impl FnOnce() -> T) -> (T, bool) {
-    let outer = LEFT.with(|l| l.replace(Some(Some(budget))));
+    let outer = LEFT.with(|l| l.replace(Budget::Left(budget)));
     let out = f();
     let left = LEFT.with(|l| l.replace(outer));
-    (out, left == Some(None))
+    (out, left == Budget::Spent)
 }
 
 #[cfg(test)]
