@@ -10,9 +10,9 @@ use super::authz::{self, RequestResource};
 use super::leaves::{self, Reads};
 use super::projection::Projection;
 use super::{Attributes, Request};
-use crate::registry::cel::budget::{self, Failure};
+use crate::registry::cel::budget;
 use crate::registry::cel::{from_json, parse, refuse_structs, rewrite_structs};
-use kube_cel::cel::{Context as CelContext, IdedExpr, Value as CelValue};
+use kube_cel::cel::{Context as CelContext, ExecutionError, IdedExpr, Value as CelValue};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -45,21 +45,19 @@ pub(super) fn compile_mutation(expr: &str) -> Compiled {
 /// [`budget`]); an expression the interpreter cannot run (it panics on a few) is an
 /// evaluation error, decided by the failurePolicy like any other.
 pub(super) fn execute(expr: &IdedExpr, ctx: &CelContext<'_>) -> Result<CelValue, String> {
-    let mut panicked = false;
-    let result = budget::execute(|| {
+    let evaluated = budget::execute(|| {
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             CelValue::resolve(expr, ctx)
         }))
-        .unwrap_or_else(|_| {
-            panicked = true;
-            Ok(CelValue::Null)
-        })
-    });
-    match result {
-        _ if panicked => Err("the expression uses CEL that kapi cannot evaluate yet".into()),
-        Ok(v) => Ok(v),
-        Err(Failure::Error(e)) => Err(e),
-        Err(Failure::OutOfBudget) => Err(budget::OUT_OF_BUDGET.to_string()),
+    })
+    .map_err(|budget::OutOfBudget| budget::OUT_OF_BUDGET.to_string())?;
+    match evaluated {
+        Err(_panicked) => Err("the expression uses CEL that kapi cannot evaluate yet".into()),
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) if budget::is_cost_limit(&e) => Err(budget::COST_LIMIT_EXCEEDED.into()),
+        // As cel-go words it (the cel crate capitalizes it).
+        Ok(Err(ExecutionError::NoSuchKey(key))) => Err(format!("no such key: {key}")),
+        Ok(Err(e)) => Err(e.to_string()),
     }
 }
 

@@ -13,7 +13,8 @@
 //! expression's work grows past its length times its input, cannot run unbounded.
 //!
 //! [`execute`] runs an expression under the per-call limit (over it, the evaluation fails with
-//! cel-go's `operation cancelled: actual cost limit exceeded`) and charges what it spent to the
+//! an error [`is_cost_limit`] recognizes, cel-go's `operation cancelled: actual cost limit
+//! exceeded`) and charges what it spent to the
 //! budget [`with_budget`] opened, if any: once spent, every further expression fails with
 //! upstream's `validation failed due to running out of cost budget, ...` without running.
 
@@ -144,22 +145,15 @@ fn charge(ftx: &FunctionContext) -> Result<CelValue, ExecutionError> {
     CelValue::resolve(step, ftx.ptx)
 }
 
-/// Why [`execute`] did not give a value.
+/// The open budget is spent: this and every further expression under it fail.
 #[derive(Debug, PartialEq)]
-pub(crate) enum Failure {
-    /// The evaluation failed (the per-call limit among the causes); cel-go's wording.
-    Error(String),
-    /// The open budget is spent: this and every further expression under it fail.
-    OutOfBudget,
-}
+pub(crate) struct OutOfBudget;
 
-/// Runs `expr` (through `run`, which evaluates it) under the per-call limit, charging what it
-/// spent to the open budget.
-pub(crate) fn execute(
-    run: impl FnOnce() -> Result<CelValue, ExecutionError>,
-) -> Result<CelValue, Failure> {
+/// Runs an expression (`run` evaluates it) under the per-call limit, charging what it spent
+/// to the open budget.
+pub(crate) fn execute<T>(run: impl FnOnce() -> T) -> Result<T, OutOfBudget> {
     if LEFT.with(Cell::get) == Budget::Spent {
-        return Err(Failure::OutOfBudget);
+        return Err(OutOfBudget);
     }
     let outer = SPENT.with(|s| s.replace((0, PER_CALL_LIMIT)));
     let result = run();
@@ -167,20 +161,17 @@ pub(crate) fn execute(
     if let Budget::Left(left) = LEFT.with(Cell::get) {
         if spent > left {
             LEFT.with(|l| l.set(Budget::Spent));
-            return Err(Failure::OutOfBudget);
+            return Err(OutOfBudget);
         }
         LEFT.with(|l| l.set(Budget::Left(left - spent)));
     }
-    result.map_err(|e| {
-        Failure::Error(match e {
-            ExecutionError::FunctionError { function, .. } if function == CHARGE => {
-                COST_LIMIT_EXCEEDED.to_string()
-            }
-            // As cel-go words it (the cel crate capitalizes it).
-            ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
-            e => e.to_string(),
-        })
-    })
+    Ok(result)
+}
+
+/// Whether an evaluation failed because it passed the per-call limit
+/// ([`COST_LIMIT_EXCEEDED`]).
+pub(crate) fn is_cost_limit(e: &ExecutionError) -> bool {
+    matches!(e, ExecutionError::FunctionError { function, .. } if function == CHARGE)
 }
 
 /// Runs `f` with a budget of `budget` for the expressions it executes; also says whether they
@@ -202,10 +193,22 @@ mod tests {
         ctx
     }
 
+    /// Why [`run`] gave no value.
+    #[derive(Debug, PartialEq)]
+    enum Failure {
+        Error(String),
+        OutOfBudget,
+    }
+
     fn run(source: &str, ctx: &Context<'_>) -> Result<CelValue, Failure> {
         let mut expr = super::super::parse(source, false).unwrap();
         meter(&mut expr);
-        execute(|| CelValue::resolve(&expr, ctx))
+        match execute(|| CelValue::resolve(&expr, ctx)) {
+            Err(OutOfBudget) => Err(Failure::OutOfBudget),
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) if is_cost_limit(&e) => Err(Failure::Error(COST_LIMIT_EXCEEDED.into())),
+            Ok(Err(e)) => Err(Failure::Error(e.to_string())),
+        }
     }
 
     #[test]
