@@ -37,8 +37,19 @@ pub(crate) fn id_text(id: &HeaderValue) -> String {
 
 /// Sets the `Audit-ID` response header unless the response has one (a proxied answer keeps
 /// its server's).
-pub(crate) fn echo(resp: &mut http::Response<Body>, id: HeaderValue) {
-    resp.headers_mut().entry(AUDIT_ID_HEADER).or_insert(id);
+///
+/// The value is marked sensitive, which HTTP/2 sends as a literal never added to the
+/// connection's header table: an ID new on every response would otherwise be added to it each
+/// time, pushing out the headers that repeat, and h2's encoder compares a header with every
+/// value its table holds under the same name (a connection's ~50 earlier IDs per response).
+pub(crate) fn echo(resp: &mut http::Response<Body>, mut id: HeaderValue) {
+    match resp.headers_mut().entry(AUDIT_ID_HEADER) {
+        http::header::Entry::Occupied(mut kept) => kept.get_mut().set_sensitive(true),
+        http::header::Entry::Vacant(slot) => {
+            id.set_sensitive(true);
+            slot.insert(id);
+        }
+    }
 }
 
 /// Runs `handler`; with an audit context, a panic is written as the Panic stage and raised
@@ -164,5 +175,6 @@ mod tests {
         echo(&mut resp, HeaderValue::from_static("one"));
         echo(&mut resp, HeaderValue::from_static("two"));
         assert_eq!(resp.headers()["audit-id"], "one");
+        assert!(resp.headers()["audit-id"].is_sensitive());
     }
 }

@@ -161,6 +161,7 @@ where
     })
     .await;
     audit::echo(&mut resp, audit_id);
+    super::date::stamp(resp.headers_mut());
     tracing::debug!(%method, %path, code = resp.status().as_u16(), latency = ?started.elapsed(), "request");
     resp
 }

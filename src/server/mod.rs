@@ -13,6 +13,7 @@ mod cert_reload;
 mod chain;
 pub(crate) mod config;
 mod control_runtime;
+mod date;
 pub(crate) mod front_proxy;
 pub(crate) mod health;
 pub(crate) mod hooks;
