@@ -534,6 +534,7 @@ async fn policies_are_type_checked_against_the_kinds_they_match() {
             "validations": [
                 {"expression": "object.metadata.name != '' && has(object.data)"},
                 {"expression": "object.dat.size() < 10", "messageExpression": "'x' + object.metadata.nam"},
+                {"expression": "object.metadata.name.startsWith(1)"},
             ],
         },
     });
@@ -554,6 +555,8 @@ async fn policies_are_type_checked_against_the_kinds_they_match() {
              "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:7: undefined field 'dat'\n | object.dat.size() < 10\n | ......^\n"},
             {"fieldRef": "spec.validations[1].messageExpression",
              "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:22: undefined field 'nam'\n | 'x' + object.metadata.nam\n | .....................^\n"},
+            {"fieldRef": "spec.validations[2].expression",
+             "warning": "/v1, Kind=ConfigMap: ERROR: <input>:1:32: found no matching overload for 'startsWith' applied to 'string.(int)'\n | object.metadata.name.startsWith(1)\n | ...............................^\n"},
         ]),
         "{status}"
     );

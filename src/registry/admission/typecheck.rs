@@ -3,14 +3,14 @@
 //! the schema does not declare is reported as cel-go reports it,
 //! `ERROR: <input>:1:7: undefined field 'replica'` with the line and a caret.
 //!
-//! Operators applied to operands of primitive types no overload takes are reported too
-//! (`found no matching overload for '_+_' applied to '(int, string)'`; see
-//! [`crate::registry::cel::overloads`]).
+//! Operators and string functions applied to operands of primitive types no overload takes
+//! are reported too (`found no matching overload for '_+_' applied to '(int, string)'`, `...
+//! for 'startsWith' applied to 'string.(int)'`; see [`crate::registry::cel::overloads`]).
 //!
 //! Where this differs from upstream: field references are checked through `object`,
-//! `oldObject`, indexes, optional selects and comprehension variables, and operators on
-//! primitive operands; other functions' overloads, `params` and `variables.*` are taken as
-//! dynamic, so they raise no warning.
+//! `oldObject`, indexes, optional selects and comprehension variables, and operators and the
+//! string functions on primitive operands; other functions' overloads, `params` and
+//! `variables.*` are taken as dynamic, so they raise no warning.
 
 use crate::registry::cel::issues::{render, Issue, Token};
 use crate::registry::cel::overloads::{self, Prim};
@@ -181,24 +181,34 @@ impl<'a> Checker<'a, '_> {
                     self.walk(key);
                     return self.index(t);
                 }
-                if let Some(t) = &c.target {
-                    self.walk(t);
-                }
+                // A member call's target, by its type when primitive.
+                let target = c.target.as_ref().map(|t| {
+                    let t = self.walk(t);
+                    self.prim(t)
+                });
                 let args: Vec<Ty<'a>> = c.args.iter().map(|a| self.walk(a)).collect();
                 let prims: Option<Vec<Prim>> = args.iter().map(|t| self.prim(*t)).collect();
-                match prims.filter(|_| c.target.is_none()) {
-                    Some(prims) => match overloads::apply(&c.func_name, &prims) {
-                        Ok(t) => t.map_or(Ty::Dyn, Ty::Prim),
-                        Err(message) => {
-                            self.issues.push(Issue {
-                                id: e.id,
-                                message,
-                                token: Token::Operator,
-                            });
-                            Ty::Dyn
-                        }
-                    },
-                    None => Ty::Dyn,
+                // Checked only when the target (if any) and every argument are primitive.
+                let (Some(prims), Some(target)) =
+                    (prims, target.map_or(Some(None), |t| t.map(Some)))
+                else {
+                    return Ty::Dyn;
+                };
+                let operator = c.func_name.starts_with('_') || c.func_name.ends_with('_');
+                let (checked, token) = match (operator, target) {
+                    (true, None) => (overloads::apply(&c.func_name, &prims), Token::Operator),
+                    _ => (overloads::call(&c.func_name, target, &prims), Token::Paren),
+                };
+                match checked {
+                    Ok(t) => t.map_or(Ty::Dyn, Ty::Prim),
+                    Err(message) => {
+                        self.issues.push(Issue {
+                            id: e.id,
+                            message,
+                            token,
+                        });
+                        Ty::Dyn
+                    }
                 }
             }
             Expr::Comprehension(c) => {
@@ -354,5 +364,31 @@ mod tests {
         );
         // Dynamic operands (params, variables, int-or-string) are never reported.
         assert_eq!(check("params.max + 'x' == object.spec.replicas"), None);
+    }
+
+    #[test]
+    fn functions_no_overload_takes_are_reported_at_their_parenthesis() {
+        assert_eq!(
+            check("object.metadata.name.startsWith(1)").unwrap(),
+            "ERROR: <input>:1:32: found no matching overload for 'startsWith' applied to 'string.(int)'\n | object.metadata.name.startsWith(1)\n | ...............................^"
+        );
+        assert_eq!(
+            check("size(object.spec.replicas) > 0").unwrap(),
+            "ERROR: <input>:1:5: found no matching overload for 'size' applied to '(int)'\n | size(object.spec.replicas) > 0\n | ....^"
+        );
+        assert_eq!(
+            check("object.spec.replicas.contains('x')").unwrap(),
+            "ERROR: <input>:1:30: found no matching overload for 'contains' applied to 'int.(string)'\n | object.spec.replicas.contains('x')\n | .............................^"
+        );
+        // Calls that an overload takes, and targets or arguments of unknown types.
+        for fine in [
+            "object.metadata.name.startsWith('a') && object.metadata.name.size() < 64",
+            "object.metadata.name.substring(1, 2).lowerAscii() == 'x'",
+            "params.x.startsWith(1)",
+            "object.metadata.name.startsWith(params.prefix)",
+            "object.metadata.name.isQuantity()",
+        ] {
+            assert_eq!(check(fine), None, "{fine}");
+        }
     }
 }

@@ -12,6 +12,8 @@ pub(crate) enum Token {
     Ident,
     /// An operator (its first character): a call no overload takes.
     Operator,
+    /// A function call's `(`: a call no overload takes.
+    Paren,
 }
 
 /// One issue: the expression node it is about, and what is wrong.
@@ -77,6 +79,7 @@ pub(crate) fn render(expression: &str, issues: Vec<Issue>) -> Option<String> {
                     Token::Dot => c == Some('.'),
                     Token::Ident => c.is_some_and(|c| c.is_alphabetic() || c == '_'),
                     Token::Operator => c.is_some_and(|c| "+-*/%<>=!&|".contains(c)),
+                    Token::Paren => c == Some('('),
                 }
             });
             (offset, issue.message)

@@ -1,10 +1,12 @@
 //! Which operand types CEL's standard operators take (cel-go's standard library, with the
-//! cross-type numeric comparisons Kubernetes' environment turns on), so a checker can report an
-//! operator applied to operands no overload takes, in cel-go's words:
-//! `found no matching overload for '_+_' applied to '(int, string)'`.
+//! cross-type numeric comparisons Kubernetes' environment turns on), and which arguments the
+//! string functions take, so a checker can report a call no overload takes, in cel-go's words:
+//! `found no matching overload for '_+_' applied to '(int, string)'`, `... for 'startsWith'
+//! applied to 'string.(int)'`.
 //!
 //! Only what is certain is reported: operands of primitive types; equality between two numeric
-//! types and everything else (lists, maps, objects, null, dyn) is left alone.
+//! types and everything else (lists, maps, objects, null, dyn) is left alone, and so are
+//! functions not listed in [`call`].
 
 use serde_json::Value;
 
@@ -100,6 +102,51 @@ pub(crate) fn apply(op: &str, args: &[Prim]) -> Result<Option<Prim>, String> {
     }
 }
 
+/// What calling function `func` (on `target` for a member call) with `args` gives, or the
+/// text cel-go reports when no overload takes them (`found no matching overload for
+/// 'startsWith' applied to 'string.(int)'`). Ok(None) when the result's type is not known or
+/// `func` is not checked here: only functions whose every overload is known are, the
+/// standard library's on strings and bytes and Kubernetes' string library's (a name another
+/// Kubernetes library also defines on a primitive type would not be).
+pub(crate) fn call(
+    func: &str,
+    target: Option<Prim>,
+    args: &[Prim],
+) -> Result<Option<Prim>, String> {
+    use Prim::{Bool, Bytes, Int, String as Str};
+    let string_method = |takes: &[&[Prim]], gives: Option<Prim>| {
+        (target == Some(Str) && takes.contains(&args)).then_some(gives)
+    };
+    let result = match (func, target) {
+        ("size", None) => match args {
+            [Str | Bytes] => Some(Some(Int)),
+            _ => None,
+        },
+        ("size", Some(Str | Bytes)) if args.is_empty() => Some(Some(Int)),
+        ("size", Some(_)) => None,
+        ("matches", None) => (args == [Str, Str]).then_some(Some(Bool)),
+        ("contains" | "startsWith" | "endsWith" | "matches", Some(_)) => {
+            string_method(&[&[Str]], Some(Bool))
+        }
+        ("charAt", Some(_)) => string_method(&[&[Int]], Some(Str)),
+        ("indexOf" | "lastIndexOf", Some(_)) => string_method(&[&[Str], &[Str, Int]], Some(Int)),
+        ("lowerAscii" | "upperAscii" | "trim", Some(_)) => string_method(&[&[]], Some(Str)),
+        ("replace", Some(_)) => string_method(&[&[Str, Str], &[Str, Str, Int]], Some(Str)),
+        ("substring", Some(_)) => string_method(&[&[Int], &[Int, Int]], Some(Str)),
+        // A list of strings.
+        ("split", Some(_)) => string_method(&[&[Str], &[Str, Int]], None),
+        _ => return Ok(None),
+    };
+    result.ok_or_else(|| {
+        let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
+        let signature = match target {
+            Some(t) => format!("{}.({args})", t.name()),
+            None => format!("({args})"),
+        };
+        format!("found no matching overload for '{func}' applied to '{signature}'")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +186,55 @@ mod tests {
             ("!_", vec![String], "found no matching overload for '!_' applied to '(string)'"),
         ] {
             assert_eq!(apply(op, &args), Err(text.to_string()), "{op} {args:?}");
+        }
+    }
+
+    #[test]
+    fn functions_take_the_arguments_their_overloads_declare() {
+        for (func, target, args, want) in [
+            ("size", None, vec![String], Ok(Some(Int))),
+            ("size", Some(Bytes), vec![], Ok(Some(Int))),
+            ("startsWith", Some(String), vec![String], Ok(Some(Bool))),
+            ("matches", None, vec![String, String], Ok(Some(Bool))),
+            ("indexOf", Some(String), vec![String, Int], Ok(Some(Int))),
+            ("replace", Some(String), vec![String, String, Int], Ok(Some(String))),
+            ("split", Some(String), vec![String], Ok(None)),
+            // Not checked here: conversions, other libraries' functions.
+            ("int", None, vec![String], Ok(None)),
+            ("isQuantity", Some(String), vec![], Ok(None)),
+            (
+                "size",
+                None,
+                vec![Int],
+                Err("found no matching overload for 'size' applied to '(int)'"),
+            ),
+            (
+                "startsWith",
+                Some(String),
+                vec![Int],
+                Err("found no matching overload for 'startsWith' applied to 'string.(int)'"),
+            ),
+            (
+                "contains",
+                Some(Int),
+                vec![String],
+                Err("found no matching overload for 'contains' applied to 'int.(string)'"),
+            ),
+            (
+                "substring",
+                Some(String),
+                vec![Int, Int, Int],
+                Err("found no matching overload for 'substring' applied to 'string.(int, int, int)'"),
+            ),
+            (
+                "size",
+                Some(Bool),
+                vec![],
+                Err("found no matching overload for 'size' applied to 'bool.()'"),
+            ),
+        ] {
+            let want = want.map_err(|e: &str| e.to_string());
+            assert_eq!(call(func, target, &args), want, "{func} {target:?} {args:?}");
         }
     }
 
