@@ -583,6 +583,7 @@ mod names;
 pub(crate) mod overloads;
 pub(crate) use names::{references, replace_ident, DECLARED_NAMES, RESERVED_WORDS};
 pub(crate) mod types;
+pub(crate) mod wording;
 
 #[cfg(test)]
 mod tests;

@@ -10,9 +10,9 @@ use super::authz::{self, RequestResource};
 use super::leaves::{self, Reads};
 use super::projection::Projection;
 use super::{Attributes, Request};
-use crate::registry::cel::budget;
+use crate::registry::cel::{budget, wording};
 use crate::registry::cel::{from_json, parse, refuse_structs, rewrite_structs};
-use kube_cel::cel::{Context as CelContext, ExecutionError, IdedExpr, Value as CelValue};
+use kube_cel::cel::{Context as CelContext, IdedExpr, Value as CelValue};
 use kube_cel::KubeCelExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -55,9 +55,7 @@ pub(super) fn execute(expr: &IdedExpr, ctx: &CelContext<'_>) -> Result<CelValue,
         Err(_panicked) => Err("the expression uses CEL that kapi cannot evaluate yet".into()),
         Ok(Ok(v)) => Ok(v),
         Ok(Err(e)) if budget::is_cost_limit(&e) => Err(budget::COST_LIMIT_EXCEEDED.into()),
-        // As cel-go words it (the cel crate capitalizes it).
-        Ok(Err(ExecutionError::NoSuchKey(key))) => Err(format!("no such key: {key}")),
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(e)) => Err(wording::runtime_error(&e)),
     }
 }
 
@@ -304,13 +302,13 @@ mod tests {
         // A missing key reads as cel-go words it.
         let missing = compile("{'a': 1}.b == 1").unwrap();
         assert_eq!(execute(&missing, &ctx), Err("no such key: b".to_string()));
-        // size() of what has none names the type, not a Rust value.
+        // size() of what has none names the type, not a Rust value, as cel-go words it.
         let mut sized = CelContext::default().with_all();
         crate::registry::cel::register_size(&mut sized);
         let int = compile("5.size() == 1").unwrap();
         assert_eq!(
             execute(&int, &sized),
-            Err("Error executing function 'size': no such overload: size(int)".to_string())
+            Err("no such overload: size(int)".to_string())
         );
         let text = compile("'héllo'.size() == 5").unwrap();
         assert_eq!(execute(&text, &sized), Ok(CelValue::Bool(true)));

@@ -27,6 +27,7 @@ use super::gofmt::quote;
 use crate::registry::cel::decl::Decl;
 use crate::registry::cel::lower::lower_optional_syntax;
 use crate::registry::cel::types::{check, Problem, Ty};
+use crate::registry::cel::wording;
 use crate::registry::cel::{compile_failure, parse, references, replace_ident};
 use crate::registry::error::{FieldError, FieldErrorKind};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::ValidationRule;
@@ -321,7 +322,8 @@ impl Rules {
             ),
             ErrorKind::EvaluationError => {
                 let cause = std::error::Error::source(e)
-                    .map_or_else(|| e.message.clone(), ToString::to_string);
+                    .and_then(|s| s.downcast_ref::<kube_cel::cel::ExecutionError>())
+                    .map_or_else(|| e.message.clone(), wording::runtime_error);
                 format!("{cause} evaluating rule: {}", rule_or_message(&node.rule, &e.rule))
             }
             _ => e.message.clone(),

@@ -422,3 +422,25 @@ fn rules_may_use_optional_syntax() {
         ["spec: Invalid value: \"object\": team b"]
     );
 }
+
+#[test]
+fn evaluation_errors_read_as_cel_go_words_them() {
+    let schema = json!({"type": "object", "properties": {"spec": {
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "self.total / self.parts > 1"}],
+        "properties": {
+            "total": {"type": "integer"},
+            "parts": {"type": "integer"}
+        }
+    }}});
+    let rules = Rules::compile(&schema, "g.io", "v1", "K").unwrap();
+    let messages: Vec<String> = rules
+        .validate(&json!({"spec": {"total": 4, "parts": 0}}), None)
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(
+        messages,
+        ["spec: Invalid value: \"object\": division by zero evaluating rule: self.total / self.parts > 1"]
+    );
+}
