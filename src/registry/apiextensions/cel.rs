@@ -18,10 +18,11 @@
 //! and variables named, the result's type; `cel::types`) and their cost is estimated
 //! (validation's `openapi/cost.rs`).
 //!
-//! Where this differs from upstream: function and operator argument types are not checked;
-//! there is no runtime cost budget; parse errors are the `cel` crate's text. Old items of map
-//! lists are matched by key (`align`), of other lists by index (upstream forbids `oldSelf`
-//! below those, and does not ratchet their items). May use: registry's error types and CEL modules.
+//! Where this differs from upstream: argument types are checked only for operators and the
+//! string functions on primitive operands (`cel::overloads`); there is no runtime cost budget;
+//! parse errors are the `cel` crate's text. Old items of map lists are matched by key
+//! (`align`), of other lists by index (upstream forbids `oldSelf` below those, and does not
+//! ratchet their items). May use: registry's error types and CEL modules.
 
 use super::gofmt::quote;
 use crate::registry::cel::decl::Decl;

@@ -1,12 +1,14 @@
 //! The type of every expression node, as far as cel-go's checker would infer it for choosing
 //! an overload and a size (cost estimation) and for the checks it makes against a schema: a
-//! field an object type does not declare, an identifier nothing declares. Anything not known
+//! field an object type does not declare, an identifier nothing declares, an operator or string
+//! function applied to primitive operands no overload takes. Anything not known
 //! is `dyn`, which makes estimation take every overload that could apply (as cel-go does for a
 //! dynamic operand), so an unknown type can raise an estimate, never lower it, and is never
 //! reported.
 
 use super::decl::{Decl, Kind};
 use super::issues::{Issue, Token};
+use super::overloads::{self, Prim};
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use std::collections::HashMap;
 
@@ -55,6 +57,21 @@ impl<'d> Ty<'d> {
         matches!(self, Ty::Dyn)
     }
 
+    /// This type as a primitive one, when it is.
+    fn prim(&self) -> Option<Prim> {
+        Some(match self {
+            Ty::Bool => Prim::Bool,
+            Ty::Int => Prim::Int,
+            Ty::Uint => Prim::Uint,
+            Ty::Double => Prim::Double,
+            Ty::String => Prim::String,
+            Ty::Bytes => Prim::Bytes,
+            Ty::Duration => Prim::Duration,
+            Ty::Timestamp => Prim::Timestamp,
+            _ => return None,
+        })
+    }
+
     /// Whether a value of this type may be of the type `pred` accepts.
     pub(crate) fn could(&self, pred: impl Fn(&Ty<'d>) -> bool) -> bool {
         self.is_dyn() || pred(self)
@@ -95,7 +112,7 @@ impl<'d> Ty<'d> {
 pub(crate) struct Typer<'d> {
     scopes: Vec<(String, Ty<'d>)>,
     pub(crate) types: HashMap<u64, Ty<'d>>,
-    /// Undefined fields and undeclared identifiers met.
+    /// Undefined fields, undeclared identifiers and calls no overload takes met.
     pub(crate) issues: Vec<Issue>,
 }
 
@@ -196,6 +213,11 @@ impl<'d> Typer<'d> {
             Expr::Call(c) => {
                 let target = c.target.as_ref().map(|t| self.infer(t));
                 let args: Vec<Ty<'d>> = c.args.iter().map(|a| self.infer(a)).collect();
+                if !self.check_overload(e.id, &c.func_name, target.as_ref(), &args) {
+                    // As cel-go: the call's type is an error, which reports nothing further.
+                    self.types.insert(e.id, Ty::Dyn);
+                    return Ty::Dyn;
+                }
                 // Optional selects and indexes: on the value of an optional operand.
                 let value = |t: &Ty<'d>| match t {
                     Ty::Optional(v) => (**v).clone(),
@@ -253,6 +275,37 @@ impl<'d> Typer<'d> {
         };
         self.types.insert(e.id, t.clone());
         t
+    }
+
+    /// Notes a call whose operands all have primitive types no overload of `func` takes
+    /// (operators and the string functions; see [`overloads`]); false when it is one.
+    fn check_overload(
+        &mut self,
+        id: u64,
+        func: &str,
+        target: Option<&Ty<'d>>,
+        args: &[Ty<'d>],
+    ) -> bool {
+        let Some(prims) = args.iter().map(Ty::prim).collect::<Option<Vec<_>>>() else {
+            return true;
+        };
+        let (checked, token) = match target {
+            None if func.starts_with('_') || func.ends_with('_') => {
+                (overloads::apply(func, &prims), Token::Operator)
+            }
+            None => (overloads::call(func, None, &prims), Token::Paren),
+            Some(t) => match t.prim() {
+                Some(p) => (overloads::call(func, Some(p), &prims), Token::Paren),
+                None => return true,
+            },
+        };
+        match checked {
+            Ok(_) => true,
+            Err(message) => {
+                self.issues.push(Issue { id, message, token });
+                false
+            }
+        }
     }
 
     /// The accumulator's type as the comprehension's result reads it.

@@ -444,3 +444,43 @@ fn evaluation_errors_read_as_cel_go_words_them() {
         ["spec: Invalid value: \"object\": division by zero evaluating rule: self.total / self.parts > 1"]
     );
 }
+
+#[test]
+fn calls_no_overload_takes_refuse_the_crd() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+    "properties": {
+        "replicas": {"type": "integer"},
+        "ratio": {"type": "number"},
+        "image": {"type": "string"},
+        "when": {"type": "string", "format": "date-time"},
+        "port": {"x-kubernetes-int-or-string": true},
+    }}}});
+    let fine = json!([
+        {"rule": "self.spec.replicas + 1 > 2 && self.spec.ratio > 1"},
+        {"rule": "self.spec.image.size() < 10 && self.spec.image.matches('^a') && size(self.spec.image) > 0"},
+        {"rule": "self.spec.when < timestamp('2030-01-01T00:00:00Z') + duration('1h')"},
+        {"rule": "self.spec.port == 1 || self.spec.port == 'http'"},
+        {"rule": "self.spec.image.substring(1).lowerAscii().indexOf('x', 0) >= 0"},
+    ]);
+    assert_eq!(checked(schema.clone(), fine), Vec::<String>::new());
+    let errs = checked(
+        schema,
+        json!([
+            {"rule": "self.spec.replicas + 'x' == 'y'"},
+            {"rule": "self.spec.image.startsWith(1)"},
+            {"rule": "self.spec.ratio + 1 > 2.0"},
+        ]),
+    );
+    let failures: Vec<&str> = errs
+        .iter()
+        .map(|e| &e[e.find(": compilation failed: ").expect("compile error") + 2..])
+        .collect();
+    assert_eq!(
+        failures,
+        [
+            "compilation failed: ERROR: <input>:1:20: found no matching overload for '_+_' applied to '(int, string)'\n | self.spec.replicas + 'x' == 'y'\n | ...................^",
+            "compilation failed: ERROR: <input>:1:27: found no matching overload for 'startsWith' applied to 'string.(int)'\n | self.spec.image.startsWith(1)\n | ..........................^",
+            "compilation failed: ERROR: <input>:1:17: found no matching overload for '_+_' applied to '(double, int)'\n | self.spec.ratio + 1 > 2.0\n | ................^",
+        ]
+    );
+}
