@@ -194,14 +194,9 @@ impl<'a> Checker<'a, '_> {
                 else {
                     return Ty::Dyn;
                 };
-                let operator = c.func_name.starts_with('_') || c.func_name.ends_with('_');
-                let (checked, token) = match (operator, target) {
-                    (true, None) => (overloads::apply(&c.func_name, &prims), Token::Operator),
-                    _ => (overloads::call(&c.func_name, target, &prims), Token::Paren),
-                };
-                match checked {
+                match overloads::check(&c.func_name, target, &prims) {
                     Ok(t) => t.map_or(Ty::Dyn, Ty::Prim),
-                    Err(message) => {
+                    Err((message, token)) => {
                         self.issues.push(Issue {
                             id: e.id,
                             message,

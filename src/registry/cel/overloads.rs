@@ -8,6 +8,7 @@
 //! types and everything else (lists, maps, objects, null, dyn) is left alone, and so are
 //! functions not listed in [`call`].
 
+use super::issues::Token;
 use serde_json::Value;
 
 /// A primitive CEL type.
@@ -145,6 +146,21 @@ pub(crate) fn call(
         };
         format!("found no matching overload for '{func}' applied to '{signature}'")
     })
+}
+
+/// Checks a call of `func` (on `target` for a member call): an operator by [`apply`], a
+/// function by [`call`]; with the token cel-go points at when no overload takes it.
+pub(crate) fn check(
+    func: &str,
+    target: Option<Prim>,
+    args: &[Prim],
+) -> Result<Option<Prim>, (String, Token)> {
+    let operator = target.is_none() && (func.starts_with('_') || func.ends_with('_'));
+    if operator {
+        apply(func, args).map_err(|message| (message, Token::Operator))
+    } else {
+        call(func, target, args).map_err(|message| (message, Token::Paren))
+    }
 }
 
 #[cfg(test)]

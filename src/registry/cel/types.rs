@@ -289,19 +289,15 @@ impl<'d> Typer<'d> {
         let Some(prims) = args.iter().map(Ty::prim).collect::<Option<Vec<_>>>() else {
             return true;
         };
-        let (checked, token) = match target {
-            None if func.starts_with('_') || func.ends_with('_') => {
-                (overloads::apply(func, &prims), Token::Operator)
-            }
-            None => (overloads::call(func, None, &prims), Token::Paren),
-            Some(t) => match t.prim() {
-                Some(p) => (overloads::call(func, Some(p), &prims), Token::Paren),
-                None => return true,
-            },
+        let target = match target.map(Ty::prim) {
+            None => None,
+            Some(Some(p)) => Some(p),
+            // A target whose type is not primitive: not checked here.
+            Some(None) => return true,
         };
-        match checked {
+        match overloads::check(func, target, &prims) {
             Ok(_) => true,
-            Err(message) => {
+            Err((message, token)) => {
                 self.issues.push(Issue { id, message, token });
                 false
             }
