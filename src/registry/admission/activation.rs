@@ -54,7 +54,7 @@ pub(super) fn execute(expr: &IdedExpr, ctx: &CelContext<'_>) -> Result<CelValue,
     match evaluated {
         Err(_panicked) => Err("the expression uses CEL that kapi cannot evaluate yet".into()),
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) if budget::is_cost_limit(&e) => Err(budget::COST_LIMIT_EXCEEDED.into()),
+        // The per-call limit's error among them: cel-go's words are its message.
         Ok(Err(e)) => Err(wording::runtime_error(&e)),
     }
 }

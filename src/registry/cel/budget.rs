@@ -13,9 +13,8 @@
 //! expression's work grows past its length times its input, cannot run unbounded.
 //!
 //! [`execute`] runs an expression under the per-call limit (over it, the evaluation fails with
-//! an error [`is_cost_limit`] recognizes, cel-go's `operation cancelled: actual cost limit
-//! exceeded`) and charges what it spent to the
-//! budget [`with_budget`] opened, if any: once spent, every further expression fails with
+//! a function error whose message is cel-go's `operation cancelled: actual cost limit
+//! exceeded`) and charges what it spent to the budget [`with_budget`] opened, if any: once spent, every further expression fails with
 //! upstream's `validation failed due to running out of cost budget, ...` without running.
 
 use kube_cel::cel::common::ast::{CallExpr, EntryExpr, Expr, IdedExpr, LiteralValue};
@@ -168,12 +167,6 @@ pub(crate) fn execute<T>(run: impl FnOnce() -> T) -> Result<T, OutOfBudget> {
     Ok(result)
 }
 
-/// Whether an evaluation failed because it passed the per-call limit
-/// ([`COST_LIMIT_EXCEEDED`]).
-pub(crate) fn is_cost_limit(e: &ExecutionError) -> bool {
-    matches!(e, ExecutionError::FunctionError { function, .. } if function == CHARGE)
-}
-
 /// Runs `f` with a budget of `budget` for the expressions it executes; also says whether they
 /// ran out of it.
 pub(crate) fn with_budget<T>(budget: u64, f: impl FnOnce() -> T) -> (T, bool) {
@@ -206,8 +199,9 @@ mod tests {
         match execute(|| CelValue::resolve(&expr, ctx)) {
             Err(OutOfBudget) => Err(Failure::OutOfBudget),
             Ok(Ok(v)) => Ok(v),
-            Ok(Err(e)) if is_cost_limit(&e) => Err(Failure::Error(COST_LIMIT_EXCEEDED.into())),
-            Ok(Err(e)) => Err(Failure::Error(e.to_string())),
+            Ok(Err(e)) => Err(Failure::Error(
+                crate::registry::cel::wording::runtime_error(&e),
+            )),
         }
     }
 
