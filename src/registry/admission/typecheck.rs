@@ -189,10 +189,13 @@ impl<'a> Checker<'a, '_> {
                 let args: Vec<Ty<'a>> = c.args.iter().map(|a| self.walk(a)).collect();
                 let prims: Option<Vec<Prim>> = args.iter().map(|t| self.prim(*t)).collect();
                 // Checked only when the target (if any) and every argument are primitive.
-                let (Some(prims), Some(target)) =
-                    (prims, target.map_or(Some(None), |t| t.map(Some)))
-                else {
+                let Some(prims) = prims else {
                     return Ty::Dyn;
+                };
+                let target = match target {
+                    None => None,
+                    Some(Some(p)) => Some(p),
+                    Some(None) => return Ty::Dyn,
                 };
                 match overloads::check(&c.func_name, target, &prims) {
                     Ok(t) => t.map_or(Ty::Dyn, Ty::Prim),
