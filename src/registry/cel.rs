@@ -90,10 +90,8 @@ pub(crate) fn refuse_structs(expr: &IdedExpr) -> Result<(), Error> {
 }
 
 /// Parses `expr`, with CEL's optional syntax (`a.?b`, `a[?k]`, `{?k: v}`, `[?v]`) when
-/// `optional_syntax` (upstream's environments enable optional types; kapi's CRD rules are
-/// evaluated by a library that does not, so they are lowered first, see `lower`). A parse
-/// error reads as cel-go's text after
-/// `compilation failed: ` (`ERROR: <input>: ...`, on one line).
+/// `optional_syntax` (upstream's environments enable optional types). A parse error reads as
+/// cel-go's text after `compilation failed: ` (`ERROR: <input>: ...`, on one line).
 pub(crate) fn parse(expr: &str, optional_syntax: bool) -> Result<IdedExpr, String> {
     let mut parsed = kube_cel::cel::parser::Parser::new()
         .enable_optional_syntax(optional_syntax)
@@ -578,10 +576,9 @@ pub(crate) mod budget;
 pub(crate) mod cost;
 pub(crate) mod decl;
 pub(crate) mod issues;
-pub(crate) mod lower;
 mod names;
 pub(crate) mod overloads;
-pub(crate) use names::{references, replace_ident, DECLARED_NAMES, RESERVED_WORDS};
+pub(crate) use names::{references, DECLARED_NAMES, RESERVED_WORDS};
 pub(crate) mod types;
 pub(crate) mod wording;
 

@@ -158,7 +158,7 @@ impl CustomResource {
             .and_then(|p| serde_json::to_value(p).ok())
             .map(|v| Arc::new(CustomSchema::new(&v)));
         let text = Arc::new(CustomSchema::new(&schema_json));
-        let rules = Rules::compile(&schema_json, &spec.group, &version.name, &names.kind);
+        let rules = Rules::compile(&schema_json);
         let served: Vec<String> = spec
             .versions
             .iter()

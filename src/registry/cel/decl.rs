@@ -214,7 +214,7 @@ fn typed(s: Option<&Value>, ty: &str) -> bool {
 /// WithTypeAndObjectMeta: `s` with string `kind` and `apiVersion` and a `metadata` of `name`
 /// (at most 253 characters unless the schema says fewer) and `generateName` (252), unless
 /// it declares them all already (`None`: `s` as it is).
-fn with_type_and_object_meta(s: &Value) -> Option<Value> {
+pub(crate) fn with_type_and_object_meta(s: &Value) -> Option<Value> {
     let props = s.get("properties").and_then(Value::as_object);
     let prop = |name: &str| props.and_then(|p| p.get(name));
     let meta_props = prop("metadata")

@@ -1,7 +1,7 @@
 //! Names in expressions: the words CEL reserves, the names its libraries declare, and
 //! finding or replacing references to a variable.
 
-use super::{issues, parse, visit};
+use super::visit;
 use kube_cel::cel::common::ast::{Expr, IdedExpr};
 
 /// CEL's reserved words (the lexer's RESERVED symbols): no identifier may be one.
@@ -62,30 +62,4 @@ pub(crate) fn references(expr: &IdedExpr, name: &str) -> bool {
         found |= matches!(&e.expr, Expr::Ident(n) if n == name)
     });
     found
-}
-
-/// `source` with every reference to the variable `name` replaced by `with` (None when it does
-/// not parse).
-pub(crate) fn replace_ident(source: &str, name: &str, with: &str) -> Option<String> {
-    let parsed = parse(source, false).ok()?;
-    let mut ids = Vec::new();
-    visit(&parsed, &mut |e| {
-        if matches!(&e.expr, Expr::Ident(n) if n == name) {
-            ids.push(e.id);
-        }
-    });
-    let at = issues::offsets(source);
-    // Offsets count characters; replace from the end so earlier ones stay valid.
-    let mut starts: Vec<usize> = ids.iter().filter_map(|id| at.get(id).copied()).collect();
-    starts.sort_unstable();
-    let mut chars: Vec<char> = source.chars().collect();
-    let len = name.chars().count();
-    for &start in starts.iter().rev() {
-        let here: String = chars.get(start..start + len)?.iter().collect();
-        if here != name {
-            return None;
-        }
-        chars.splice(start..start + len, with.chars());
-    }
-    Some(chars.into_iter().collect())
 }

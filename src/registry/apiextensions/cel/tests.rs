@@ -28,7 +28,7 @@ fn schema() -> Value {
 }
 
 fn rules() -> Rules {
-    Rules::compile(&schema(), "stable.example.com", "v1", "CronTab").expect("has rules")
+    Rules::compile(&schema()).expect("has rules")
 }
 
 fn errors(new: Value, old: Option<Value>) -> Vec<String> {
@@ -42,7 +42,7 @@ fn errors(new: Value, old: Option<Value>) -> Vec<String> {
 #[test]
 fn a_schema_without_rules_compiles_to_nothing() {
     let plain = json!({"type": "object", "properties": {"spec": {"type": "object"}}});
-    assert!(Rules::compile(&plain, "g.io", "v1", "K").is_none());
+    assert!(Rules::compile(&plain).is_none());
 }
 
 #[test]
@@ -54,10 +54,10 @@ fn failing_rules_read_as_upstream_writes_them() {
         got,
         [
             "spec.endpoint: Forbidden: must be a URL",
-            "spec.labels[team]: Invalid value: \"string\": failed rule: self.size() < 4",
-            "spec.memory: Invalid value: \"string\": memory 3Gi is too much",
-            "spec.replicas: Invalid value: \"integer\": failed rule: self >= 0",
-            "spec: Invalid value: \"object\": replicas must be at least minReplicas",
+            "spec.labels[team]: Invalid value: \"toolong\": failed rule: self.size() < 4",
+            "spec.memory: Invalid value: \"3Gi\": memory 3Gi is too much",
+            "spec.replicas: Invalid value: -1: failed rule: self >= 0",
+            "spec: Invalid value: replicas must be at least minReplicas",
         ]
     );
 }
@@ -79,7 +79,7 @@ fn transition_rules_need_an_old_value() {
     let old = json!({"spec": {"replicas": 1, "minReplicas": 1, "name": "a"}});
     assert_eq!(
         errors(new, Some(old)),
-        ["spec.name: Invalid value: \"string\": Value is immutable"]
+        ["spec.name: Invalid value: \"b\": Value is immutable"]
     );
 }
 
@@ -91,7 +91,7 @@ fn unchanged_values_are_ratcheted_on_update() {
     let new = json!({"spec": {"replicas": -1, "minReplicas": 0, "endpoint": "https://a.example"}});
     assert_eq!(
         errors(new, Some(old)),
-        ["spec: Invalid value: \"object\": replicas must be at least minReplicas"]
+        ["spec: Invalid value: replicas must be at least minReplicas"]
     );
 }
 
@@ -201,35 +201,46 @@ fn rules_are_checked_against_the_schema() {
 }
 
 #[test]
-fn fields_without_rules_keep_the_schema_their_values_are_converted_by() {
-    // The rule sits on spec; only its fields' schemas say that `when` is a timestamp and that
-    // `labels` is a map (whose keys are not escaped), so those stay in what kube-cel compiles
-    // while the plain `note` is left out.
+fn values_read_as_their_schema_declares_them() {
+    // Timestamps, maps with unescaped keys, doubles for every number, upstream's escaping of
+    // property names (`__underscores__` for a double underscore, `__dash__`, ...), null
+    // properties absent.
     let schema = json!({"type": "object", "properties": {"spec": {
         "type": "object",
         "x-kubernetes-validations": [
             {"rule": "self.when < timestamp('2030-01-01T00:00:00Z')", "message": "too late"},
             {"rule": "self.labels['a.b'] == 'x'", "message": "a.b must be x"},
-            {"rule": "self.note != 'bad'", "message": "bad note"}
+            {"rule": "self.note != 'bad'", "message": "bad note"},
+            {"rule": "self.ratio + 0.5 == 2.5", "message": "ratio"},
+            {"rule": "self.max_surge == 1 && self.dry__underscores__run && self.pod__dash__name == 'p'", "message": "names"},
+            {"rule": "self.day == timestamp('2026-01-02T00:00:00Z') && self.timeout == duration('90s')", "message": "formats"},
+            {"rule": "!has(self.gone) && !('extra' in self)", "message": "absent"}
         ],
         "properties": {
             "when": {"type": "string", "format": "date-time"},
             "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-            "note": {"type": "string", "default": "fine"}
+            "note": {"type": "string", "default": "fine"},
+            "ratio": {"type": "number"},
+            "max_surge": {"type": "integer"},
+            "dry__run": {"type": "boolean"},
+            "pod-name": {"type": "string"},
+            "day": {"type": "string", "format": "date"},
+            "timeout": {"type": "string", "format": "duration"},
+            "gone": {"type": "string", "nullable": true}
         }
     }}});
-    let lean_spec = lean(&schema["properties"]["spec"], &mut Vec::new());
-    let kept: Vec<&String> = lean_spec["properties"]
-        .as_object()
-        .unwrap()
-        .keys()
-        .collect();
-    assert_eq!(kept, ["when", "labels"]);
-    let rules = Rules::compile(&schema, "g.io", "v1", "K").unwrap();
-    let ok = json!({"spec": {"when": "2026-01-01T00:00:00Z", "labels": {"a.b": "x"}, "note": "n"}});
-    assert!(rules.validate(&ok, None).is_empty());
-    let bad =
-        json!({"spec": {"when": "2031-01-01T00:00:00Z", "labels": {"a.b": "y"}, "note": "bad"}});
+    let rules = Rules::compile(&schema).unwrap();
+    let ok = json!({"spec": {"when": "2026-01-01T00:00:00Z", "labels": {"a.b": "x"}, "note": "n",
+        "ratio": 2, "max_surge": 1, "dry__run": true, "pod-name": "p", "day": "2026-01-02",
+        "timeout": "1m30s", "gone": null}});
+    assert_eq!(rules.validate(&ok, None), []);
+    let mut bad = ok.clone();
+    bad["spec"]["when"] = json!("2031-01-01T00:00:00Z");
+    bad["spec"]["labels"]["a.b"] = json!("y");
+    bad["spec"]["note"] = json!("bad");
+    bad["spec"]["ratio"] = json!(2.5);
+    bad["spec"]["day"] = json!("2026-01-03");
+    bad["spec"]["gone"] = json!("here");
     let messages: Vec<String> = rules
         .validate(&bad, None)
         .iter()
@@ -238,9 +249,12 @@ fn fields_without_rules_keep_the_schema_their_values_are_converted_by() {
     assert_eq!(
         messages,
         [
-            "spec: Invalid value: \"object\": too late",
-            "spec: Invalid value: \"object\": a.b must be x",
-            "spec: Invalid value: \"object\": bad note",
+            "spec: Invalid value: too late",
+            "spec: Invalid value: a.b must be x",
+            "spec: Invalid value: bad note",
+            "spec: Invalid value: ratio",
+            "spec: Invalid value: formats",
+            "spec: Invalid value: absent",
         ]
     );
 }
@@ -255,8 +269,8 @@ fn an_unchanged_part_reports_nothing_but_transition_rules_still_run() {
     assert_eq!(
         errors(renamed, Some(bad)),
         [
-            "spec: Invalid value: \"object\": replicas must be at least minReplicas",
-            "spec.name: Invalid value: \"string\": Value is immutable",
+            "spec: Invalid value: replicas must be at least minReplicas",
+            "spec.name: Invalid value: \"b\": Value is immutable",
         ]
     );
 }
@@ -269,7 +283,7 @@ fn optional_old_self_is_an_optional() {
         {"rule": "self >= oldSelf.orValue(2)", "optionalOldSelf": true,
          "messageExpression": "'was ' + string(oldSelf.orValue(2))"},
     ]}}}}});
-    let rules = Rules::compile(&schema, "g.io", "v1", "K").expect("has rules");
+    let rules = Rules::compile(&schema).expect("has rules");
     let errors = |new: Value, old: Option<Value>| -> Vec<String> {
         let mut e: Vec<String> = rules
             .validate(&new, old.as_ref())
@@ -286,14 +300,16 @@ fn optional_old_self_is_an_optional() {
     );
     assert_eq!(
         errors(json!({"spec": {"replicas": 1}}), None),
-        ["spec.replicas: Invalid value: \"integer\": was 2"]
+        // As upstream, the messageExpression reads the rule's plain oldSelf, which a create
+        // does not have: it fails, and the default message stands.
+        ["spec.replicas: Invalid value: 1: failed rule: self >= oldSelf.orValue(2)"]
     );
     // On update it holds the old value; failures read with the rule as written.
     assert_eq!(
         errors(json!({"spec": {"replicas": 4}}), Some(json!({"spec": {"replicas": 5}}))),
         [
-            "spec.replicas: Invalid value: \"integer\": failed rule: !oldSelf.hasValue() || self >= oldSelf.value()",
-            "spec.replicas: Invalid value: \"integer\": was 5",
+            "spec.replicas: Invalid value: 4: failed rule: !oldSelf.hasValue() || self >= oldSelf.value()",
+            "spec.replicas: Invalid value: 4: failed rule: self >= oldSelf.orValue(2)",
         ]
     );
     assert_eq!(
@@ -332,7 +348,7 @@ fn map_list_items_are_compared_with_the_old_item_of_their_key() {
                 "port": {"type": "integer", "x-kubernetes-validations": [
                     {"rule": "self == oldSelf", "message": "port is immutable"}]},
                 "weight": {"type": "integer", "x-kubernetes-validations": [{"rule": "self < 10"}]}}}}}}}});
-    let rules = Rules::compile(&schema, "g.io", "v1", "K").expect("has rules");
+    let rules = Rules::compile(&schema).expect("has rules");
     let errors = |new: Value, old: Value| -> Vec<String> {
         rules
             .validate(&new, Some(&old))
@@ -352,8 +368,8 @@ fn map_list_items_are_compared_with_the_old_item_of_their_key() {
     assert_eq!(
         errors(changed, old),
         [
-            "spec.ports[0].weight: Invalid value: \"integer\": failed rule: self < 10",
-            "spec.ports[1].port: Invalid value: \"integer\": port is immutable",
+            "spec.ports[0].weight: Invalid value: 11: failed rule: self < 10",
+            "spec.ports[1].port: Invalid value: 9: port is immutable",
         ]
     );
 }
@@ -404,7 +420,7 @@ fn rules_may_use_optional_syntax() {
         "{errs:?}"
     );
     // ... and enforced on objects, failures read with the rule as written.
-    let rules = Rules::compile(&schema, "g.io", "v1", "K").expect("has rules");
+    let rules = Rules::compile(&schema).expect("has rules");
     let errors = |v: Value| -> Vec<String> {
         rules
             .validate(&v, None)
@@ -415,11 +431,11 @@ fn rules_may_use_optional_syntax() {
     assert_eq!(errors(json!({"spec": {}})), Vec::<String>::new());
     assert_eq!(
         errors(json!({"spec": {"replicas": 11}})),
-        ["spec: Invalid value: \"object\": too many"]
+        ["spec: Invalid value: too many"]
     );
     assert_eq!(
         errors(json!({"spec": {"labels": {"team": "b"}}})),
-        ["spec: Invalid value: \"object\": team b"]
+        ["spec: Invalid value: team b"]
     );
 }
 
@@ -433,7 +449,7 @@ fn evaluation_errors_read_as_cel_go_words_them() {
             "parts": {"type": "integer"}
         }
     }}});
-    let rules = Rules::compile(&schema, "g.io", "v1", "K").unwrap();
+    let rules = Rules::compile(&schema).unwrap();
     let messages: Vec<String> = rules
         .validate(&json!({"spec": {"total": 4, "parts": 0}}), None)
         .iter()
@@ -482,5 +498,114 @@ fn calls_no_overload_takes_refuse_the_crd() {
             "compilation failed: ERROR: <input>:1:27: found no matching overload for 'startsWith' applied to 'string.(int)'\n | self.spec.image.startsWith(1)\n | ..........................^",
             "compilation failed: ERROR: <input>:1:17: found no matching overload for '_+_' applied to '(double, int)'\n | self.spec.ratio + 1 > 2.0\n | ................^",
         ]
+    );
+}
+
+/// The messages of `rules` on `obj`.
+fn messages(rules: &Rules, obj: &Value) -> Vec<String> {
+    rules
+        .validate(obj, None)
+        .iter()
+        .map(ToString::to_string)
+        .collect()
+}
+
+#[test]
+fn an_evaluation_past_the_per_call_limit_stops_the_rules() {
+    // 1,000 × 1,000 iterations: past PerCallLimit. Upstream stops there; the later rule
+    // (failing too) is never run.
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.xs.all(x, self.xs.all(y, x == y))"},
+            {"rule": "self.xs.size() == 0", "message": "never reported"}
+        ],
+        "properties": {"xs": {"type": "array", "items": {"type": "integer"}}}}}});
+    let rules = Rules::compile(&schema).unwrap();
+    let obj = json!({"spec": {"xs": vec![0; 1000]}});
+    assert_eq!(
+        messages(&rules, &obj),
+        ["spec: Invalid value: \"object\": 'operation cancelled: actual cost limit exceeded': no further validation rules will be run due to call cost exceeds limit for rule: self.xs.all(x, self.xs.all(y, x == y))"]
+    );
+    // Within the limit, both run.
+    let small = json!({"spec": {"xs": [0, 0]}});
+    assert_eq!(
+        messages(&rules, &small),
+        ["spec: Invalid value: never reported"]
+    );
+}
+
+#[test]
+fn the_rules_of_one_object_share_a_cost_budget() {
+    // Each item's rule costs 300 × 300 iterations (well within the per-call limit); forty
+    // of them are past RuntimeCELCostBudget (10,000,000), so evaluation stops at an item.
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"groups": {"type": "array", "items": {
+            "type": "array", "items": {"type": "integer"},
+            "x-kubernetes-validations": [{"rule": "self.all(x, self.all(y, x == y))"}]}}}}}});
+    let rules = Rules::compile(&schema).unwrap();
+    let obj = json!({"spec": {"groups": vec![vec![0; 300]; 40]}});
+    let got = messages(&rules, &obj);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert!(
+        got[0].ends_with(": Invalid value: \"array\": validation failed due to running out of cost budget, no further validation rules will be run"),
+        "{got:?}"
+    );
+    // Fewer items fit the budget.
+    let fewer = json!({"spec": {"groups": vec![vec![0; 300]; 10]}});
+    assert_eq!(messages(&rules, &fewer), Vec::<String>::new());
+}
+
+#[test]
+fn size_counts_code_points_and_optional_syntax_runs_as_written() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+    "x-kubernetes-validations": [
+        {"rule": "self.name.size() == 5", "message": "size"},
+        {"rule": "self.?extra.?n.orValue(1) == 1", "message": "optional select"},
+        {"rule": "self.labels[?'team'].orValue('none') == 'a'", "message": "optional index"},
+        {"rule": "[?self.?extra.?n, ?optional.of(2)] == [2]", "message": "optional element"},
+        {"rule": "{?'k': self.?extra.?n}.size() == 0", "message": "optional entry"}
+    ],
+    "properties": {
+        "name": {"type": "string"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "extra": {"type": "object", "properties": {"n": {"type": "integer"}}}
+    }}}});
+    // They pass the checks a CRD is written under.
+    let spec = &schema["properties"]["spec"];
+    assert_eq!(
+        checked(spec.clone(), spec["x-kubernetes-validations"].clone()),
+        Vec::<String>::new()
+    );
+    let rules = Rules::compile(&schema).unwrap();
+    let ok = json!({"spec": {"name": "héllo", "labels": {"team": "a"}}});
+    assert_eq!(messages(&rules, &ok), Vec::<String>::new());
+    let bad = json!({"spec": {"name": "hello!", "labels": {}, "extra": {"n": 3}}});
+    assert_eq!(
+        messages(&rules, &bad),
+        [
+            "spec: Invalid value: size",
+            "spec: Invalid value: optional select",
+            "spec: Invalid value: optional index",
+            "spec: Invalid value: optional element",
+            "spec: Invalid value: optional entry",
+        ]
+    );
+}
+
+#[test]
+fn a_call_no_overload_takes_at_runtime_reads_as_upstream() {
+    // int-or-string is dynamic, so the type check lets this through; a string fails at
+    // runtime with upstream's words.
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"port": {"x-kubernetes-int-or-string": true,
+            "x-kubernetes-validations": [{"rule": "self + 1 > 2"}]}}}}});
+    let rules = Rules::compile(&schema).unwrap();
+    assert_eq!(
+        messages(&rules, &json!({"spec": {"port": 5}})),
+        Vec::<String>::new()
+    );
+    assert_eq!(
+        messages(&rules, &json!({"spec": {"port": "http"}})),
+        ["spec.port: Invalid value: \"\": 'no such overload': call arguments did not match a supported operator, function or macro signature for rule: self + 1 > 2"]
     );
 }

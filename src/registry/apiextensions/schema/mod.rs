@@ -45,6 +45,7 @@ mod prune;
 mod ratchet;
 mod result;
 mod validate;
+pub(crate) use formats::go_duration_nanos;
 
 #[cfg(test)]
 mod tests;

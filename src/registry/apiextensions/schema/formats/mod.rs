@@ -234,4 +234,5 @@ mod tests;
 mod time;
 
 use net::{is_cidr, is_email, is_mac, is_request_uri, parse_ip_sloppy};
+pub(crate) use time::go_duration_nanos;
 use time::{is_date, is_date_time, is_duration};

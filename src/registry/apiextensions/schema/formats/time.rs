@@ -82,7 +82,7 @@ fn is_time_of_date_time(t: &str) -> bool {
 
 /// strfmt.ParseDuration succeeds: Go's time.ParseDuration, or numbers with unit words.
 pub(super) fn is_duration(s: &str) -> bool {
-    if go_parse_duration(s) {
+    if go_duration_nanos(s).is_some() {
         return true;
     }
     super::super::probe::allocates();
@@ -118,15 +118,16 @@ pub(super) fn is_duration(s: &str) -> bool {
     ok
 }
 
-/// Whether Go's time.ParseDuration accepts `s` (`[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, known
-/// units, within int64 nanoseconds).
-fn go_parse_duration(s: &str) -> bool {
+/// Go's time.ParseDuration of `s` (`[-+]?([0-9]*(\.[0-9]*)?[a-z]+)+`, known units, within
+/// int64 nanoseconds), in nanoseconds (as near as a float64 sum of the parts gets).
+pub(crate) fn go_duration_nanos(s: &str) -> Option<i64> {
+    let negative = s.starts_with('-');
     let mut rest = s.strip_prefix(['-', '+']).unwrap_or(s);
     if rest == "0" {
-        return true;
+        return Some(0);
     }
     if rest.is_empty() {
-        return false;
+        return None;
     }
     let mut total: f64 = 0.0;
     while !rest.is_empty() {
@@ -140,7 +141,7 @@ fn go_parse_duration(s: &str) -> bool {
             None => ("", after),
         };
         if int.is_empty() && frac.is_empty() {
-            return false;
+            return None;
         }
         let unit_len = after
             .char_indices()
@@ -154,7 +155,7 @@ fn go_parse_duration(s: &str) -> bool {
             "s" => 1e9,
             "m" => 60e9,
             "h" => 3600e9,
-            _ => return false,
+            _ => return None,
         };
         let whole: f64 = if int.is_empty() {
             0.0
@@ -168,9 +169,11 @@ fn go_parse_duration(s: &str) -> bool {
         let value = whole + fraction;
         total += value * scale;
         if total > 9.223_372_036_854_775e18 {
-            return false;
+            return None;
         }
         rest = next;
     }
-    true
+    // Within i64 (checked above); the cast rounds toward zero.
+    let nanos = total as i64;
+    Some(if negative { -nanos } else { nanos })
 }

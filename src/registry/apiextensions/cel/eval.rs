@@ -1,0 +1,306 @@
+//! Evaluating a CRD version's rules on an object, as apiextensions-apiserver's
+//! pkg/apiserver/schema/cel/validation.go `Validator.Validate` does.
+//!
+//! - Every rule runs at every node where the object has a non-null value; `self` is the node's
+//!   value (`tree`), `oldSelf` its old value on update where upstream correlates one
+//!   (properties and entries of objects, items of `x-kubernetes-list-type: map` lists by
+//!   their keys; never items of other lists). A transition rule (one naming `oldSelf`) is
+//!   skipped without an old value unless `optionalOldSelf`, where `oldSelf` is
+//!   `optional.none()`.
+//! - Runtime cost as upstream limits it: each evaluation at most `PerCallLimit`, the whole
+//!   object `RuntimeCELCostBudget` (`cel::budget`); past either, the error says no further
+//!   rules will be run, and none is.
+//! - Upstream's messages: `failed rule: <rule>`, `message`, or the result of
+//!   `messageExpression` (one that fails, is empty, too long or on several lines gives way to
+//!   the message); `reason` choosing the error type; `fieldPath` appended to the node's path;
+//!   the value shown for scalars and omitted for objects and arrays (1.35+); runtime errors in
+//!   cel-go's words with upstream's suffixes.
+//! - Ratcheting on update: a rule that is not a transition rule and fails on a value equal to
+//!   its old one (or, where there is no old value to meet, under the nearest ancestor that
+//!   is) reports nothing. Upstream turns those into warnings; kapi drops them.
+
+use super::super::gofmt::{bad_value, quote};
+use super::tree::{Node, Rule};
+use crate::api::json::same;
+use crate::registry::cel::budget::{self, OutOfBudget, COST_LIMIT_EXCEEDED, OUT_OF_BUDGET};
+use crate::registry::cel::{register_optional_select, register_size, wording};
+use crate::registry::error::{FieldError, FieldErrorKind};
+use kube_cel::cel::objects::OptionalValue;
+use kube_cel::cel::{Context as CelContext, ExecutionError, IdedExpr, Value as CelValue};
+use kube_cel::KubeCelExt;
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The longest message a messageExpression may give (MaxEvaluatedMessageExpressionSizeBytes).
+const MAX_MESSAGE: usize = 5 * 1024;
+
+thread_local! {
+    /// Kubernetes' CEL library, made once per thread: each node's rules run in a scope over it.
+    static BASE: CelContext<'static> = {
+        let mut ctx = CelContext::default().with_all();
+        register_optional_select(&mut ctx);
+        register_size(&mut ctx);
+        budget::register(&mut ctx);
+        ctx
+    };
+}
+
+/// The rules' errors for `new` (`old` on update).
+pub(super) fn validate(root: &Node, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    BASE.with(|base| {
+        budget::with_budget(budget::RUNTIME_BUDGET, || {
+            let mut walk = Walk {
+                base,
+                errs: &mut errs,
+            };
+            let unchanged = old.is_some_and(|o| same(o, new));
+            // Stopped or not, what was found is reported.
+            let _ = walk.node(root, new, old, unchanged, String::new());
+        })
+    });
+    errs
+}
+
+/// Upstream stopped evaluating (a cost limit was reached).
+struct Stop;
+
+struct Walk<'a> {
+    base: &'a CelContext<'static>,
+    errs: &'a mut Vec<FieldError>,
+}
+
+/// What one evaluation gave.
+enum Outcome {
+    Value(CelValue),
+    Error(ExecutionError),
+    /// The interpreter panicked (it does on a few expressions).
+    Unsupported,
+}
+
+/// Runs `expr` under the per-call limit, charged to the object's budget.
+fn run(expr: &IdedExpr, ctx: &CelContext<'_>) -> Result<Outcome, OutOfBudget> {
+    budget::execute(|| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            CelValue::resolve(expr, ctx)
+        })) {
+            Ok(Ok(v)) => Outcome::Value(v),
+            Ok(Err(e)) => Outcome::Error(e),
+            Err(_panicked) => Outcome::Unsupported,
+        }
+    })
+}
+
+/// field.Path's Child.
+fn child(path: &str, name: &str) -> String {
+    if path.is_empty() {
+        name.to_string()
+    } else {
+        format!("{path}.{name}")
+    }
+}
+
+impl Walk<'_> {
+    /// Validates `new` at `node` and below. `unchanged`: whether the nearest node that met
+    /// its old value (this one or an ancestor) is equal to it (its errors are ratcheted).
+    fn node(
+        &mut self,
+        node: &Node,
+        new: &Value,
+        old: Option<&Value>,
+        unchanged: bool,
+        path: String,
+    ) -> Result<(), Stop> {
+        if new.is_null() || !node.has_rules {
+            return Ok(());
+        }
+        if !node.rules.is_empty() {
+            self.rules(node, new, old, unchanged, &path)?;
+        }
+        match new {
+            Value::Object(m) => {
+                for (k, v) in m {
+                    let (sub, sub_path) = match node.properties.get(k) {
+                        Some(p) => (&p.node, child(&path, k)),
+                        None => match node.additional.as_deref() {
+                            Some(a) => (a, format!("{path}[{k}]")),
+                            None => continue,
+                        },
+                    };
+                    if !sub.has_rules {
+                        continue;
+                    }
+                    let sub_old = old
+                        .filter(|_| node.correlatable)
+                        .and_then(|o| o.get(k))
+                        .filter(|o| !o.is_null());
+                    let sub_unchanged = sub_old.map_or(unchanged, |o| same(o, v));
+                    self.node(sub, v, sub_old, sub_unchanged, sub_path)?;
+                }
+            }
+            Value::Array(items) => {
+                let Some(item) = node.items.as_deref().filter(|i| i.has_rules) else {
+                    return Ok(());
+                };
+                let old_items = old.and_then(Value::as_array);
+                for (i, v) in items.iter().enumerate() {
+                    let item_old = match (&node.map_keys, old_items) {
+                        (Some(keys), Some(olds)) => olds
+                            .iter()
+                            .find(|o| keys.iter().all(|k| o.get(k.as_str()) == v.get(k.as_str()))),
+                        _ => None,
+                    };
+                    let item_unchanged = item_old.map_or(unchanged, |o| same(o, v));
+                    self.node(item, v, item_old, item_unchanged, format!("{path}[{i}]"))?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Runs the rules of `node` on `new`.
+    fn rules(
+        &mut self,
+        node: &Node,
+        new: &Value,
+        old: Option<&Value>,
+        unchanged: bool,
+        path: &str,
+    ) -> Result<(), Stop> {
+        let mut ctx = self.base.new_inner_scope();
+        ctx.add_variable_from_value("self", node.to_cel(new));
+        let old_cel = old
+            .filter(|_| node.rules.iter().any(|r| r.transition))
+            .map(|o| node.to_cel(o));
+        if let Some(o) = &old_cel {
+            ctx.add_variable_from_value("oldSelf", o.clone());
+        }
+        let mut optional = ctx.new_inner_scope();
+        optional.add_variable_from_value(
+            "oldSelf",
+            CelValue::Opaque(Arc::new(match &old_cel {
+                Some(o) => OptionalValue::of(o.clone()),
+                None => OptionalValue::none(),
+            })),
+        );
+        let type_error = |detail: String| FieldError::invalid_raw(path, node.quoted_type(), detail);
+        for rule in &node.rules {
+            let optional_old_self = rule.declared.optional_old_self == Some(true);
+            if rule.transition && old.is_none() && !optional_old_self {
+                continue;
+            }
+            let program = match &rule.program {
+                Ok(p) => p,
+                Err(why) => {
+                    self.errs.push(type_error(format!(
+                        "rule compile error: compilation failed: {why}"
+                    )));
+                    continue;
+                }
+            };
+            let rule_ctx = if optional_old_self { &optional } else { &ctx };
+            let Ok(outcome) = run(program, rule_ctx) else {
+                self.errs.push(type_error(OUT_OF_BUDGET.to_string()));
+                return Err(Stop);
+            };
+            let rule_text = rule.error_string();
+            match outcome {
+                Outcome::Value(CelValue::Bool(true)) => continue,
+                Outcome::Value(_) => {}
+                Outcome::Unsupported => {
+                    self.errs.push(type_error(format!(
+                        "rule uses CEL that kapi cannot evaluate yet: {rule_text}"
+                    )));
+                    continue;
+                }
+                Outcome::Error(e) => {
+                    let text = wording::runtime_error(&e);
+                    if text.starts_with(COST_LIMIT_EXCEEDED) {
+                        self.errs.push(type_error(format!(
+                            "'{text}': no further validation rules will be run due to call cost exceeds limit for rule: {rule_text}"
+                        )));
+                        return Err(Stop);
+                    }
+                    self.errs.push(type_error(if text.starts_with("no such overload") {
+                        format!("'{text}': call arguments did not match a supported operator, function or macro signature for rule: {rule_text}")
+                    } else {
+                        format!("{text} evaluating rule: {rule_text}")
+                    }));
+                    continue;
+                }
+            }
+            let field = match &rule.field_path {
+                Some(f) => child(path, f),
+                None => path.to_string(),
+            };
+            let ratcheted = unchanged && !rule.transition;
+            let detail = match &rule.message {
+                Some(expr) => match message(rule, expr, &ctx) {
+                    Ok(Some(m)) => m,
+                    Ok(None) => default_message(rule),
+                    Err(stop) => {
+                        if !ratcheted {
+                            self.errs.push(FieldError::invalid_raw(
+                                &field,
+                                node.quoted_type(),
+                                stop,
+                            ));
+                        }
+                        return Err(Stop);
+                    }
+                },
+                None => default_message(rule),
+            };
+            if ratcheted {
+                continue;
+            }
+            let value = node.shows_value().then(|| bad_value(new));
+            self.errs.push(match rule.declared.reason.as_deref() {
+                Some("FieldValueForbidden") => FieldError::forbidden(field, detail),
+                Some("FieldValueRequired") => FieldError::required(field, detail),
+                Some("FieldValueDuplicate") => FieldError {
+                    kind: FieldErrorKind::Duplicate,
+                    field,
+                    value,
+                    detail: String::new(),
+                },
+                _ => FieldError {
+                    kind: FieldErrorKind::Invalid,
+                    field,
+                    value,
+                    detail,
+                },
+            });
+        }
+        Ok(())
+    }
+}
+
+/// ruleMessageOrDefault.
+fn default_message(rule: &Rule) -> String {
+    match rule.declared.message.as_deref().map(str::trim) {
+        Some(m) if !m.is_empty() => m.to_string(),
+        _ => format!("failed rule: {}", rule.error_string()),
+    }
+}
+
+/// evalMessageExpression: the message, None when the rule's message stands in for it (the
+/// expression failed or gave no usable text), Err when evaluation must stop (its text).
+fn message(rule: &Rule, expr: &IdedExpr, ctx: &CelContext<'_>) -> Result<Option<String>, String> {
+    match run(expr, ctx) {
+        Err(OutOfBudget) => Err("messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".into()),
+        Ok(Outcome::Error(e)) if wording::runtime_error(&e).starts_with(COST_LIMIT_EXCEEDED) => {
+            Err(format!(
+                "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                quote(rule.declared.message_expression.as_deref().unwrap_or_default())
+            ))
+        }
+        Ok(Outcome::Value(CelValue::String(s))) => {
+            let m = s.trim();
+            Ok((!m.is_empty() && m.len() <= MAX_MESSAGE && !m.contains(['\n', '\r']))
+                .then(|| m.to_string()))
+        }
+        Ok(_) => Ok(None),
+    }
+}
