@@ -54,13 +54,16 @@ pub(super) fn validate(root: &Node, new: &Value, old: Option<&Value>) -> Vec<Fie
                 base,
                 errs: &mut errs,
             };
-            let unchanged = old.is_some_and(|o| same(o, new));
+            let met = old.map(|o| (new, o));
             // Stopped or not, what was found is reported.
-            let _ = walk.node(root, new, old, unchanged, String::new());
+            let _ = walk.node(root, new, old, met, String::new());
         })
     });
     errs
 }
+
+/// The new and old values of a node that met its old value.
+type Met<'v> = Option<(&'v Value, &'v Value)>;
 
 /// Upstream stopped evaluating (a cost limit was reached).
 struct Stop;
@@ -101,21 +104,22 @@ fn child(path: &str, name: &str) -> String {
 }
 
 impl Walk<'_> {
-    /// Validates `new` at `node` and below. `unchanged`: whether the nearest node that met
-    /// its old value (this one or an ancestor) is equal to it (its errors are ratcheted).
+    /// Validates `new` at `node` and below. `met`: the new and old values of the nearest node
+    /// that met its old value (this one or an ancestor); when they are equal, failures are
+    /// ratcheted (compared only when a rule fails).
     fn node(
         &mut self,
         node: &Node,
         new: &Value,
         old: Option<&Value>,
-        unchanged: bool,
+        met: Met<'_>,
         path: String,
     ) -> Result<(), Stop> {
         if new.is_null() || !node.has_rules {
             return Ok(());
         }
         if !node.rules.is_empty() {
-            self.rules(node, new, old, unchanged, &path)?;
+            self.rules(node, new, old, met, &path)?;
         }
         match new {
             Value::Object(m) => {
@@ -134,8 +138,8 @@ impl Walk<'_> {
                         .filter(|_| node.correlatable)
                         .and_then(|o| o.get(k))
                         .filter(|o| !o.is_null());
-                    let sub_unchanged = sub_old.map_or(unchanged, |o| same(o, v));
-                    self.node(sub, v, sub_old, sub_unchanged, sub_path)?;
+                    let sub_met = sub_old.map(|o| (v, o)).or(met);
+                    self.node(sub, v, sub_old, sub_met, sub_path)?;
                 }
             }
             Value::Array(items) => {
@@ -150,8 +154,8 @@ impl Walk<'_> {
                             .find(|o| keys.iter().all(|k| o.get(k.as_str()) == v.get(k.as_str()))),
                         _ => None,
                     };
-                    let item_unchanged = item_old.map_or(unchanged, |o| same(o, v));
-                    self.node(item, v, item_old, item_unchanged, format!("{path}[{i}]"))?;
+                    let item_met = item_old.map(|o| (v, o)).or(met);
+                    self.node(item, v, item_old, item_met, format!("{path}[{i}]"))?;
                 }
             }
             _ => {}
@@ -165,7 +169,7 @@ impl Walk<'_> {
         node: &Node,
         new: &Value,
         old: Option<&Value>,
-        unchanged: bool,
+        met: Met<'_>,
         path: &str,
     ) -> Result<(), Stop> {
         let mut ctx = self.base.new_inner_scope();
@@ -176,14 +180,22 @@ impl Walk<'_> {
         if let Some(o) = &old_cel {
             ctx.add_variable_from_value("oldSelf", o.clone());
         }
-        let mut optional = ctx.new_inner_scope();
-        optional.add_variable_from_value(
-            "oldSelf",
-            CelValue::Opaque(Arc::new(match &old_cel {
-                Some(o) => OptionalValue::of(o.clone()),
-                None => OptionalValue::none(),
-            })),
-        );
+        // The scope of rules with optionalOldSelf, where oldSelf is an optional.
+        let optional = node
+            .rules
+            .iter()
+            .any(|r| r.declared.optional_old_self == Some(true))
+            .then(|| {
+                let mut scope = ctx.new_inner_scope();
+                scope.add_variable_from_value(
+                    "oldSelf",
+                    CelValue::Opaque(Arc::new(match &old_cel {
+                        Some(o) => OptionalValue::of(o.clone()),
+                        None => OptionalValue::none(),
+                    })),
+                );
+                scope
+            });
         let type_error = |detail: String| FieldError::invalid_raw(path, node.quoted_type(), detail);
         for rule in &node.rules {
             let optional_old_self = rule.declared.optional_old_self == Some(true);
@@ -199,7 +211,10 @@ impl Walk<'_> {
                     continue;
                 }
             };
-            let rule_ctx = if optional_old_self { &optional } else { &ctx };
+            let rule_ctx = match &optional {
+                Some(scope) if optional_old_self => scope,
+                _ => &ctx,
+            };
             let Ok(outcome) = run(program, rule_ctx) else {
                 self.errs.push(type_error(OUT_OF_BUDGET.to_string()));
                 return Err(Stop);
@@ -234,7 +249,7 @@ impl Walk<'_> {
                 Some(f) => child(path, f),
                 None => path.to_string(),
             };
-            let ratcheted = unchanged && !rule.transition;
+            let ratcheted = !rule.transition && met.is_some_and(|(n, o)| same(n, o));
             let detail = match &rule.message {
                 Some(expr) => match message(rule, expr, &ctx) {
                     Ok(Some(m)) => m,
