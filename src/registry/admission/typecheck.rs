@@ -384,9 +384,14 @@ mod tests {
             "object.metadata.name.substring(1, 2).lowerAscii() == 'x'",
             "params.x.startsWith(1)",
             "object.metadata.name.startsWith(params.prefix)",
-            "object.metadata.name.isQuantity()",
+            "isQuantity(object.metadata.name)",
         ] {
             assert_eq!(check(fine), None, "{fine}");
         }
+        // Kubernetes' parsing functions are global: as a member of a string, none takes it.
+        assert_eq!(
+            check("object.metadata.name.isQuantity()").unwrap(),
+            "ERROR: <input>:1:32: found no matching overload for 'isQuantity' applied to 'string.()'\n | object.metadata.name.isQuantity()\n | ...............................^"
+        );
     }
 }

@@ -107,8 +107,10 @@ pub(crate) fn apply(op: &str, args: &[Prim]) -> Result<Option<Prim>, String> {
 /// text cel-go reports when no overload takes them (`found no matching overload for
 /// 'startsWith' applied to 'string.(int)'`). Ok(None) when the result's type is not known or
 /// `func` is not checked here: only functions whose every overload is known are, the
-/// standard library's on strings and bytes and Kubernetes' string library's (a name another
-/// Kubernetes library also defines on a primitive type would not be).
+/// standard library's on strings and bytes, Kubernetes' string and regex libraries', and the
+/// global constructors and checks of its URL, quantity, IP and CIDR libraries (a name another
+/// library also defines on a primitive type would not be; `ip` and `cidr` are also member
+/// functions of CIDRs, not primitive).
 pub(crate) fn call(
     func: &str,
     target: Option<Prim>,
@@ -136,6 +138,14 @@ pub(crate) fn call(
         ("substring", Some(_)) => string_method(&[&[Int], &[Int, Int]], Some(Str)),
         // A list of strings.
         ("split", Some(_)) => string_method(&[&[Str], &[Str, Int]], None),
+        // Kubernetes' regex library.
+        ("find", Some(_)) => string_method(&[&[Str]], Some(Str)),
+        ("findAll", Some(_)) => string_method(&[&[Str], &[Str, Int]], None),
+        // Kubernetes' URL, quantity, IP and CIDR libraries: global functions of one string
+        // (the values the parsing ones give are not primitive).
+        ("isURL" | "isQuantity" | "isIP" | "isCIDR", None) => (args == [Str]).then_some(Some(Bool)),
+        ("url" | "quantity" | "ip" | "cidr", None) => (args == [Str]).then_some(None),
+        ("isURL" | "isQuantity" | "isIP" | "isCIDR" | "url" | "quantity", Some(_)) => None,
         _ => return Ok(None),
     };
     result.ok_or_else(|| {
@@ -215,9 +225,31 @@ mod tests {
             ("indexOf", Some(String), vec![String, Int], Ok(Some(Int))),
             ("replace", Some(String), vec![String, String, Int], Ok(Some(String))),
             ("split", Some(String), vec![String], Ok(None)),
-            // Not checked here: conversions, other libraries' functions.
+            ("find", Some(String), vec![String], Ok(Some(String))),
+            ("findAll", Some(String), vec![String, Int], Ok(None)),
+            ("isURL", None, vec![String], Ok(Some(Bool))),
+            ("quantity", None, vec![String], Ok(None)),
+            // Not checked here: conversions, functions of non-primitive values.
             ("int", None, vec![String], Ok(None)),
-            ("isQuantity", Some(String), vec![], Ok(None)),
+            ("isLessThan", Some(String), vec![Int], Ok(None)),
+            (
+                "isQuantity",
+                Some(String),
+                vec![],
+                Err("found no matching overload for 'isQuantity' applied to 'string.()'"),
+            ),
+            (
+                "isCIDR",
+                None,
+                vec![Int],
+                Err("found no matching overload for 'isCIDR' applied to '(int)'"),
+            ),
+            (
+                "findAll",
+                Some(String),
+                vec![Int],
+                Err("found no matching overload for 'findAll' applied to 'string.(int)'"),
+            ),
             (
                 "size",
                 None,

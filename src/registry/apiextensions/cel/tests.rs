@@ -477,6 +477,7 @@ fn calls_no_overload_takes_refuse_the_crd() {
         {"rule": "self.spec.when < timestamp('2030-01-01T00:00:00Z') + duration('1h')"},
         {"rule": "self.spec.port == 1 || self.spec.port == 'http'"},
         {"rule": "self.spec.image.substring(1).lowerAscii().indexOf('x', 0) >= 0"},
+        {"rule": "isURL(self.spec.image) && self.spec.image.find('a') == 'a' && quantity(self.spec.image).isLessThan(quantity('1'))"},
     ]);
     assert_eq!(checked(schema.clone(), fine), Vec::<String>::new());
     let errs = checked(
@@ -485,6 +486,7 @@ fn calls_no_overload_takes_refuse_the_crd() {
             {"rule": "self.spec.replicas + 'x' == 'y'"},
             {"rule": "self.spec.image.startsWith(1)"},
             {"rule": "self.spec.ratio + 1 > 2.0"},
+            {"rule": "isURL(self.spec.replicas)"},
         ]),
     );
     let failures: Vec<&str> = errs
@@ -497,6 +499,7 @@ fn calls_no_overload_takes_refuse_the_crd() {
             "compilation failed: ERROR: <input>:1:20: found no matching overload for '_+_' applied to '(int, string)'\n | self.spec.replicas + 'x' == 'y'\n | ...................^",
             "compilation failed: ERROR: <input>:1:27: found no matching overload for 'startsWith' applied to 'string.(int)'\n | self.spec.image.startsWith(1)\n | ..........................^",
             "compilation failed: ERROR: <input>:1:17: found no matching overload for '_+_' applied to '(double, int)'\n | self.spec.ratio + 1 > 2.0\n | ................^",
+            "compilation failed: ERROR: <input>:1:6: found no matching overload for 'isURL' applied to '(int)'\n | isURL(self.spec.replicas)\n | .....^",
         ]
     );
 }
