@@ -91,19 +91,26 @@ pub(crate) fn refuse_structs(expr: &IdedExpr) -> Result<(), Error> {
 
 /// Parses `expr`, with CEL's optional syntax (`a.?b`, `a[?k]`, `{?k: v}`, `[?v]`) when
 /// `optional_syntax` (upstream's environments enable optional types). A parse error reads as
-/// cel-go's text after `compilation failed: ` (`ERROR: <input>: ...`, on one line).
+/// cel-go's text after `compilation failed: ` (`ERROR: <input>:1:12: Syntax error: ...`, the
+/// line, a caret under the column; one such group per error).
 pub(crate) fn parse(expr: &str, optional_syntax: bool) -> Result<IdedExpr, String> {
     let mut parsed = kube_cel::cel::parser::Parser::new()
         .enable_optional_syntax(optional_syntax)
         .parse(expr)
-        .map_err(|e| {
-            let text = e.to_string();
-            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
-            if text.starts_with("ERROR: <input>:") {
-                text
-            } else {
-                format!("ERROR: <input>: {text}")
-            }
+        .map_err(|errors| {
+            errors
+                .errors
+                .iter()
+                .map(
+                    |e| match (usize::try_from(e.pos.0), usize::try_from(e.pos.1)) {
+                        (Ok(line @ 1..), Ok(column @ 1..)) => {
+                            issues::at(expr, line, column - 1, &e.msg)
+                        }
+                        _ => format!("ERROR: <input>: {}", e.msg),
+                    },
+                )
+                .collect::<Vec<_>>()
+                .join("\n")
         })?;
     if optional_syntax {
         visit_mut(&mut parsed, &mut |e| {

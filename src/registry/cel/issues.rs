@@ -52,16 +52,30 @@ fn display(source: &str, offset: Option<usize>, message: &str) -> String {
     let before: Vec<char> = source.chars().take(offset).collect();
     let line = before.iter().filter(|&&c| c == '\n').count() + 1;
     let column = before.iter().rev().take_while(|&&c| c != '\n').count();
-    let text = source
-        .lines()
-        .nth(line - 1)
-        .unwrap_or("")
-        .replace('\t', " ");
-    format!(
-        "ERROR: <input>:{line}:{}: {message}\n | {text}\n | {}^",
-        column + 1,
-        ".".repeat(column)
-    )
+    at(source, line, column, message)
+}
+
+/// cel-go's `Error.ToDisplayString`: `ERROR: <input>:<line>:<column>: <message>`, the line
+/// (tabs as spaces) and a caret under `column` (counted in characters from 0; a dot per
+/// character before it, wide ones for wide characters).
+pub(crate) fn at(source: &str, line: usize, column: usize, message: &str) -> String {
+    let mut out = format!("ERROR: <input>:{line}:{}: {message}", column + 1);
+    let Some(text) = line.checked_sub(1).and_then(|l| source.split('\n').nth(l)) else {
+        return out;
+    };
+    let text = text.replace('\t', " ");
+    out.push_str("\n | ");
+    out.push_str(&text);
+    out.push_str("\n | ");
+    let mut chars = text.chars();
+    for c in chars.by_ref().take(column) {
+        out.push(if c.len_utf8() > 1 { '\u{FF0E}' } else { '.' });
+    }
+    out.push(match chars.next() {
+        Some(c) if c.len_utf8() > 1 => '\u{FF3E}',
+        _ => '^',
+    });
+    out
 }
 
 /// `issues` of `expression` in cel-go's text, joined by newlines (None when there are none).

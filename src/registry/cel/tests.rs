@@ -153,3 +153,17 @@ fn references_are_identifiers_not_fields_or_strings() {
         "oldSelf"
     ));
 }
+
+#[test]
+fn parse_errors_read_as_cel_go_displays_them() {
+    // cel-go's ToDisplayString: the position, the line, a caret under the column (a wide dot
+    // for each wide character before it).
+    assert_eq!(
+        compile_failure("'é' == ", false).unwrap(),
+        "ERROR: <input>:1:8: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | 'é' == \n | .\u{FF0E}.....^"
+    );
+    // On the second line, with its own column.
+    assert!(compile_failure("self.a &&\n  self.b +", false)
+        .unwrap()
+        .starts_with("ERROR: <input>:2:11: Syntax error: mismatched input '<EOF>'"));
+}

@@ -206,7 +206,7 @@ fn optional_syntax_compiles_in_policies_and_webhook_conditions() {
     // A parse error is cel-go's text once, on one line.
     assert_eq!(
         super::tests::errors(s, json!([hook("object.x ==")])),
-        ["webhooks[0].matchConditions[0].expression: Invalid value: \"object.x ==\": compilation failed: ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER} | object.x == | ...........^"]
+        ["webhooks[0].matchConditions[0].expression: Invalid value: \"object.x ==\": compilation failed: ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>' expecting {'[', '{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}\n | object.x ==\n | ...........^"]
     );
 }
 
