@@ -145,7 +145,12 @@ where
                 started,
             })
         });
-        let served = audit::run(ctx.clone(), serve(chain, req, info, user, ctx, started));
+        // Boxed: the routed request's future is most of this one's size, which would
+        // otherwise be moved with it (into the connection's task, through each combinator).
+        let served = audit::run(
+            ctx.clone(),
+            Box::pin(serve(chain, req, info, user, ctx, started)),
+        );
         let mut resp = match span {
             None => served.await,
             Some(cx) => {
