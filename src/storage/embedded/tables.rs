@@ -69,9 +69,22 @@ pub(crate) struct Opener {
     /// Test hook: while set, writes to the write-ahead log fail as on a full disk.
     #[cfg(test)]
     pub wal_fault: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// Test hook: how long the log may go without a checkpoint, in place of
+    /// `wal::CHECKPOINT_EVERY` (a test that needs writes still in the log sets it long).
+    #[cfg(test)]
+    pub checkpoint_every: Option<std::time::Duration>,
 }
 
 impl Opener {
+    /// How long the log may go without a checkpoint.
+    pub(crate) fn checkpoint_every(&self) -> std::time::Duration {
+        #[cfg(test)]
+        if let Some(every) = self.checkpoint_every {
+            return every;
+        }
+        super::wal::CHECKPOINT_EVERY
+    }
+
     fn create(&self) -> Result<Database, DatabaseError> {
         #[cfg(test)]
         if let Some(fault) = &self.fault {

@@ -212,7 +212,7 @@ impl Writer {
                 deadline = now;
             }
             if self.wal.len() > 0 {
-                deadline = deadline.min(self.checkpointed + wal::CHECKPOINT_EVERY);
+                deadline = deadline.min(self.checkpointed + self.opener.checkpoint_every());
             }
             match rx.recv_timeout(deadline.saturating_duration_since(now)) {
                 Ok(msg) => {
@@ -369,7 +369,7 @@ impl Writer {
         let len = self.wal.len();
         !self.wal.failing()
             && (len >= wal::CHECKPOINT_BYTES
-                || (len > 0 && self.checkpointed.elapsed() >= wal::CHECKPOINT_EVERY))
+                || (len > 0 && self.checkpointed.elapsed() >= self.opener.checkpoint_every()))
     }
 
     /// Makes redb durable and empties the log (an empty durable transaction).
