@@ -232,7 +232,8 @@ fn values_read_as_their_schema_declares_them() {
     let rules = Rules::compile(&schema).unwrap();
     let ok = json!({"spec": {"when": "2026-01-01T00:00:00Z", "labels": {"a.b": "x"}, "note": "n",
         "ratio": 2, "max_surge": 1, "dry__run": true, "pod-name": "p", "day": "2026-01-02",
-        "timeout": "1m30s", "gone": null}});
+        "timeout": "1m30s", "gone": null, "extra": 1}});
+    // `extra` is not declared: the rules do not see it.
     assert_eq!(rules.validate(&ok, None), []);
     let mut bad = ok.clone();
     bad["spec"]["when"] = json!("2031-01-01T00:00:00Z");
