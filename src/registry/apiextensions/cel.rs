@@ -53,8 +53,10 @@ impl Rules {
     /// The rules of `schema` (a version's openAPIV3Schema as JSON), or None when it has none,
     /// so objects of such versions pay nothing.
     pub(crate) fn compile(schema: &Value) -> Option<Rules> {
-        has_rules(schema).then(|| Rules {
-            root: tree::Node::build(schema, true),
+        has_rules(schema).then(|| {
+            let mut root = tree::Node::build(schema, true);
+            root.prune(false);
+            Rules { root }
         })
     }
 

@@ -48,8 +48,6 @@ pub(super) struct Node {
     pub(super) correlatable: bool,
     /// Whether a rule lies here or below.
     pub(super) has_rules: bool,
-    /// Whether a rule here or below names `oldSelf`.
-    pub(super) transition_below: bool,
 }
 
 /// A declared property.
@@ -238,8 +236,6 @@ impl Node {
                 .chain(additional.as_deref())
         };
         let has_rules = !rules.is_empty() || children().any(|c| c.has_rules);
-        let transition_below =
-            rules.iter().any(|r| r.transition) || children().any(|c| c.transition_below);
         Node {
             type_,
             rules,
@@ -250,7 +246,26 @@ impl Node {
             map_keys,
             correlatable,
             has_rules,
-            transition_below,
+        }
+    }
+
+    /// Drops what no rule will read or reach: under a node that has no rule itself and none
+    /// above it (`under_rules`), only the children with rules below them are walked, and no
+    /// value is converted there.
+    pub(super) fn prune(&mut self, under_rules: bool) {
+        let under_rules = under_rules || !self.rules.is_empty();
+        if under_rules {
+            return;
+        }
+        self.properties.retain(|_, p| p.node.has_rules);
+        for child in self
+            .properties
+            .values_mut()
+            .map(|p| &mut p.node)
+            .chain(self.items.as_deref_mut())
+            .chain(self.additional.as_deref_mut())
+        {
+            child.prune(false);
         }
     }
 
