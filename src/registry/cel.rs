@@ -158,6 +158,17 @@ fn opt_select(operand: CelValue, field: Arc<String>) -> Result<CelValue, Executi
     )))
 }
 
+/// A context with Kubernetes' CEL library (kube-cel's), optional selects as [`parse`] routes
+/// them, `size()` as cel-go counts, and the cost meter: what every kapi expression runs over.
+pub(crate) fn library_context() -> kube_cel::cel::Context<'static> {
+    use kube_cel::KubeCelExt;
+    let mut ctx = kube_cel::cel::Context::default().with_all();
+    register_optional_select(&mut ctx);
+    register_size(&mut ctx);
+    budget::register(&mut ctx);
+    ctx
+}
+
 /// Registers the function [`parse`] routes optional selects to.
 pub(crate) fn register_optional_select(ctx: &mut kube_cel::cel::Context<'_>) {
     ctx.add_function(OPT_SELECT, opt_select);

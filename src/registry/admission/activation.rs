@@ -13,7 +13,6 @@ use super::{Attributes, Request};
 use crate::registry::cel::{budget, wording};
 use crate::registry::cel::{from_json, parse, refuse_structs, rewrite_structs};
 use kube_cel::cel::{Context as CelContext, IdedExpr, Value as CelValue};
-use kube_cel::KubeCelExt;
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -45,17 +44,13 @@ pub(super) fn compile_mutation(expr: &str) -> Compiled {
 /// [`budget`]); an expression the interpreter cannot run (it panics on a few) is an
 /// evaluation error, decided by the failurePolicy like any other.
 pub(super) fn execute(expr: &IdedExpr, ctx: &CelContext<'_>) -> Result<CelValue, String> {
-    let evaluated = budget::execute(|| {
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            CelValue::resolve(expr, ctx)
-        }))
-    })
-    .map_err(|budget::OutOfBudget| budget::OUT_OF_BUDGET.to_string())?;
-    match evaluated {
-        Err(_panicked) => Err("the expression uses CEL that kapi cannot evaluate yet".into()),
-        Ok(Ok(v)) => Ok(v),
+    match budget::run(expr, ctx).map_err(|budget::OutOfBudget| budget::OUT_OF_BUDGET.to_string())? {
+        budget::Outcome::Unsupported => {
+            Err("the expression uses CEL that kapi cannot evaluate yet".into())
+        }
+        budget::Outcome::Value(v) => Ok(v),
         // The per-call limit's error among them: cel-go's words are its message.
-        Ok(Err(e)) => Err(wording::runtime_error(&e)),
+        budget::Outcome::Error(e) => Err(wording::runtime_error(&e)),
     }
 }
 
@@ -161,11 +156,8 @@ thread_local! {
     /// A CEL context with the Kubernetes library registered, made once per thread: a write
     /// binds its variables in a scope over it.
     pub(super) static BASE: CelContext<'static> = {
-        let mut ctx = CelContext::default().with_all();
+        let mut ctx = crate::registry::cel::library_context();
         authz::register(&mut ctx);
-        crate::registry::cel::register_optional_select(&mut ctx);
-        crate::registry::cel::register_size(&mut ctx);
-        budget::register(&mut ctx);
         ctx
     };
 }
@@ -265,6 +257,7 @@ impl Uses {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube_cel::KubeCelExt;
 
     #[test]
     fn request_is_built_with_the_fields_expressions_select() {

@@ -167,6 +167,28 @@ pub(crate) fn execute<T>(run: impl FnOnce() -> T) -> Result<T, OutOfBudget> {
     Ok(result)
 }
 
+/// What one metered evaluation gave.
+pub(crate) enum Outcome {
+    Value(CelValue),
+    Error(ExecutionError),
+    /// The interpreter panicked (it does on a few expressions).
+    Unsupported,
+}
+
+/// Runs `expr` (metered by [`meter`]) in `ctx` under the per-call limit, charged to the open
+/// budget; a panic of the interpreter is caught and reported as [`Outcome::Unsupported`].
+pub(crate) fn run(expr: &IdedExpr, ctx: &Context<'_>) -> Result<Outcome, OutOfBudget> {
+    execute(|| {
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            CelValue::resolve(expr, ctx)
+        })) {
+            Ok(Ok(v)) => Outcome::Value(v),
+            Ok(Err(e)) => Outcome::Error(e),
+            Err(_panicked) => Outcome::Unsupported,
+        }
+    })
+}
+
 /// Runs `f` with a budget of `budget` for the expressions it executes; also says whether they
 /// ran out of it.
 pub(crate) fn with_budget<T>(budget: u64, f: impl FnOnce() -> T) -> (T, bool) {

@@ -22,12 +22,13 @@
 use super::super::gofmt::{bad_value, quote};
 use super::tree::{Node, Rule};
 use crate::api::json::same;
-use crate::registry::cel::budget::{self, OutOfBudget, COST_LIMIT_EXCEEDED, OUT_OF_BUDGET};
-use crate::registry::cel::{register_optional_select, register_size, wording};
+use crate::registry::cel::budget::{
+    self, run, OutOfBudget, Outcome, COST_LIMIT_EXCEEDED, OUT_OF_BUDGET,
+};
+use crate::registry::cel::{library_context, wording};
 use crate::registry::error::{FieldError, FieldErrorKind};
 use kube_cel::cel::objects::OptionalValue;
-use kube_cel::cel::{Context as CelContext, ExecutionError, IdedExpr, Value as CelValue};
-use kube_cel::KubeCelExt;
+use kube_cel::cel::{Context as CelContext, IdedExpr, Value as CelValue};
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -36,13 +37,7 @@ const MAX_MESSAGE: usize = 5 * 1024;
 
 thread_local! {
     /// Kubernetes' CEL library, made once per thread: each node's rules run in a scope over it.
-    static BASE: CelContext<'static> = {
-        let mut ctx = CelContext::default().with_all();
-        register_optional_select(&mut ctx);
-        register_size(&mut ctx);
-        budget::register(&mut ctx);
-        ctx
-    };
+    static BASE: CelContext<'static> = library_context();
 }
 
 /// The rules' errors for `new` (`old` on update).
@@ -71,27 +66,6 @@ struct Stop;
 struct Walk<'a> {
     base: &'a CelContext<'static>,
     errs: &'a mut Vec<FieldError>,
-}
-
-/// What one evaluation gave.
-enum Outcome {
-    Value(CelValue),
-    Error(ExecutionError),
-    /// The interpreter panicked (it does on a few expressions).
-    Unsupported,
-}
-
-/// Runs `expr` under the per-call limit, charged to the object's budget.
-fn run(expr: &IdedExpr, ctx: &CelContext<'_>) -> Result<Outcome, OutOfBudget> {
-    budget::execute(|| {
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            CelValue::resolve(expr, ctx)
-        })) {
-            Ok(Ok(v)) => Outcome::Value(v),
-            Ok(Err(e)) => Outcome::Error(e),
-            Err(_panicked) => Outcome::Unsupported,
-        }
-    })
 }
 
 /// field.Path's Child.
