@@ -98,16 +98,21 @@ impl Walk<'_> {
         match new {
             Value::Object(m) => {
                 for (k, v) in m {
-                    let (sub, sub_path) = match node.properties.get(k) {
-                        Some(p) => (&p.node, child(&path, k)),
+                    let (sub, declared) = match node.properties.get(k) {
+                        Some(p) => (&p.node, true),
                         None => match node.additional.as_deref() {
-                            Some(a) => (a, format!("{path}[{k}]")),
+                            Some(a) => (a, false),
                             None => continue,
                         },
                     };
                     if !sub.has_rules {
                         continue;
                     }
+                    let sub_path = if declared {
+                        child(&path, k)
+                    } else {
+                        format!("{path}[{k}]")
+                    };
                     let sub_old = old
                         .filter(|_| node.correlatable)
                         .and_then(|o| o.get(k))
