@@ -132,6 +132,7 @@ impl Query {
             field_validation,
             access: None,
             admission: None,
+            warnings: Default::default(),
         })
     }
 }

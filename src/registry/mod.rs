@@ -67,6 +67,34 @@ pub(crate) struct Context {
     /// The admission webhooks a write goes through (None: none are configured, or the
     /// server's own call).
     pub admission: Option<Arc<admission::Request>>,
+    /// The warnings the call leaves for the response.
+    pub warnings: Warnings,
+}
+
+/// The warnings a registry call leaves for the response (k8s' warning.AddWarning on the
+/// request context), shared by the clones of one request's [`Context`].
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Warnings(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Warnings {
+    /// Adds a warning, once (a write computed again after a conflict finds the same ones;
+    /// upstream's recorder skips a text it has).
+    pub(crate) fn add(&self, warning: String) {
+        // A poisoned list lost a warning of a request that failed anyway.
+        if let Ok(mut w) = self.0.lock() {
+            if !w.contains(&warning) {
+                w.push(warning);
+            }
+        }
+    }
+
+    /// The warnings added so far, leaving none.
+    pub(crate) fn take(&self) -> Vec<String> {
+        self.0
+            .lock()
+            .map(|mut w| std::mem::take(&mut *w))
+            .unwrap_or_default()
+    }
 }
 
 /// A served resource.

@@ -268,6 +268,23 @@ pub(crate) trait Strategy: Send + Sync + 'static {
         self.validate_update(new, old)
     }
 
+    /// Validation of an update through `sub` ("" for the main resource) that may leave
+    /// warnings for the response (upstream's ratcheted CRD rule failures); by default
+    /// [`Self::validate_update`] or [`Self::validate_subresource_update`].
+    fn validate_update_warning(
+        &self,
+        sub: &str,
+        new: &Value,
+        old: &Value,
+        _warnings: &super::Warnings,
+    ) -> Vec<FieldError> {
+        if sub.is_empty() {
+            self.validate_update(new, old)
+        } else {
+            self.validate_subresource_update(sub, new, old)
+        }
+    }
+
     /// Whether [`Self::validate`] and its update forms check ObjectMeta themselves (as
     /// upstream's CRD validation does, with its own name rule), so the store does not.
     fn validates_object_meta(&self) -> bool {

@@ -1,6 +1,7 @@
 //! CEL x-kubernetes-validations with kubectl: rules on objects, scalars and maps, a
 //! messageExpression, reason and fieldPath, Kubernetes' CEL library (quantity, url), a
-//! transition rule that makes a field immutable, and a CRD whose rule does not parse.
+//! transition rule that makes a field immutable, a tightened rule ratcheted with a warning,
+//! and a CRD whose rule does not parse.
 
 use crate::crds::{apply_crd, fails, ok, write};
 use crate::crud::wait_default;
@@ -134,6 +135,49 @@ async fn kubectl_sees_cel_rules_enforced() {
         ],
     )
     .await;
+
+    // Ratcheting: once the CRD tightens a rule, a stored value that now fails it may stay
+    // while other fields change; the failure reaches the client as a warning, as upstream's.
+    apply_crd(
+        &server,
+        "crd.yaml",
+        &CRD.replace("2Gi", "512Mi"),
+        "backups.cel.example.com",
+    )
+    .await;
+    let want = "Warning: spec.memory: Invalid value: \"1Gi\": memory 1Gi is over 512Mi";
+    let mut replicas = 4;
+    let warned = loop {
+        let patch = format!(r#"{{"spec":{{"replicas":{replicas}}}}}"#);
+        let o = server
+            .kubectl(&["patch", "backup", "good", "--type=merge", "-p", &patch])
+            .await;
+        let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(o.status.success(), "{stderr}");
+        if stderr.contains(want) || replicas == 40 {
+            break stderr;
+        }
+        replicas += 1;
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert!(warned.contains(want), "{warned}");
+    // Changing the failing value itself is refused.
+    let err = fails(
+        &server,
+        &[
+            "patch",
+            "backup",
+            "good",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"memory":"1500Mi"}}"#,
+        ],
+    )
+    .await;
+    assert!(
+        err.contains("spec.memory: Invalid value: \"1500Mi\": memory 1500Mi is over 512Mi"),
+        "{err}"
+    );
 
     // A CRD whose rule does not parse is refused.
     let broken = CRD

@@ -65,13 +65,14 @@ pub(super) fn admission_of(
         .admission_request(&user, req.ctx.info.subresource.as_str(), field_manager)
 }
 
-/// The response of a write: `respond` is given `warnings` and admission's warnings, and
+/// The response of a write: `respond` is given `warnings`, the registry's and admission's, and
 /// admission's audit annotations are attached for the audit filter.
 pub(super) fn admitted(
     ctx: &Context,
     mut warnings: Vec<String>,
     respond: impl FnOnce(&[String]) -> Response<Body>,
 ) -> Response<Body> {
+    warnings.extend(ctx.warnings.take());
     let Some(a) = &ctx.admission else {
         return respond(&warnings);
     };

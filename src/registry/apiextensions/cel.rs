@@ -60,8 +60,8 @@ impl Rules {
         })
     }
 
-    /// The rules' errors for `new` (`old` on update), as upstream's field errors.
-    pub(crate) fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    /// The rules' failures for `new` (`old` on update), as upstream's field errors.
+    pub(crate) fn validate(&self, new: &Value, old: Option<&Value>) -> eval::Findings {
         eval::validate(&self.root, new, old)
     }
 }

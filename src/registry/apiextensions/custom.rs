@@ -17,6 +17,7 @@ use crate::registry::strategy::{
     since, status_update, text, typed_roundtrip, Column, CustomSchema, Input, KindSchema, Names,
     ResourceInfo, ScalePaths, Strategy, Text, AGE_COLUMN, NAME_COLUMN, STORED_VERBS,
 };
+use crate::registry::Warnings;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, CustomResourceDefinitionVersion, JSONSchemaProps,
 };
@@ -373,29 +374,41 @@ impl Strategy for CustomResource {
     fn validate(&self, obj: &Value) -> Vec<FieldError> {
         let mut errs = self.schema.get().map_or_else(Vec::new, |s| s.validate(obj));
         if let Some(rules) = &self.rules {
-            errs.extend(rules.validate(obj, None));
+            errs.extend(rules.validate(obj, None).errors);
         }
         errs
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errs = self
-            .schema
-            .get()
-            .map_or_else(Vec::new, |s| s.validate_update(new, old));
-        if let Some(rules) = &self.rules {
-            errs.extend(rules.validate(new, Some(old)));
-        }
-        errs
+        self.validate_update_warning("", new, old, &Warnings::default())
     }
 
-    fn validate_subresource_update(&self, _sub: &str, new: &Value, old: &Value) -> Vec<FieldError> {
-        let mut errs = self
-            .schema
-            .get()
-            .map_or_else(Vec::new, |s| s.validate_status_update(new, old));
+    fn validate_subresource_update(&self, sub: &str, new: &Value, old: &Value) -> Vec<FieldError> {
+        self.validate_update_warning(sub, new, old, &Warnings::default())
+    }
+
+    /// The schema's update validation (of the status subresource's part for `status`), then
+    /// the rules, whose ratcheted failures become warnings as upstream's.
+    fn validate_update_warning(
+        &self,
+        sub: &str,
+        new: &Value,
+        old: &Value,
+        warnings: &Warnings,
+    ) -> Vec<FieldError> {
+        let mut errs = self.schema.get().map_or_else(Vec::new, |s| {
+            if sub.is_empty() {
+                s.validate_update(new, old)
+            } else {
+                s.validate_status_update(new, old)
+            }
+        });
         if let Some(rules) = &self.rules {
-            errs.extend(rules.validate(new, Some(old)));
+            let found = rules.validate(new, Some(old));
+            errs.extend(found.errors);
+            for r in found.ratcheted {
+                warnings.add(r.to_string());
+            }
         }
         errs
     }

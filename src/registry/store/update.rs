@@ -128,14 +128,10 @@ impl GenericStore {
             errs = validate_object_meta(&new, namespaced, self.strategy.name_rule());
             errs.extend(validate_object_meta_update(&new, old));
         }
-        if subresource.is_empty() {
-            errs.extend(self.strategy.validate_update(&new, old));
-        } else {
-            errs.extend(
-                self.strategy
-                    .validate_subresource_update(subresource, &new, old),
-            );
-        }
+        errs.extend(
+            self.strategy
+                .validate_update_warning(subresource, &new, old, &ctx.warnings),
+        );
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }

@@ -17,7 +17,7 @@
 //!   cel-go's words with upstream's suffixes.
 //! - Ratcheting on update: a rule that is not a transition rule and fails on a value equal to
 //!   its old one (or, where there is no old value to meet, under the nearest ancestor that
-//!   is) reports nothing. Upstream turns those into warnings; kapi drops them.
+//!   is) is not an error but a warning, as upstream's.
 
 use super::super::gofmt::{bad_value, quote};
 use super::tree::{Node, Rule};
@@ -40,21 +40,31 @@ thread_local! {
     static BASE: CelContext<'static> = library_context();
 }
 
-/// The rules' errors for `new` (`old` on update).
-pub(super) fn validate(root: &Node, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let mut errs = Vec::new();
+/// What the rules found in one object.
+#[derive(Debug, Default)]
+pub(crate) struct Findings {
+    /// The failures that reject the object.
+    pub errors: Vec<FieldError>,
+    /// The ratcheted failures (of values unchanged on update), which upstream sends as
+    /// warnings.
+    pub ratcheted: Vec<FieldError>,
+}
+
+/// The rules' findings for `new` (`old` on update).
+pub(super) fn validate(root: &Node, new: &Value, old: Option<&Value>) -> Findings {
+    let mut found = Findings::default();
     BASE.with(|base| {
         budget::with_budget(budget::RUNTIME_BUDGET, || {
             let mut walk = Walk {
                 base,
-                errs: &mut errs,
+                found: &mut found,
             };
             let met = old.map(|o| (new, o));
             // Stopped or not, what was found is reported.
             let _ = walk.node(root, new, old, met, String::new());
         })
     });
-    errs
+    found
 }
 
 /// The new and old values of a node that met its old value.
@@ -65,7 +75,7 @@ struct Stop;
 
 struct Walk<'a> {
     base: &'a CelContext<'static>,
-    errs: &'a mut Vec<FieldError>,
+    found: &'a mut Findings,
 }
 
 /// field.Path's Child.
@@ -184,7 +194,7 @@ impl Walk<'_> {
             let program = match &rule.program {
                 Ok(p) => p,
                 Err(why) => {
-                    self.errs.push(type_error(format!(
+                    self.found.errors.push(type_error(format!(
                         "rule compile error: compilation failed: {why}"
                     )));
                     continue;
@@ -195,7 +205,9 @@ impl Walk<'_> {
                 _ => &ctx,
             };
             let Ok(outcome) = run(program, rule_ctx) else {
-                self.errs.push(type_error(OUT_OF_BUDGET.to_string()));
+                self.found
+                    .errors
+                    .push(type_error(OUT_OF_BUDGET.to_string()));
                 return Err(Stop);
             };
             let rule_text = rule.error_string();
@@ -203,7 +215,7 @@ impl Walk<'_> {
                 Outcome::Value(CelValue::Bool(true)) => continue,
                 Outcome::Value(_) => {}
                 Outcome::Unsupported => {
-                    self.errs.push(type_error(format!(
+                    self.found.errors.push(type_error(format!(
                         "rule uses CEL that kapi cannot evaluate yet: {rule_text}"
                     )));
                     continue;
@@ -211,12 +223,12 @@ impl Walk<'_> {
                 Outcome::Error(e) => {
                     let text = wording::runtime_error(&e);
                     if text.starts_with(COST_LIMIT_EXCEEDED) {
-                        self.errs.push(type_error(format!(
+                        self.found.errors.push(type_error(format!(
                             "'{text}': no further validation rules will be run due to call cost exceeds limit for rule: {rule_text}"
                         )));
                         return Err(Stop);
                     }
-                    self.errs.push(type_error(if text.starts_with("no such overload") {
+                    self.found.errors.push(type_error(if text.starts_with("no such overload") {
                         format!("'{text}': call arguments did not match a supported operator, function or macro signature for rule: {rule_text}")
                     } else {
                         format!("{text} evaluating rule: {rule_text}")
@@ -234,23 +246,17 @@ impl Walk<'_> {
                     Ok(Some(m)) => m,
                     Ok(None) => default_message(rule),
                     Err(stop) => {
-                        if !ratcheted {
-                            self.errs.push(FieldError::invalid_raw(
-                                &field,
-                                node.quoted_type(),
-                                stop,
-                            ));
-                        }
+                        self.add(
+                            ratcheted,
+                            FieldError::invalid_raw(&field, node.quoted_type(), stop),
+                        );
                         return Err(Stop);
                     }
                 },
                 None => default_message(rule),
             };
-            if ratcheted {
-                continue;
-            }
             let value = node.shows_value().then(|| bad_value(new));
-            self.errs.push(match rule.declared.reason.as_deref() {
+            let err = match rule.declared.reason.as_deref() {
                 Some("FieldValueForbidden") => FieldError::forbidden(field, detail),
                 Some("FieldValueRequired") => FieldError::required(field, detail),
                 Some("FieldValueDuplicate") => FieldError {
@@ -265,9 +271,19 @@ impl Walk<'_> {
                     value,
                     detail,
                 },
-            });
+            };
+            self.add(ratcheted, err);
         }
         Ok(())
+    }
+
+    /// addErr: a failure is an error unless it is ratcheted.
+    fn add(&mut self, ratcheted: bool, err: FieldError) {
+        if ratcheted {
+            self.found.ratcheted.push(err);
+        } else {
+            self.found.errors.push(err);
+        }
     }
 }
 
