@@ -107,7 +107,8 @@ pub(crate) fn apply(op: &str, args: &[Prim]) -> Result<Option<Prim>, String> {
 /// text cel-go reports when no overload takes them (`found no matching overload for
 /// 'startsWith' applied to 'string.(int)'`). Ok(None) when the result's type is not known or
 /// `func` is not checked here: only functions whose every overload is known are, the
-/// standard library's on strings and bytes, Kubernetes' string and regex libraries', and the
+/// standard library's on strings and bytes, its conversions (`int(x)`...) and timestamp and
+/// duration accessors (`getHours()`...), Kubernetes' string and regex libraries', and the
 /// global constructors and checks of its URL, quantity, IP and CIDR libraries (a name another
 /// library also defines on a primitive type would not be; `ip` and `cidr` are also member
 /// functions of CIDRs, not primitive).
@@ -146,16 +147,68 @@ pub(crate) fn call(
         ("isURL" | "isQuantity" | "isIP" | "isCIDR", None) => (args == [Str]).then_some(Some(Bool)),
         ("url" | "quantity" | "ip" | "cidr", None) => (args == [Str]).then_some(None),
         ("isURL" | "isQuantity" | "isIP" | "isCIDR" | "url" | "quantity", Some(_)) => None,
+        // The standard library's conversions (global functions of one argument).
+        (
+            "int" | "uint" | "double" | "string" | "bytes" | "bool" | "duration" | "timestamp",
+            None,
+        ) => {
+            let [arg] = args else {
+                return Err(no_overload(func, target, args));
+            };
+            conversion(func, *arg)
+        }
+        // Its timestamp and duration accessors (member functions; a timestamp's take an
+        // optional time zone).
+        (
+            "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate"
+            | "getDayOfWeek" | "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds",
+            _,
+        ) => {
+            let of_duration = matches!(
+                func,
+                "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds"
+            );
+            let takes = match target {
+                Some(Prim::Timestamp) => args.is_empty() || args == [Str],
+                Some(Prim::Duration) => of_duration && args.is_empty(),
+                _ => false,
+            };
+            takes.then_some(Some(Int))
+        }
         _ => return Ok(None),
     };
-    result.ok_or_else(|| {
-        let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
-        let signature = match target {
-            Some(t) => format!("{}.({args})", t.name()),
-            None => format!("({args})"),
-        };
-        format!("found no matching overload for '{func}' applied to '{signature}'")
-    })
+    result.ok_or_else(|| no_overload(func, target, args))
+}
+
+/// cel-go's text for a call no overload takes.
+fn no_overload(func: &str, target: Option<Prim>, args: &[Prim]) -> String {
+    let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
+    let signature = match target {
+        Some(t) => format!("{}.({args})", t.name()),
+        None => format!("({args})"),
+    };
+    format!("found no matching overload for '{func}' applied to '{signature}'")
+}
+
+/// The result of conversion `func` of a value of type `arg`, None when no overload takes it
+/// (cel-go's standard declarations, `TypeConvertInt` and the others).
+fn conversion(func: &str, arg: Prim) -> Option<Option<Prim>> {
+    use Prim::{Bool, Bytes, Double, Duration, Int, String as Str, Timestamp, Uint};
+    let (to, from): (Prim, &[Prim]) = match func {
+        "int" => (Int, &[Int, Uint, Double, Str, Duration, Timestamp]),
+        "uint" => (Uint, &[Uint, Int, Double, Str]),
+        "double" => (Double, &[Double, Int, Uint, Str]),
+        "string" => (
+            Str,
+            &[Str, Bool, Bytes, Double, Duration, Int, Timestamp, Uint],
+        ),
+        "bytes" => (Bytes, &[Bytes, Str]),
+        "bool" => (Bool, &[Bool, Str]),
+        "duration" => (Duration, &[Duration, Int, Str]),
+        "timestamp" => (Timestamp, &[Timestamp, Int, Str]),
+        _ => return Some(None),
+    };
+    from.contains(&arg).then_some(Some(to))
 }
 
 /// Checks a call of `func` (on `target` for a member call): an operator by [`apply`], a
@@ -229,9 +282,50 @@ mod tests {
             ("findAll", Some(String), vec![String, Int], Ok(None)),
             ("isURL", None, vec![String], Ok(Some(Bool))),
             ("quantity", None, vec![String], Ok(None)),
-            // Not checked here: conversions, functions of non-primitive values.
-            ("int", None, vec![String], Ok(None)),
+            ("int", None, vec![String], Ok(Some(Int))),
+            ("string", None, vec![Timestamp], Ok(Some(String))),
+            ("timestamp", None, vec![Int], Ok(Some(Timestamp))),
+            ("getHours", Some(Duration), vec![], Ok(Some(Int))),
+            ("getDayOfWeek", Some(Timestamp), vec![String], Ok(Some(Int))),
+            // Not checked here: functions of non-primitive values, member conversions.
             ("isLessThan", Some(String), vec![Int], Ok(None)),
+            ("int", Some(String), vec![], Ok(None)),
+            (
+                "duration",
+                None,
+                vec![Bool],
+                Err("found no matching overload for 'duration' applied to '(bool)'"),
+            ),
+            (
+                "bytes",
+                None,
+                vec![Int],
+                Err("found no matching overload for 'bytes' applied to '(int)'"),
+            ),
+            (
+                "uint",
+                None,
+                vec![Timestamp],
+                Err("found no matching overload for 'uint' applied to '(google.protobuf.Timestamp)'"),
+            ),
+            (
+                "getFullYear",
+                Some(Duration),
+                vec![],
+                Err("found no matching overload for 'getFullYear' applied to 'google.protobuf.Duration.()'"),
+            ),
+            (
+                "getMonth",
+                Some(String),
+                vec![],
+                Err("found no matching overload for 'getMonth' applied to 'string.()'"),
+            ),
+            (
+                "getHours",
+                Some(Timestamp),
+                vec![Int],
+                Err("found no matching overload for 'getHours' applied to 'google.protobuf.Timestamp.(int)'"),
+            ),
             (
                 "isQuantity",
                 Some(String),

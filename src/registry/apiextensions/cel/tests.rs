@@ -496,6 +496,7 @@ fn calls_no_overload_takes_refuse_the_crd() {
         {"rule": "self.spec.port == 1 || self.spec.port == 'http'"},
         {"rule": "self.spec.image.substring(1).lowerAscii().indexOf('x', 0) >= 0"},
         {"rule": "isURL(self.spec.image) && self.spec.image.find('a') == 'a' && quantity(self.spec.image).isLessThan(quantity('1'))"},
+        {"rule": "int(self.spec.when) > 0 && self.spec.when.getHours('UTC') >= 0 && string(self.spec.ratio) != ''"},
     ]);
     assert_eq!(checked(schema.clone(), fine), Vec::<String>::new());
     let errs = checked(
@@ -505,6 +506,8 @@ fn calls_no_overload_takes_refuse_the_crd() {
             {"rule": "self.spec.image.startsWith(1)"},
             {"rule": "self.spec.ratio + 1 > 2.0"},
             {"rule": "isURL(self.spec.replicas)"},
+            {"rule": "duration(self.spec.ratio) > duration('1s')"},
+            {"rule": "self.spec.image.getHours() > 1"},
         ]),
     );
     let failures: Vec<&str> = errs
@@ -518,6 +521,8 @@ fn calls_no_overload_takes_refuse_the_crd() {
             "compilation failed: ERROR: <input>:1:27: found no matching overload for 'startsWith' applied to 'string.(int)'\n | self.spec.image.startsWith(1)\n | ..........................^",
             "compilation failed: ERROR: <input>:1:17: found no matching overload for '_+_' applied to '(double, int)'\n | self.spec.ratio + 1 > 2.0\n | ................^",
             "compilation failed: ERROR: <input>:1:6: found no matching overload for 'isURL' applied to '(int)'\n | isURL(self.spec.replicas)\n | .....^",
+            "compilation failed: ERROR: <input>:1:9: found no matching overload for 'duration' applied to '(double)'\n | duration(self.spec.ratio) > duration('1s')\n | ........^",
+            "compilation failed: ERROR: <input>:1:25: found no matching overload for 'getHours' applied to 'string.()'\n | self.spec.image.getHours() > 1\n | ........................^",
         ]
     );
 }
