@@ -165,6 +165,7 @@ pub(crate) fn library_context() -> kube_cel::cel::Context<'static> {
     let mut ctx = kube_cel::cel::Context::default().with_all();
     register_optional_select(&mut ctx);
     register_size(&mut ctx);
+    convert::register(&mut ctx);
     budget::register(&mut ctx);
     ctx
 }
@@ -591,6 +592,7 @@ fn duration(d: &chrono::Duration) -> String {
 }
 
 pub(crate) mod budget;
+mod convert;
 pub(crate) mod cost;
 pub(crate) mod decl;
 pub(crate) mod issues;
