@@ -299,7 +299,7 @@ pub(super) fn tls_config(
     trust: Trust<'_>,
     identity: Option<&ProxyIdentity>,
 ) -> Result<rustls::ClientConfig, String> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = crate::registry::connections::client_provider();
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?;

@@ -464,7 +464,7 @@ pub(crate) fn tls_config(ca_bundle: Option<&[u8]>) -> Result<rustls::ClientConfi
             }
         }
     }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = crate::registry::connections::client_provider();
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| WebhookError::Config(e.to_string()))?

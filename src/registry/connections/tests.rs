@@ -14,6 +14,8 @@ struct TestBackend {
     accepted: Arc<AtomicUsize>,
     connections: Arc<Mutex<tokio::task::JoinSet<()>>>,
     cert_pem: String,
+    /// The TLS cipher suite each connection negotiated.
+    suites: Arc<Mutex<Vec<rustls::CipherSuite>>>,
 }
 
 impl TestBackend {
@@ -26,15 +28,21 @@ impl TestBackend {
         let port = listener.local_addr().unwrap().port();
         let accepted = Arc::new(AtomicUsize::new(0));
         let connections = Arc::new(Mutex::new(tokio::task::JoinSet::new()));
+        let suites = Arc::new(Mutex::new(Vec::new()));
         let (counter, tasks) = (Arc::clone(&accepted), Arc::clone(&connections));
+        let negotiated = Arc::clone(&suites);
         tokio::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 counter.fetch_add(1, Ordering::SeqCst);
                 let acceptor = acceptor.clone();
+                let negotiated = Arc::clone(&negotiated);
                 tasks.lock().unwrap().spawn(async move {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
+                    if let Some(suite) = tls.get_ref().1.negotiated_cipher_suite() {
+                        negotiated.lock().unwrap().push(suite.suite());
+                    }
                     let service = hyper::service::service_fn(
                         |req: http::Request<hyper::body::Incoming>| async move {
                             let body = if req.uri().path() == "/big" {
@@ -63,6 +71,7 @@ impl TestBackend {
             accepted,
             connections,
             cert_pem,
+            suites,
         }
     }
 
@@ -177,5 +186,17 @@ async fn a_backend_that_is_down_is_named_as_go_names_it() {
     assert_eq!(
         crate::api::error_chain(&err),
         format!("dial tcp {target}: connect: connection refused")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_negotiate_aes_128_gcm_as_go_clients_do() {
+    let server = TestBackend::start(&[b"h2"]).await;
+    let backend = server.backend();
+    let (status, _) = get(&backend, &server.target(), "/x").await.unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(
+        *server.suites.lock().unwrap(),
+        [rustls::CipherSuite::TLS13_AES_128_GCM_SHA256]
     );
 }
