@@ -114,9 +114,14 @@ impl Client {
         let path = req
             .uri()
             .path_and_query()
-            .map(|p| p.as_str())
-            .unwrap_or("/");
-        let uri: http::Uri = match format!("https://{target}{path}").parse() {
+            .cloned()
+            .unwrap_or_else(|| http::uri::PathAndQuery::from_static("/"));
+        let uri = http::Uri::builder()
+            .scheme(http::uri::Scheme::HTTPS)
+            .authority(target)
+            .path_and_query(path)
+            .build();
+        let uri = match uri {
             Ok(u) => u,
             Err(e) => {
                 return text_error(
@@ -239,33 +244,36 @@ fn forwarded_headers(headers: &HeaderMap) -> HeaderMap {
 }
 
 fn strip_hop_by_hop(headers: &mut HeaderMap) {
-    for name in HOP_BY_HOP {
-        headers.remove(name);
+    // Most answers have none: looking costs less than a removal of each name.
+    if headers.keys().any(|k| HOP_BY_HOP.contains(&k.as_str())) {
+        for name in HOP_BY_HOP {
+            headers.remove(name);
+        }
     }
 }
 
 /// client-go's SetAuthProxyHeaders: user, uid, every group, every extra value (keys
 /// percent-encoded).
 fn set_identity(headers: &mut HeaderMap, user: &UserInfo) {
-    let mut put = |name: &str, value: &str| {
-        if let (Ok(n), Ok(v)) = (
-            HeaderName::from_bytes(name.as_bytes()),
-            HeaderValue::from_str(value),
-        ) {
-            headers.append(n, v);
+    let mut put = |name: HeaderName, value: &str| {
+        if let Ok(v) = HeaderValue::from_str(value) {
+            headers.append(name, v);
         }
     };
-    put(USER_HEADER, &user.name);
+    put(HeaderName::from_static(USER_HEADER), &user.name);
     if !user.uid.is_empty() {
-        put(UID_HEADER, &user.uid);
+        put(HeaderName::from_static(UID_HEADER), &user.uid);
     }
     for g in &user.groups {
-        put(GROUP_HEADER, g);
+        put(HeaderName::from_static(GROUP_HEADER), g);
     }
     for (key, values) in &user.extra {
         let key = header_key_escape(key);
+        let Ok(name) = HeaderName::from_bytes(format!("{EXTRA_PREFIX}{key}").as_bytes()) else {
+            continue;
+        };
         for v in values {
-            put(&format!("{EXTRA_PREFIX}{key}"), v);
+            put(name.clone(), v);
         }
     }
 }
