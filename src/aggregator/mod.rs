@@ -141,11 +141,12 @@ pub(crate) struct Remote {
     client: Result<proxy::Client, String>,
 }
 
-/// Every APIService, by name, and the remote ones by group/version.
+/// Every APIService, by name, and the remote ones by `<group>/<version>` (a key a request's
+/// path holds as it is, so finding it allocates nothing).
 #[derive(Default)]
 struct Table {
     all: BTreeMap<String, ApiService>,
-    remote: BTreeMap<(String, String), Arc<Remote>>,
+    remote: BTreeMap<String, Arc<Remote>>,
 }
 
 /// The aggregator: follows APIServices, Services and EndpointSlices, routes requests.
@@ -286,7 +287,7 @@ impl Aggregator {
             if a.service.is_none() {
                 continue;
             }
-            let key = (a.group.clone(), a.version.clone());
+            let key = format!("{}/{}", a.group, a.version);
             let previous = slot.remote.get(&key);
             let client = match previous {
                 Some(p) if same_connection(&p.api, a) => p.client.clone(),
@@ -306,15 +307,12 @@ impl Aggregator {
     }
 
     /// The remote APIService serving `group`/`version`, if any.
-    fn remote(&self, group: &str, version: &str) -> Option<Arc<Remote>> {
+    fn remote(&self, group_version: &str) -> Option<Arc<Remote>> {
         let table = self.table();
         if table.remote.is_empty() {
             return None;
         }
-        table
-            .remote
-            .get(&(group.to_string(), version.to_string()))
-            .cloned()
+        table.remote.get(group_version).cloned()
     }
 
     /// Serves the request when it belongs to a remote APIService: a request under
@@ -332,7 +330,7 @@ impl Aggregator {
         let group = parts.next().filter(|g| !g.is_empty())?;
         match parts.next().filter(|v| !v.is_empty()) {
             Some(version) => {
-                let remote = self.remote(group, version)?;
+                let remote = self.remote(&rest[..group.len() + 1 + version.len()])?;
                 Some(self.proxy(&remote, req, ctx).await)
             }
             None if !local_group(group) => discovery::group(&self.table().all, group),
@@ -384,8 +382,9 @@ impl Aggregator {
         req: &http::Request<Bytes>,
     ) -> Option<http::Response<Body>> {
         let gv = req.uri().path().strip_prefix("/openapi/v3/apis/")?;
-        let (group, version) = gv.trim_end_matches('/').split_once('/')?;
-        let remote = self.remote(group, version)?;
+        let gv = gv.trim_end_matches('/');
+        gv.split_once('/')?;
+        let remote = self.remote(gv)?;
         let client = remote.client.as_ref().ok()?;
         let target = self.services.resolve(remote.api.service.as_ref()?).ok()?;
         let path = req

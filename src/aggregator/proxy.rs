@@ -135,7 +135,9 @@ impl Client {
             .uri(uri)
             .body(req.body().clone())
             .unwrap_or_default();
-        *out.headers_mut() = forwarded_headers(req.headers());
+        // Room for the identity and the trace and peer headers, so the map does not grow.
+        let room = 4 + user.groups.len() + user.extra.values().map(Vec::len).sum::<usize>();
+        *out.headers_mut() = forwarded_headers(req.headers(), room);
         set_identity(out.headers_mut(), user);
         // A traced request's span becomes the parent of the server's (otelhttp's transport).
         crate::api::trace::inject(out.headers_mut());
@@ -225,9 +227,9 @@ pub(super) fn text_error(code: http::StatusCode, message: &str) -> http::Respons
 }
 
 /// The request's headers without hop-by-hop ones, credentials, impersonation and identity
-/// headers, and Host (the target's authority replaces it).
-fn forwarded_headers(headers: &HeaderMap) -> HeaderMap {
-    let mut out = HeaderMap::with_capacity(headers.len());
+/// headers, and Host (the target's authority replaces it), with room for `room` more.
+fn forwarded_headers(headers: &HeaderMap, room: usize) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(headers.len() + room);
     for (name, value) in headers {
         let n = name.as_str();
         if HOP_BY_HOP.contains(&n)
@@ -417,7 +419,7 @@ mod tests {
         ] {
             headers.append(k, HeaderValue::from_static(v));
         }
-        let mut out = forwarded_headers(&headers);
+        let mut out = forwarded_headers(&headers, 0);
         let user = UserInfo {
             name: "alice".into(),
             uid: "42".into(),
