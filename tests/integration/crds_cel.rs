@@ -47,6 +47,11 @@ spec:
                 - {rule: self == oldSelf, message: Value is immutable}
 "#;
 
+/// kubectl's arguments of a merge patch of backup `name`.
+fn merge_patch<'a>(name: &'a str, body: &'a str) -> [&'a str; 6] {
+    ["patch", "backup", name, "--type=merge", "-p", body]
+}
+
 fn backup(name: &str, spec: &str) -> String {
     format!(
         "apiVersion: cel.example.com/v1\nkind: Backup\nmetadata: {{name: {name}}}\nspec: {spec}\n"
@@ -107,34 +112,12 @@ async fn kubectl_sees_cel_rules_enforced() {
     assert_eq!(stored, "1");
 
     // The transition rule: bucket may not change; other fields may.
-    let err = fails(
-        &server,
-        &[
-            "patch",
-            "backup",
-            "good",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"bucket":"b2"}}"#,
-        ],
-    )
-    .await;
+    let err = fails(&server, &merge_patch("good", r#"{"spec":{"bucket":"b2"}}"#)).await;
     assert!(
         err.contains("spec.bucket: Invalid value: \"b2\": Value is immutable"),
         "{err}"
     );
-    ok(
-        &server,
-        &[
-            "patch",
-            "backup",
-            "good",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"replicas":3}}"#,
-        ],
-    )
-    .await;
+    ok(&server, &merge_patch("good", r#"{"spec":{"replicas":3}}"#)).await;
 
     // Ratcheting: once the CRD tightens a rule, a stored value that now fails it may stay
     // while other fields change; the failure reaches the client as a warning, as upstream's.
@@ -149,9 +132,7 @@ async fn kubectl_sees_cel_rules_enforced() {
     let mut replicas = 4;
     let warned = loop {
         let patch = format!(r#"{{"spec":{{"replicas":{replicas}}}}}"#);
-        let o = server
-            .kubectl(&["patch", "backup", "good", "--type=merge", "-p", &patch])
-            .await;
+        let o = server.kubectl(&merge_patch("good", &patch)).await;
         let stderr = String::from_utf8_lossy(&o.stderr).into_owned();
         assert!(o.status.success(), "{stderr}");
         if stderr.contains(want) || replicas == 40 {
@@ -164,14 +145,7 @@ async fn kubectl_sees_cel_rules_enforced() {
     // Changing the failing value itself is refused.
     let err = fails(
         &server,
-        &[
-            "patch",
-            "backup",
-            "good",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"memory":"1500Mi"}}"#,
-        ],
+        &merge_patch("good", r#"{"spec":{"memory":"1500Mi"}}"#),
     )
     .await;
     assert!(
