@@ -285,6 +285,16 @@ pub(crate) trait Strategy: Send + Sync + 'static {
         }
     }
 
+    /// WarningsOnCreate: what a valid new object is accepted with a warning for.
+    fn warnings_on_create(&self, _obj: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// WarningsOnUpdate: what a valid update is accepted with a warning for.
+    fn warnings_on_update(&self, _new: &Value, _old: &Value) -> Vec<String> {
+        Vec::new()
+    }
+
     /// Whether [`Self::validate`] and its update forms check ObjectMeta themselves (as
     /// upstream's CRD validation does, with its own name rule), so the store does not.
     fn validates_object_meta(&self) -> bool {

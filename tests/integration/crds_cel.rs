@@ -1,7 +1,7 @@
 //! CEL x-kubernetes-validations with kubectl: rules on objects, scalars and maps, a
 //! messageExpression, reason and fieldPath, Kubernetes' CEL library (quantity, url), a
 //! transition rule that makes a field immutable, a tightened rule ratcheted with a warning,
-//! and a CRD whose rule does not parse.
+//! a finalizer name warned about, and a CRD whose rule does not parse.
 
 use crate::crds::{apply_crd, fails, ok, write};
 use crate::crud::wait_default;
@@ -151,6 +151,20 @@ async fn kubectl_sees_cel_rules_enforced() {
     assert!(
         err.contains("spec.memory: Invalid value: \"1500Mi\": memory 1500Mi is over 512Mi"),
         "{err}"
+    );
+
+    // A finalizer that is not domain-qualified is accepted with upstream's warning.
+    let o = server
+        .kubectl(&merge_patch(
+            "good",
+            r#"{"metadata":{"finalizers":["cleanup"]}}"#,
+        ))
+        .await;
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Warning: metadata.finalizers: \"cleanup\": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"),
+        "{stderr}"
     );
 
     // A CRD whose rule does not parse is refused.

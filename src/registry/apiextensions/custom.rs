@@ -387,6 +387,14 @@ impl Strategy for CustomResource {
         self.validate_update_warning(sub, new, old, &Warnings::default())
     }
 
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        finalizers::warnings(obj, None)
+    }
+
+    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
+        finalizers::warnings(new, Some(old))
+    }
+
     /// The schema's update validation (of the status subresource's part for `status`), then
     /// the rules, whose ratcheted failures become warnings as upstream's.
     fn validate_update_warning(
@@ -504,5 +512,6 @@ impl Strategy for CustomResource {
 
 #[cfg(test)]
 mod conformance;
+mod finalizers;
 #[cfg(test)]
 mod tests;

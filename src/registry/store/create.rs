@@ -55,6 +55,9 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(name_of(obj), errs));
         }
+        for w in self.strategy.warnings_on_create(obj) {
+            ctx.warnings.add(w);
+        }
         self.strategy.authorize_write(ctx, obj, None)
     }
 

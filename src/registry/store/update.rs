@@ -135,6 +135,9 @@ impl GenericStore {
         if !errs.is_empty() {
             return Err(self.invalid(name, errs));
         }
+        for w in self.strategy.warnings_on_update(&new, old) {
+            ctx.warnings.add(w);
+        }
         self.admit_validating(
             ctx,
             Operation::Update,
