@@ -383,7 +383,9 @@ impl Aggregator {
     ) -> Option<http::Response<Body>> {
         let gv = req.uri().path().strip_prefix("/openapi/v3/apis/")?;
         let gv = gv.trim_end_matches('/');
-        gv.split_once('/')?;
+        if !gv.contains('/') {
+            return None;
+        }
         let remote = self.remote(gv)?;
         let client = remote.client.as_ref().ok()?;
         let target = self.services.resolve(remote.api.service.as_ref()?).ok()?;

@@ -19,3 +19,5 @@ pub(crate) const PEER_ADDRESS_ANNOTATION: &str = "kubernetes.io/peer-advertise-a
 pub(crate) const FINALIZER_ORPHAN: &str = "orphan";
 /// The finalizer of a foreground deletion (`metav1.FinalizerDeleteDependents`).
 pub(crate) const FINALIZER_FOREGROUND: &str = "foregroundDeletion";
+/// The finalizer of a namespace being emptied (`v1.FinalizerKubernetes`).
+pub(crate) const FINALIZER_KUBERNETES: &str = "kubernetes";

@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, info_span, warn, Instrument};
 
 /// The finalizer this controller owns (`v1.FinalizerKubernetes`).
-pub(super) const FINALIZER: &str = "kubernetes";
+pub(super) const FINALIZER: &str = crate::api::well_known::FINALIZER_KUBERNETES;
 const RETRY: Duration = Duration::from_secs(2);
 const SWEEP: Duration = Duration::from_secs(30);
 

@@ -3,34 +3,36 @@
 //! not a qualified name, or not domain-qualified with a path, is accepted with a warning.
 
 use crate::api::selectors::qualified_name_errors;
+use crate::api::well_known::{FINALIZER_FOREGROUND, FINALIZER_KUBERNETES, FINALIZER_ORPHAN};
 use crate::api::At;
 use crate::registry::error::quote;
 use serde_json::Value;
 use std::collections::BTreeSet;
 
-/// The finalizers Kubernetes itself defines (orphan, foregroundDeletion, kubernetes).
-const STANDARD: [&str; 3] = ["orphan", "foregroundDeletion", "kubernetes"];
+/// The finalizers Kubernetes itself defines.
+const STANDARD: [&str; 3] = [FINALIZER_ORPHAN, FINALIZER_FOREGROUND, FINALIZER_KUBERNETES];
 
 const PATH: &str = "metadata.finalizers";
 
 /// The warnings of the finalizers `obj` has and `old` (on update) had not, in name order.
 pub(super) fn warnings(obj: &Value, old: Option<&Value>) -> Vec<String> {
-    let names = |o: &Value| -> BTreeSet<String> {
-        o.at("/metadata/finalizers")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()
-    };
     let mut added = names(obj);
     if let Some(old) = old {
         for f in names(old) {
-            added.remove(&f);
+            added.remove(f);
         }
     }
-    added.iter().flat_map(|f| of_name(f)).collect()
+    added.into_iter().flat_map(of_name).collect()
+}
+
+/// The finalizers of `obj`, in name order, once each.
+fn names(obj: &Value) -> BTreeSet<&str> {
+    obj.at("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect()
 }
 
 /// validateKubeFinalizerName.
