@@ -1,7 +1,8 @@
 //! CEL x-kubernetes-validations with kubectl: rules on objects, scalars and maps, a
-//! messageExpression, reason and fieldPath, Kubernetes' CEL library (quantity, url), a
-//! transition rule that makes a field immutable, a tightened rule ratcheted with a warning,
-//! a finalizer name warned about, and a CRD whose rule does not parse.
+//! messageExpression, reason and fieldPath, Kubernetes' CEL library (quantity, url),
+//! transition rules that make fields immutable (a map list of sets compared without order),
+//! a tightened rule ratcheted with a warning, a finalizer name warned about, and a CRD whose
+//! rule does not parse.
 
 use crate::crds::{apply_crd, fails, ok, write};
 use crate::crud::wait_default;
@@ -45,6 +46,18 @@ spec:
                 type: string
                 x-kubernetes-validations:
                 - {rule: self == oldSelf, message: Value is immutable}
+              targets:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    zones: {type: array, x-kubernetes-list-type: set, items: {type: string}}
+                x-kubernetes-validations:
+                - {rule: self == oldSelf, message: targets are immutable}
 "#;
 
 /// kubectl's arguments of a merge patch of backup `name`.
@@ -94,7 +107,7 @@ async fn kubectl_sees_cel_rules_enforced() {
         "good.yaml",
         &backup(
             "good",
-            "{replicas: 2, target: 'https://backup.example.com/b', memory: 1Gi, bucket: b1}",
+            "{replicas: 2, target: 'https://backup.example.com/b', memory: 1Gi, bucket: b1, targets: [{name: a, zones: [z1, z2]}, {name: b}]}",
         ),
     );
     ok(&server, &["apply", "-f", &good]).await;
@@ -118,6 +131,28 @@ async fn kubectl_sees_cel_rules_enforced() {
         "{err}"
     );
     ok(&server, &merge_patch("good", r#"{"spec":{"replicas":3}}"#)).await;
+    // A map list and the sets in its items compare without their order, as upstream's: the
+    // same targets reordered are the same, another zone is not.
+    ok(
+        &server,
+        &merge_patch(
+            "good",
+            r#"{"spec":{"targets":[{"name":"b"},{"name":"a","zones":["z2","z1"]}]}}"#,
+        ),
+    )
+    .await;
+    let err = fails(
+        &server,
+        &merge_patch(
+            "good",
+            r#"{"spec":{"targets":[{"name":"b"},{"name":"a","zones":["z3","z1"]}]}}"#,
+        ),
+    )
+    .await;
+    assert!(
+        err.contains("spec.targets: Invalid value: targets are immutable"),
+        "{err}"
+    );
 
     // Ratcheting: once the CRD tightens a rule, a stored value that now fails it may stay
     // while other fields change; the failure reaches the client as a warning, as upstream's.

@@ -11,10 +11,11 @@
 //!   evaluates every rule at every node where data is present, under upstream's runtime cost
 //!   limits, with upstream's messages and ratcheting (`eval`).
 //!
-//! Where this differs from upstream: argument types are checked only for operators and the
-//! string functions on primitive operands (`cel::overloads`); parse errors are the `cel`
-//! crate's text; ratcheted failures are dropped rather than sent as warnings; see also
-//! `tree` for how values convert. May use: registry's error types and CEL modules.
+//! - Lists of `x-kubernetes-list-type` set and map compare and merge as upstream's (`lists`).
+//!
+//! Where this differs from upstream: argument types are checked only for operators, the
+//! string functions and conversions on primitive operands (`cel::overloads`); parse errors are
+//! the `cel` crate's text; see also `tree` for how values convert. May use: registry's error types and CEL modules.
 
 use super::gofmt::quote;
 use crate::registry::cel::decl::Decl;
@@ -231,6 +232,7 @@ fn compile(
 }
 
 mod eval;
+mod lists;
 mod tree;
 
 #[cfg(test)]

@@ -11,13 +11,12 @@
 //!   `additionalProperties` schema is a map keyed by the data's own keys; one that only
 //!   preserves unknown fields is empty.
 //!
-//! Where this differs from upstream: lists of `x-kubernetes-list-type` map and set compare
-//! and concatenate as plain lists; values preserved without a schema read as plain JSON
+//! Where this differs from upstream: values preserved without a schema read as plain JSON
 //! (upstream only compares them); duration strings in strfmt's unit words (`3 days`) stay
 //! strings.
 
 use super::super::gofmt::quote;
-use super::{split_path, upstream_path};
+use super::{lists, split_path, upstream_path};
 use crate::registry::cel::budget;
 use crate::registry::cel::decl::{escape, with_type_and_object_meta};
 use crate::registry::cel::{from_json, parse, references, refuse_structs};
@@ -92,6 +91,9 @@ pub(super) struct Rule {
     pub(super) transition: bool,
     /// Its `fieldPath` as field.Path prints it (upstream's NormalizedRuleFieldPath).
     pub(super) field_path: Option<String>,
+    /// The variables naming the shapes of the sets and map lists its operators compare or
+    /// merge (`lists`), with their values.
+    pub(super) shapes: Vec<(String, CelValue)>,
 }
 
 impl Rule {
@@ -100,13 +102,19 @@ impl Rule {
         if declared.rule.trim().is_empty() {
             return None;
         }
-        let program = compile(&declared.rule);
+        let mut shapes = Vec::new();
+        let program = compile(&declared.rule, schema, &mut shapes);
         let transition = program.as_ref().is_ok_and(|p| references(p, "oldSelf"));
         let message = declared
             .message_expression
             .as_deref()
             .filter(|m| !m.trim().is_empty())
-            .and_then(|m| compile(m).ok());
+            .and_then(|m| compile(m, schema, &mut shapes).ok());
+        let shapes = shapes
+            .into_iter()
+            .enumerate()
+            .map(|(i, shape)| (lists::variable(i), CelValue::Opaque(shape)))
+            .collect();
         let field_path = declared
             .field_path
             .as_deref()
@@ -118,6 +126,7 @@ impl Rule {
             message,
             transition,
             field_path,
+            shapes,
         })
     }
 
@@ -130,10 +139,17 @@ impl Rule {
     }
 }
 
-/// An expression parsed (optional syntax included), with its comprehensions metered.
-fn compile(expr: &str) -> Result<IdedExpr, String> {
+/// An expression of a rule at a node of `schema` parsed (optional syntax included), its
+/// operators on sets and map lists rewritten (their shapes added to `shapes`), its
+/// comprehensions metered.
+fn compile(
+    expr: &str,
+    schema: &Value,
+    shapes: &mut Vec<Arc<lists::Shape>>,
+) -> Result<IdedExpr, String> {
     let mut parsed = parse(expr, true)?;
     refuse_structs(&parsed).map_err(|e| format!("ERROR: <input>: {e}"))?;
+    lists::rewrite(&mut parsed, schema, shapes);
     budget::meter(&mut parsed);
     Ok(parsed)
 }
