@@ -180,6 +180,28 @@ pub(crate) fn call(
     result.ok_or_else(|| no_overload(func, target, args))
 }
 
+/// Checks a member call of Kubernetes' list library (`sum`, `min`, `max`, `isSorted`,
+/// `indexOf`, `lastIndexOf`) on a list of `elem` with arguments `args`, against upstream's
+/// declarations (pkg/cel/library/lists.go: `sum` of int, uint, double and duration lists,
+/// the others of any primitive element, `indexOf(A)` on a `list(A)`); other functions pass.
+pub(crate) fn list_method(func: &str, elem: Prim, args: &[Prim]) -> Result<(), String> {
+    use Prim::{Double, Duration, Int, Uint};
+    let takes = match func {
+        "sum" => args.is_empty() && matches!(elem, Int | Uint | Double | Duration),
+        "min" | "max" | "isSorted" => args.is_empty(),
+        "indexOf" | "lastIndexOf" => args == [elem],
+        _ => return Ok(()),
+    };
+    if takes {
+        return Ok(());
+    }
+    let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
+    Err(format!(
+        "found no matching overload for '{func}' applied to 'list({}).({args})'",
+        elem.name()
+    ))
+}
+
 /// cel-go's text for a call no overload takes.
 fn no_overload(func: &str, target: Option<Prim>, args: &[Prim]) -> String {
     let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
@@ -265,6 +287,42 @@ mod tests {
             ("!_", vec![String], "found no matching overload for '!_' applied to '(string)'"),
         ] {
             assert_eq!(apply(op, &args), Err(text.to_string()), "{op} {args:?}");
+        }
+    }
+
+    #[test]
+    fn list_functions_take_the_element_types_upstream_declares() {
+        for (func, elem, args) in [
+            ("sum", Int, vec![]),
+            ("sum", Duration, vec![]),
+            ("min", String, vec![]),
+            ("isSorted", Timestamp, vec![]),
+            ("indexOf", Bool, vec![Bool]),
+            ("lastIndexOf", String, vec![String]),
+            ("reverse", String, vec![Int]),
+        ] {
+            assert_eq!(list_method(func, elem, &args), Ok(()), "{func}");
+        }
+        for (func, elem, args, want) in [
+            ("sum", String, vec![], "'sum' applied to 'list(string).()'"),
+            ("sum", Int, vec![Int], "'sum' applied to 'list(int).(int)'"),
+            (
+                "max",
+                Bytes,
+                vec![Int],
+                "'max' applied to 'list(bytes).(int)'",
+            ),
+            (
+                "indexOf",
+                Int,
+                vec![Double],
+                "'indexOf' applied to 'list(int).(double)'",
+            ),
+        ] {
+            assert_eq!(
+                list_method(func, elem, &args),
+                Err(format!("found no matching overload for {want}"))
+            );
         }
     }
 

@@ -278,7 +278,8 @@ impl<'d> Typer<'d> {
     }
 
     /// Notes a call whose operands all have primitive types no overload of `func` takes
-    /// (operators and the string functions; see [`overloads`]); false when it is one.
+    /// (operators, the string functions and conversions, and the list library on lists of
+    /// primitives; see [`overloads`]); false when it is one.
     fn check_overload(
         &mut self,
         id: u64,
@@ -289,6 +290,22 @@ impl<'d> Typer<'d> {
         let Some(prims) = args.iter().map(Ty::prim).collect::<Option<Vec<_>>>() else {
             return true;
         };
+        if let Some(Ty::List(elem)) = target {
+            let Some(elem) = elem.prim() else {
+                return true;
+            };
+            return match overloads::list_method(func, elem, &prims) {
+                Ok(()) => true,
+                Err(message) => {
+                    self.issues.push(Issue {
+                        id,
+                        message,
+                        token: Token::Paren,
+                    });
+                    false
+                }
+            };
+        }
         let target = match target.map(Ty::prim) {
             None => None,
             Some(Some(p)) => Some(p),

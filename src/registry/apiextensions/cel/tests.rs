@@ -488,6 +488,8 @@ fn calls_no_overload_takes_refuse_the_crd() {
         "image": {"type": "string"},
         "when": {"type": "string", "format": "date-time"},
         "port": {"x-kubernetes-int-or-string": true},
+        "names": {"type": "array", "items": {"type": "string"}},
+        "sizes": {"type": "array", "items": {"type": "integer"}},
     }}}});
     let fine = json!([
         {"rule": "self.spec.replicas + 1 > 2 && self.spec.ratio > 1"},
@@ -497,6 +499,7 @@ fn calls_no_overload_takes_refuse_the_crd() {
         {"rule": "self.spec.image.substring(1).lowerAscii().indexOf('x', 0) >= 0"},
         {"rule": "isURL(self.spec.image) && self.spec.image.find('a') == 'a' && quantity(self.spec.image).isLessThan(quantity('1'))"},
         {"rule": "int(self.spec.when) > 0 && self.spec.when.getHours('UTC') >= 0 && string(self.spec.ratio) != ''"},
+        {"rule": "self.spec.sizes.sum() > 0 && self.spec.names.min() != '' && self.spec.sizes.indexOf(1) >= 0 && self.spec.names.isSorted()"},
     ]);
     assert_eq!(checked(schema.clone(), fine), Vec::<String>::new());
     let errs = checked(
@@ -508,6 +511,8 @@ fn calls_no_overload_takes_refuse_the_crd() {
             {"rule": "isURL(self.spec.replicas)"},
             {"rule": "duration(self.spec.ratio) > duration('1s')"},
             {"rule": "self.spec.image.getHours() > 1"},
+            {"rule": "self.spec.names.sum() != ''"},
+            {"rule": "self.spec.sizes.indexOf('a') > 0"},
         ]),
     );
     let failures: Vec<&str> = errs
@@ -523,6 +528,8 @@ fn calls_no_overload_takes_refuse_the_crd() {
             "compilation failed: ERROR: <input>:1:6: found no matching overload for 'isURL' applied to '(int)'\n | isURL(self.spec.replicas)\n | .....^",
             "compilation failed: ERROR: <input>:1:9: found no matching overload for 'duration' applied to '(double)'\n | duration(self.spec.ratio) > duration('1s')\n | ........^",
             "compilation failed: ERROR: <input>:1:25: found no matching overload for 'getHours' applied to 'string.()'\n | self.spec.image.getHours() > 1\n | ........................^",
+            "compilation failed: ERROR: <input>:1:20: found no matching overload for 'sum' applied to 'list(string).()'\n | self.spec.names.sum() != ''\n | ...................^",
+            "compilation failed: ERROR: <input>:1:24: found no matching overload for 'indexOf' applied to 'list(int).(string)'\n | self.spec.sizes.indexOf('a') > 0\n | .......................^",
         ]
     );
 }
