@@ -1,18 +1,26 @@
-//! The conversions of cel-go's standard library the cel crate lacks: `int` of a timestamp
-//! (its Unix seconds) and of a duration (its nanoseconds), `timestamp` of an int (Unix
-//! seconds), `duration` of an int (nanoseconds), the identity conversions of timestamps and
-//! durations, and `bool` of a bool or of a string as Go's strconv.ParseBool reads it. Every
-//! other argument goes to the crate's own conversion.
+//! cel-go's standard conversions where the cel crate's differ: `int` of a timestamp (its
+//! Unix seconds) and of a duration (its nanoseconds), `timestamp` of an int (Unix seconds),
+//! `duration` of an int (nanoseconds), the identity conversions of timestamps and durations,
+//! `bool` of a bool or of a string as Go's strconv.ParseBool reads it, `string` of a bool, of
+//! a timestamp (RFC 3339 with `Z` and no trailing zeros, as Go's RFC3339Nano) and of a
+//! duration (its seconds, `3600s`), and cel-go's errors: `type conversion error from 'string'
+//! to 'int'` for a string that does not parse, `no such overload: int(list(dyn))` for a type no
+//! overload takes (the crate's own texts debug-print the value). Every other argument goes to
+//! the crate's own conversion.
 
 use kube_cel::cel::extractors::This;
 use kube_cel::cel::objects::Value as CelValue;
 use kube_cel::cel::{functions, Context, ExecutionError, FunctionContext};
+use std::sync::Arc;
 
 type Result<T> = std::result::Result<T, ExecutionError>;
 
 /// Registers the conversions over the crate's.
 pub(crate) fn register(ctx: &mut Context<'_>) {
     ctx.add_function("int", int);
+    ctx.add_function("uint", uint);
+    ctx.add_function("double", double);
+    ctx.add_function("string", string);
     ctx.add_function("timestamp", timestamp);
     ctx.add_function("duration", duration);
     ctx.add_function("bool", bool);
@@ -25,7 +33,78 @@ fn int(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue> {
             .num_nanoseconds()
             .map(CelValue::Int)
             .ok_or_else(|| ftx.error("integer overflow")),
-        other => functions::int(ftx, This(other)),
+        CelValue::String(s) => parsed(ftx, &s, "int", |s| s.parse().ok().map(CelValue::Int)),
+        v @ (CelValue::Int(_) | CelValue::UInt(_) | CelValue::Float(_)) => {
+            functions::int(ftx, This(v))
+        }
+        other => Err(no_overload(ftx, "int", &other)),
+    }
+}
+
+fn uint(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue> {
+    match this {
+        CelValue::String(s) => parsed(ftx, &s, "uint", |s| s.parse().ok().map(CelValue::UInt)),
+        v @ (CelValue::Int(_) | CelValue::UInt(_) | CelValue::Float(_)) => {
+            functions::uint(ftx, This(v))
+        }
+        other => Err(no_overload(ftx, "uint", &other)),
+    }
+}
+
+fn double(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue> {
+    match this {
+        CelValue::String(s) => parsed(ftx, &s, "double", |s| s.parse().ok().map(CelValue::Float)),
+        v @ (CelValue::Int(_) | CelValue::UInt(_) | CelValue::Float(_)) => {
+            functions::double(ftx, This(v))
+        }
+        other => Err(no_overload(ftx, "double", &other)),
+    }
+}
+
+/// A string conversion: `parse` of `s`, or cel-go's error for a string that does not parse.
+fn parsed(
+    ftx: &FunctionContext,
+    s: &str,
+    to: &str,
+    parse: impl FnOnce(&str) -> Option<CelValue>,
+) -> Result<CelValue> {
+    parse(s).ok_or_else(|| ftx.error(format!("type conversion error from 'string' to '{to}'")))
+}
+
+fn string(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue> {
+    let text = match this {
+        CelValue::Bool(b) => b.to_string(),
+        CelValue::Timestamp(t) => rfc3339_nano(&t),
+        // Duration.ConvertToType: strconv.FormatFloat(d.Seconds(), 'f', -1, 64) + "s".
+        CelValue::Duration(d) => {
+            let seconds = d.num_seconds() as f64 + f64::from(d.subsec_nanos()) / 1e9;
+            format!("{seconds}s")
+        }
+        v @ (CelValue::String(_)
+        | CelValue::Int(_)
+        | CelValue::UInt(_)
+        | CelValue::Float(_)
+        | CelValue::Bytes(_)) => return functions::string(ftx, This(v)),
+        other => return Err(no_overload(ftx, "string", &other)),
+    };
+    Ok(CelValue::String(Arc::new(text)))
+}
+
+/// Go's time.RFC3339Nano: `Z` for UTC, the fraction without trailing zeros.
+fn rfc3339_nano(t: &chrono::DateTime<chrono::FixedOffset>) -> String {
+    let full = t.to_rfc3339_opts(chrono::SecondsFormat::Nanos, true);
+    // `...:SS.fffffffff` then `Z` or `+hh:mm`.
+    let Some(dot) = full.find('.') else {
+        return full;
+    };
+    let zone = full[dot..]
+        .find(['Z', '+', '-'])
+        .map_or(full.len(), |z| dot + z);
+    let fraction = full[dot + 1..zone].trim_end_matches('0');
+    if fraction.is_empty() {
+        format!("{}{}", &full[..dot], &full[zone..])
+    } else {
+        format!("{}.{fraction}{}", &full[..dot], &full[zone..])
     }
 }
 
@@ -96,7 +175,11 @@ mod tests {
             "timestamp(timestamp('2024-01-01T00:00:00Z')) == timestamp('2024-01-01T00:00:00Z')",
             "duration(duration('1h')) == duration('60m')",
             "bool('true') && bool('T') && !bool('0') && bool(true)",
-            "int('12') == 12 && int(2.7) == 2",
+            "int('12') == 12 && int(2.7) == 2 && uint('7') == 7u && double('1.5') == 1.5",
+            "string(true) == 'true' && string(duration('1h')) == '3600s' && string(duration('1.5s')) == '1.5s'",
+            "string(timestamp('2024-01-01T00:00:00Z')) == '2024-01-01T00:00:00Z'",
+            "string(timestamp('2024-01-01T00:00:00.120Z')) == '2024-01-01T00:00:00.12Z'",
+            "string(timestamp('2024-01-01T01:00:00+01:00')) == '2024-01-01T01:00:00+01:00'",
         ] {
             assert_eq!(eval(expr), Ok(Value::Bool(true)), "{expr}");
         }
@@ -111,6 +194,21 @@ mod tests {
                 "type conversion error from 'string' to 'bool'",
             ),
             ("duration(true)", "no such overload: duration(bool)"),
+            ("int('abc')", "type conversion error from 'string' to 'int'"),
+            (
+                "uint('-1')",
+                "type conversion error from 'string' to 'uint'",
+            ),
+            (
+                "double('x')",
+                "type conversion error from 'string' to 'double'",
+            ),
+            ("int([1])", "no such overload: int(list(dyn))"),
+            (
+                "string({'a': 1})",
+                "no such overload: string(map(dyn, dyn))",
+            ),
+            ("uint(-1)", "unsigned integer overflow"),
         ] {
             let got = eval(expr).expect_err(expr);
             assert!(got.contains(want), "{expr}: {got}");

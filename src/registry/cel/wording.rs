@@ -20,15 +20,15 @@ pub(crate) fn runtime_error(e: &ExecutionError) -> String {
         | E::UnsupportedUnaryOperator(..)
         | E::UnsupportedBinaryOperator(..)
         | E::UnsupportedMapIndex(_)
-        | E::UnsupportedIndex(..) => "no such overload".into(),
+        | E::UnsupportedIndex(..)
+        // A function's argument or target of a type it does not take (its texts debug-print
+        // the value; kapi's conversions word their own errors).
+        | E::UnexpectedType { .. } => "no such overload".into(),
         E::UnsupportedKeyType(key) => format!("unsupported key type: {}", type_of(key)),
         E::UnsupportedListIndex(index) => {
             format!("unsupported index type '{}' in list", type_of(index))
         }
         E::IndexOutOfBounds(index) => format!("index '{}' out of range in list", scalar(index)),
-        E::UnexpectedType { got, want } => {
-            format!("type conversion error from '{got}' to '{want}'")
-        }
         E::UndeclaredReference(name) => format!("no such attribute(s): {name}"),
         E::FunctionError { message, .. } => message.clone(),
         E::DivisionByZero(_) => "division by zero".into(),
@@ -75,6 +75,8 @@ mod tests {
             ("1 % 0", "modulus by zero"),
             ("9223372036854775807 + 1", "integer overflow"),
             ("[1, 2][5]", "index '5' out of range in list"),
+            ("n.startsWith('x')", "no such overload"),
+            ("s.endsWith(n)", "no such overload"),
         ] {
             let got = error_of(expr);
             assert_eq!(got, want, "{expr}");
