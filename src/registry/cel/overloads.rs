@@ -147,7 +147,12 @@ pub(crate) fn call(
         ("isURL" | "isQuantity" | "isIP" | "isCIDR", None) => (args == [Str]).then_some(Some(Bool)),
         ("url" | "quantity" | "ip" | "cidr", None) => (args == [Str]).then_some(None),
         ("isURL" | "isQuantity" | "isIP" | "isCIDR" | "url" | "quantity", Some(_)) => None,
-        // The standard library's conversions (global functions of one argument).
+        // The standard library's conversions: global functions of one argument, never
+        // member functions.
+        (
+            "int" | "uint" | "double" | "string" | "bytes" | "bool" | "duration" | "timestamp",
+            Some(_),
+        ) => None,
         (
             "int" | "uint" | "double" | "string" | "bytes" | "bool" | "duration" | "timestamp",
             None,
@@ -345,9 +350,14 @@ mod tests {
             ("timestamp", None, vec![Int], Ok(Some(Timestamp))),
             ("getHours", Some(Duration), vec![], Ok(Some(Int))),
             ("getDayOfWeek", Some(Timestamp), vec![String], Ok(Some(Int))),
-            // Not checked here: functions of non-primitive values, member conversions.
+            // Not checked here: functions of non-primitive values.
             ("isLessThan", Some(String), vec![Int], Ok(None)),
-            ("int", Some(String), vec![], Ok(None)),
+            (
+                "int",
+                Some(String),
+                vec![],
+                Err("found no matching overload for 'int' applied to 'string.()'"),
+            ),
             (
                 "duration",
                 None,

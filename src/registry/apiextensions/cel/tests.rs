@@ -513,6 +513,7 @@ fn calls_no_overload_takes_refuse_the_crd() {
             {"rule": "self.spec.image.getHours() > 1"},
             {"rule": "self.spec.names.sum() != ''"},
             {"rule": "self.spec.sizes.indexOf('a') > 0"},
+            {"rule": "self.spec.image.int() > 0"},
         ]),
     );
     let failures: Vec<&str> = errs
@@ -530,6 +531,7 @@ fn calls_no_overload_takes_refuse_the_crd() {
             "compilation failed: ERROR: <input>:1:25: found no matching overload for 'getHours' applied to 'string.()'\n | self.spec.image.getHours() > 1\n | ........................^",
             "compilation failed: ERROR: <input>:1:20: found no matching overload for 'sum' applied to 'list(string).()'\n | self.spec.names.sum() != ''\n | ...................^",
             "compilation failed: ERROR: <input>:1:24: found no matching overload for 'indexOf' applied to 'list(int).(string)'\n | self.spec.sizes.indexOf('a') > 0\n | .......................^",
+            "compilation failed: ERROR: <input>:1:20: found no matching overload for 'int' applied to 'string.()'\n | self.spec.image.int() > 0\n | ...................^",
         ]
     );
 }
