@@ -212,7 +212,7 @@ pub(crate) async fn check(agg: &Aggregator, r: &Remote) -> Condition {
                 ),
             );
         }
-        if resolve::endpoint(&slices, &port_name, 0).is_none() {
+        if resolve::endpoints(&slices, &port_name).is_empty() {
             return false_because(
                 "MissingEndpoints",
                 format!(

@@ -210,11 +210,12 @@ impl Backend {
                     }
                 },
             };
-            match conn.send.clone().ready().await {
+            let id = conn.id;
+            match conn.send.ready().await {
                 Ok(send) => break send,
                 // Closed or going away: the request is still here, the slot dials again.
                 Err(e) => {
-                    slot.forget(conn.id);
+                    slot.forget(id);
                     if retried {
                         return Err(SendError::Http2(e));
                     }

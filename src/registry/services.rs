@@ -3,19 +3,21 @@
 //! them), from the Services and EndpointSlices the server follows. A generic control plane
 //! has no cluster IPs: an ExternalName Service resolves to `externalName:port` (the caller's
 //! port), a headless one to a ready address of its EndpointSlices, on the slice port named as
-//! the Service port whose number is the caller's port.
+//! the Service port whose number is the caller's port, taken in turn. What a Service resolves
+//! to is kept until a Service or an EndpointSlice changes, so a proxied request or a webhook
+//! call looks nothing up.
 
 use super::follow::{ns_name, Change};
 use serde_json::Value;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 /// The label by which an EndpointSlice names its Service.
 const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
 /// Why a Service does not resolve; messages as upstream's.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub(crate) enum ResolveError {
     #[error("service \"{0}\" not found")]
     NotFound(String),
@@ -28,7 +30,7 @@ pub(crate) enum ResolveError {
 }
 
 /// A Service and a port of it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct ServiceRef {
     pub namespace: String,
     pub name: String,
@@ -44,6 +46,19 @@ pub(crate) struct Services {
     slices: RwLock<BTreeMap<(String, String), BTreeMap<String, Value>>>,
     /// Spreads requests over a Service's endpoints.
     next: AtomicUsize,
+    /// What each Service resolved to since the Services and slices last changed.
+    resolved: RwLock<Resolved>,
+}
+
+/// A Service's addresses (`host:port`), not empty.
+type Addresses = Arc<[Arc<str>]>;
+
+/// What Services resolved to: their addresses (`host:port`) or why they do not resolve, and
+/// the generation of the Services and slices they were read from.
+#[derive(Default)]
+struct Resolved {
+    generation: u64,
+    by_service: HashMap<ServiceRef, Result<Addresses, ResolveError>>,
 }
 
 fn owner(slice: &Value) -> (String, String) {
@@ -65,6 +80,8 @@ impl Services {
     pub(crate) fn apply_service(&self, change: Change<'_>) {
         let mut map = self.services.write().unwrap_or_else(|e| e.into_inner());
         change.mirror(&mut map, key, Value::clone);
+        drop(map);
+        self.forget_resolved();
     }
 
     pub(crate) fn apply_slice(&self, change: Change<'_>) {
@@ -90,6 +107,8 @@ impl Services {
                 }
             }
         }
+        drop(map);
+        self.forget_resolved();
     }
 
     /// The Service `svc` points to, if it exists.
@@ -106,8 +125,37 @@ impl Services {
             .unwrap_or_default()
     }
 
-    /// `host:port` to dial for `svc` (read under the locks, nothing cloned but the answer).
-    pub(crate) fn resolve(&self, svc: &ServiceRef) -> Result<String, ResolveError> {
+    /// Forgets what Services resolved to, once a change of Services or slices is in place;
+    /// a resolution read before it is not kept (its generation has passed).
+    fn forget_resolved(&self) {
+        let mut resolved = self.resolved.write().unwrap_or_else(|e| e.into_inner());
+        resolved.generation += 1;
+        resolved.by_service.clear();
+    }
+
+    /// `host:port` to dial for `svc`: its addresses taken in turn.
+    pub(crate) fn resolve(&self, svc: &ServiceRef) -> Result<Arc<str>, ResolveError> {
+        let (generation, cached) = {
+            let resolved = self.resolved.read().unwrap_or_else(|e| e.into_inner());
+            (resolved.generation, resolved.by_service.get(svc).cloned())
+        };
+        let addresses = match cached {
+            Some(found) => found,
+            None => {
+                let found = self.addresses(svc);
+                let mut resolved = self.resolved.write().unwrap_or_else(|e| e.into_inner());
+                if resolved.generation == generation {
+                    resolved.by_service.insert(svc.clone(), found.clone());
+                }
+                found
+            }
+        }?;
+        let turn = self.next.fetch_add(1, Ordering::Relaxed) % addresses.len();
+        Ok(addresses[turn].clone())
+    }
+
+    /// Every address `svc` resolves to now (not empty).
+    fn addresses(&self, svc: &ServiceRef) -> Result<Addresses, ResolveError> {
         let services = self.services.read().unwrap_or_else(|e| e.into_inner());
         let service = services
             .get(&(svc.namespace.clone(), svc.name.clone()))
@@ -123,17 +171,22 @@ impl Services {
                     .get("externalName")
                     .and_then(Value::as_str)
                     .unwrap_or("");
-                Ok(join_host_port(host, svc.port))
+                Ok(Arc::from([Arc::from(join_host_port(host, svc.port))]))
             }
             "ClusterIP" => {
                 let port_name = service_port_name(spec, svc)?;
                 drop(services);
-                let start = self.next.fetch_add(1, Ordering::Relaxed);
                 let slices = self.slices.read().unwrap_or_else(|e| e.into_inner());
                 let own = slices.get(&(svc.namespace.clone(), svc.name.clone()));
                 let list: Vec<&Value> = own.map(|s| s.values().collect()).unwrap_or_default();
-                endpoint(&list, &port_name, start)
-                    .ok_or_else(|| ResolveError::NoEndpoints(svc.name.clone()))
+                let found: Addresses = endpoints(&list, &port_name)
+                    .into_iter()
+                    .map(Arc::from)
+                    .collect();
+                if found.is_empty() {
+                    return Err(ResolveError::NoEndpoints(svc.name.clone()));
+                }
+                Ok(found)
             }
             other => Err(ResolveError::UnsupportedType(other.to_string())),
         }
@@ -159,13 +212,13 @@ pub(crate) fn service_port_name(spec: &Value, svc: &ServiceRef) -> Result<String
         })
 }
 
-/// A ready address of `slices` on the port named `port_name`, starting the search at the
-/// `start`th endpoint (upstream's RandomEndpoint, round-robin instead of random).
-pub(crate) fn endpoint<S: std::borrow::Borrow<Value>>(
+/// The ready addresses of `slices` on the port named `port_name` (upstream's
+/// ResolveEndpoint picks one of them at random; kapi takes them in turn).
+pub(crate) fn endpoints<S: std::borrow::Borrow<Value>>(
     slices: &[S],
     port_name: &str,
-    start: usize,
-) -> Option<String> {
+) -> Vec<String> {
+    let mut found = Vec::new();
     for slice in slices.iter().map(std::borrow::Borrow::borrow) {
         let ports = slice.get("ports").and_then(Value::as_array);
         let Some(port) = ports.into_iter().flatten().find_map(|p| {
@@ -175,23 +228,22 @@ pub(crate) fn endpoint<S: std::borrow::Borrow<Value>>(
         }) else {
             continue;
         };
-        let endpoints: Vec<&Value> = slice
+        let port = u16::try_from(port).unwrap_or(0);
+        for ep in slice
             .get("endpoints")
             .and_then(Value::as_array)
-            .map(|e| e.iter().collect())
-            .unwrap_or_default();
-        for i in 0..endpoints.len() {
-            let ep = endpoints[(start + i) % endpoints.len()];
+            .into_iter()
+            .flatten()
+        {
             if ep.pointer("/conditions/ready").and_then(Value::as_bool) == Some(false) {
                 continue;
             }
             if let Some(ip) = ep.pointer("/addresses/0").and_then(Value::as_str) {
-                let port = u16::try_from(port).unwrap_or(0);
-                return Some(join_host_port(ip, port));
+                found.push(join_host_port(ip, port));
             }
         }
     }
-    None
+    found
 }
 
 /// Go's net.JoinHostPort: an IPv6 address in brackets.
@@ -235,7 +287,7 @@ mod tests {
             json!({"kind": "Service", "metadata": {"namespace": "ns", "name": "api"},
             "spec": {"type": "ExternalName", "externalName": "ext.example.com"}}),
         ]);
-        assert_eq!(s.resolve(&svc_ref(8443)).unwrap(), "ext.example.com:8443");
+        assert_eq!(&*s.resolve(&svc_ref(8443)).unwrap(), "ext.example.com:8443");
     }
 
     #[test]
@@ -250,11 +302,52 @@ mod tests {
                               {"addresses": ["fd00::2"]}]}),
         ]);
         for _ in 0..3 {
-            assert_eq!(s.resolve(&svc_ref(443)).unwrap(), "[fd00::2]:6443");
+            assert_eq!(&*s.resolve(&svc_ref(443)).unwrap(), "[fd00::2]:6443");
         }
         assert_eq!(
             s.resolve(&svc_ref(444)).unwrap_err().to_string(),
             "no service port 444 found for service \"api\""
+        );
+    }
+
+    fn slice(name: &str, addresses: &[&str]) -> Value {
+        let endpoints: Vec<Value> = addresses
+            .iter()
+            .map(|a| json!({"addresses": [a]}))
+            .collect();
+        json!({"kind": "EndpointSlice", "metadata": {"namespace": "ns", "name": name,
+            "labels": {SERVICE_NAME_LABEL: "api"}}, "addressType": "IPv4",
+            "ports": [{"name": "https", "port": 6443}], "endpoints": endpoints})
+    }
+
+    #[test]
+    fn addresses_of_every_slice_are_taken_in_turn_until_a_slice_changes() {
+        let service = json!({"kind": "Service", "metadata": {"namespace": "ns", "name": "api"},
+            "spec": {"clusterIP": "None", "ports": [{"name": "https", "port": 443}]}});
+        let s = services(&[
+            service,
+            slice("api-1", &["10.0.0.1"]),
+            slice("api-2", &["10.0.0.2", "10.0.0.3"]),
+        ]);
+        let mut seen: Vec<String> = (0..6)
+            .map(|_| s.resolve(&svc_ref(443)).unwrap().to_string())
+            .collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen, ["10.0.0.1:6443", "10.0.0.2:6443", "10.0.0.3:6443"]);
+        // A slice replaced: its old addresses are gone at once.
+        s.apply_slice(Change::Put(&slice("api-2", &["10.0.0.9"])));
+        let mut seen: Vec<String> = (0..4)
+            .map(|_| s.resolve(&svc_ref(443)).unwrap().to_string())
+            .collect();
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen, ["10.0.0.1:6443", "10.0.0.9:6443"]);
+        // The Service gone: it no longer resolves.
+        s.apply_service(Change::Listed(Vec::new()));
+        assert_eq!(
+            s.resolve(&svc_ref(443)).unwrap_err(),
+            ResolveError::NotFound("api".into())
         );
     }
 

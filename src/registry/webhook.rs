@@ -257,7 +257,7 @@ impl Endpoint {
         match (&self.service, &self.resolver) {
             (Some(svc), Some(services)) => services
                 .resolve(svc)
-                .map(Cow::Owned)
+                .map(|address| Cow::Owned(address.to_string()))
                 .map_err(|e| self.transport(e.to_string())),
             _ => Ok(Cow::Borrowed(&self.address)),
         }
