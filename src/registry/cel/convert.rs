@@ -2,8 +2,8 @@
 //! Unix seconds) and of a duration (its nanoseconds), `timestamp` of an int (Unix seconds),
 //! `duration` of an int (nanoseconds), the identity conversions of timestamps and durations,
 //! `bool` of a bool or of a string as Go's strconv.ParseBool reads it, `string` of a bool, of
-//! a timestamp (RFC 3339 with `Z` and no trailing zeros, as Go's RFC3339Nano) and of a
-//! duration (its seconds, `3600s`), and cel-go's errors: `type conversion error from 'string'
+//! a double (Go's shortest `%g`: `1.5e+06`), of a timestamp (RFC 3339 with `Z` and no trailing
+//! zeros, as Go's RFC3339Nano) and of a duration (its seconds, `3600s`), and cel-go's errors: `type conversion error from 'string'
 //! to 'int'` for a string that does not parse, `no such overload: int(list(dyn))` for a type no
 //! overload takes (the crate's own texts debug-print the value). Every other argument goes to
 //! the crate's own conversion.
@@ -80,14 +80,35 @@ fn string(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue>
             let seconds = d.num_seconds() as f64 + f64::from(d.subsec_nanos()) / 1e9;
             format!("{seconds}s")
         }
-        v @ (CelValue::String(_)
-        | CelValue::Int(_)
-        | CelValue::UInt(_)
-        | CelValue::Float(_)
-        | CelValue::Bytes(_)) => return functions::string(ftx, This(v)),
+        CelValue::Float(f) => go_float(f),
+        v @ (CelValue::String(_) | CelValue::Int(_) | CelValue::UInt(_) | CelValue::Bytes(_)) => {
+            return functions::string(ftx, This(v))
+        }
         other => return Err(no_overload(ftx, "string", &other)),
     };
     Ok(CelValue::String(Arc::new(text)))
+}
+
+/// A double as cel-go writes it: Go's strconv.FormatFloat(f, 'g', -1, 64), the shortest
+/// digits that read back as `f`, in exponent form below 1e-4 and from 1e6 up (`1.5e+06`,
+/// `1e-05`), and `NaN`, `+Inf`, `-Inf`.
+fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    // Rust's `{:e}` gives the same shortest digits: `1.5e6`, `1e-5`, `0e0`.
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if f != 0.0 && !(-4..6).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        format!("{f}")
+    }
 }
 
 /// Go's time.RFC3339Nano: `Z` for UTC, the fraction without trailing zeros.
@@ -177,6 +198,8 @@ mod tests {
             "bool('true') && bool('T') && !bool('0') && bool(true)",
             "int('12') == 12 && int(2.7) == 2 && uint('7') == 7u && double('1.5') == 1.5",
             "string(true) == 'true' && string(duration('1h')) == '3600s' && string(duration('1.5s')) == '1.5s'",
+            "string(1.5) == '1.5' && string(2.0) == '2' && string(123456.0) == '123456' && string(1234567.0) == '1.234567e+06'",
+            "string(0.0001) == '0.0001' && string(0.00001) == '1e-05' && string(-2.5e21) == '-2.5e+21' && string(0.0) == '0'",
             "string(timestamp('2024-01-01T00:00:00Z')) == '2024-01-01T00:00:00Z'",
             "string(timestamp('2024-01-01T00:00:00.120Z')) == '2024-01-01T00:00:00.12Z'",
             "string(timestamp('2024-01-01T01:00:00+01:00')) == '2024-01-01T01:00:00+01:00'",
