@@ -207,6 +207,74 @@ pub(crate) fn list_method(func: &str, elem: Prim, args: &[Prim]) -> Result<(), S
     ))
 }
 
+/// An operand of a call on one of Kubernetes' library types: a primitive or a library type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Operand {
+    Prim(Prim),
+    /// By the name kapi's types use (`quantity`, `semver`, `url`, `ip`, `cidr`).
+    Library(&'static str),
+}
+
+impl Operand {
+    /// The type's name as cel-go prints it.
+    fn name(self) -> &'static str {
+        match self {
+            Operand::Prim(p) => p.name(),
+            Operand::Library("quantity") => "kubernetes.Quantity",
+            Operand::Library("semver") => "kubernetes.Semver",
+            Operand::Library("url") => "kubernetes.URL",
+            Operand::Library("ip") => "net.IP",
+            Operand::Library("cidr") => "net.CIDR",
+            Operand::Library(other) => other,
+        }
+    }
+}
+
+/// Checks a member call on a value of Kubernetes' library type `lib` against upstream's
+/// declarations (pkg/cel/library quantity.go, semverlib.go, urls.go, ip.go, cidr.go):
+/// `quantity.isLessThan(quantity)`, `quantity.add(int)`, `cidr.containsIP(string)`, ...;
+/// functions not declared there pass.
+pub(crate) fn library_method(
+    lib: &'static str,
+    func: &str,
+    args: &[Operand],
+) -> Result<(), String> {
+    use Operand::{Library as L, Prim as P};
+    const NONE: &[&[Operand]] = &[&[]];
+    let takes: &[&[Operand]] = match (lib, func) {
+        ("quantity", "isGreaterThan" | "isLessThan" | "compareTo") => &[&[L("quantity")]],
+        ("quantity", "add" | "sub") => &[&[L("quantity")], &[P(Prim::Int)]],
+        ("quantity", "asApproximateFloat" | "asInteger" | "isInteger") => NONE,
+        ("semver", "isGreaterThan" | "isLessThan" | "compareTo") => &[&[L("semver")]],
+        ("semver", "major" | "minor" | "patch") => NONE,
+        (
+            "url",
+            "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" | "getQuery",
+        ) => NONE,
+        (
+            "ip",
+            "family"
+            | "isUnspecified"
+            | "isLoopback"
+            | "isLinkLocalMulticast"
+            | "isLinkLocalUnicast"
+            | "isGlobalUnicast",
+        ) => NONE,
+        ("cidr", "containsIP") => &[&[P(Prim::String)], &[L("ip")]],
+        ("cidr", "containsCIDR") => &[&[P(Prim::String)], &[L("cidr")]],
+        ("cidr", "ip" | "prefixLength" | "masked") => NONE,
+        _ => return Ok(()),
+    };
+    if takes.contains(&args) {
+        return Ok(());
+    }
+    let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
+    Err(format!(
+        "found no matching overload for '{func}' applied to '{}.({args})'",
+        Operand::Library(lib).name()
+    ))
+}
+
 /// cel-go's text for a call no overload takes.
 fn no_overload(func: &str, target: Option<Prim>, args: &[Prim]) -> String {
     let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
@@ -326,6 +394,52 @@ mod tests {
         ] {
             assert_eq!(
                 list_method(func, elem, &args),
+                Err(format!("found no matching overload for {want}"))
+            );
+        }
+    }
+
+    #[test]
+    fn library_types_take_the_arguments_upstream_declares() {
+        use Operand::{Library as L, Prim as P};
+        for (lib, func, args) in [
+            ("quantity", "add", vec![P(Int)]),
+            ("quantity", "compareTo", vec![L("quantity")]),
+            ("cidr", "containsIP", vec![P(String)]),
+            ("cidr", "containsCIDR", vec![L("cidr")]),
+            ("url", "getQuery", vec![]),
+            ("quantity", "sign", vec![P(Bool)]),
+        ] {
+            assert_eq!(library_method(lib, func, &args), Ok(()), "{func}");
+        }
+        for (lib, func, args, want) in [
+            (
+                "quantity",
+                "isLessThan",
+                vec![P(Int)],
+                "'isLessThan' applied to 'kubernetes.Quantity.(int)'",
+            ),
+            (
+                "semver",
+                "compareTo",
+                vec![L("quantity")],
+                "'compareTo' applied to 'kubernetes.Semver.(kubernetes.Quantity)'",
+            ),
+            (
+                "ip",
+                "family",
+                vec![P(Int)],
+                "'family' applied to 'net.IP.(int)'",
+            ),
+            (
+                "cidr",
+                "containsCIDR",
+                vec![L("ip")],
+                "'containsCIDR' applied to 'net.CIDR.(net.IP)'",
+            ),
+        ] {
+            assert_eq!(
+                library_method(lib, func, &args),
                 Err(format!("found no matching overload for {want}"))
             );
         }

@@ -8,7 +8,7 @@
 
 use super::decl::{Decl, Kind};
 use super::issues::{Issue, Token};
-use super::overloads::{self, Prim};
+use super::overloads::{self, Operand, Prim};
 use kube_cel::cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue};
 use std::collections::HashMap;
 
@@ -278,8 +278,9 @@ impl<'d> Typer<'d> {
     }
 
     /// Notes a call whose operands all have primitive types no overload of `func` takes
-    /// (operators, the string functions and conversions, and the list library on lists of
-    /// primitives; see [`overloads`]); false when it is one.
+    /// (operators, the string functions and conversions, the list library on lists of
+    /// primitives, the methods of Kubernetes' library types; see [`overloads`]); false when it
+    /// is one.
     fn check_overload(
         &mut self,
         id: u64,
@@ -287,6 +288,16 @@ impl<'d> Typer<'d> {
         target: Option<&Ty<'d>>,
         args: &[Ty<'d>],
     ) -> bool {
+        if let Some(Ty::Library(lib)) = target {
+            let operands = args.iter().map(|a| match a {
+                Ty::Library(l) => Some(Operand::Library(l)),
+                t => t.prim().map(Operand::Prim),
+            });
+            let Some(operands) = operands.collect::<Option<Vec<_>>>() else {
+                return true;
+            };
+            return self.noted(id, overloads::library_method(lib, func, &operands));
+        }
         let Some(prims) = args.iter().map(Ty::prim).collect::<Option<Vec<_>>>() else {
             return true;
         };
@@ -294,17 +305,7 @@ impl<'d> Typer<'d> {
             let Some(elem) = elem.prim() else {
                 return true;
             };
-            return match overloads::list_method(func, elem, &prims) {
-                Ok(()) => true,
-                Err(message) => {
-                    self.issues.push(Issue {
-                        id,
-                        message,
-                        token: Token::Paren,
-                    });
-                    false
-                }
-            };
+            return self.noted(id, overloads::list_method(func, elem, &prims));
         }
         let target = match target.map(Ty::prim) {
             None => None,
@@ -316,6 +317,21 @@ impl<'d> Typer<'d> {
             Ok(_) => true,
             Err((message, token)) => {
                 self.issues.push(Issue { id, message, token });
+                false
+            }
+        }
+    }
+
+    /// Notes a member call no overload takes (at its `(`); false when it is one.
+    fn noted(&mut self, id: u64, checked: Result<(), String>) -> bool {
+        match checked {
+            Ok(()) => true,
+            Err(message) => {
+                self.issues.push(Issue {
+                    id,
+                    message,
+                    token: Token::Paren,
+                });
                 false
             }
         }

@@ -500,6 +500,7 @@ fn calls_no_overload_takes_refuse_the_crd() {
         {"rule": "isURL(self.spec.image) && self.spec.image.find('a') == 'a' && quantity(self.spec.image).isLessThan(quantity('1'))"},
         {"rule": "int(self.spec.when) > 0 && self.spec.when.getHours('UTC') >= 0 && string(self.spec.ratio) != ''"},
         {"rule": "self.spec.sizes.sum() > 0 && self.spec.names.min() != '' && self.spec.sizes.indexOf(1) >= 0 && self.spec.names.isSorted()"},
+        {"rule": "quantity(self.spec.image).add(1).sub(quantity('1')).isLessThan(quantity('1')) && cidr('10.0.0.0/8').containsIP(self.spec.image) && cidr('10.0.0.0/8').containsIP(ip(self.spec.image)) && url(self.spec.image).getHost() != '' && semver('1.0.0').major() == 1"},
     ]);
     assert_eq!(checked(schema.clone(), fine), Vec::<String>::new());
     let errs = checked(
@@ -514,6 +515,8 @@ fn calls_no_overload_takes_refuse_the_crd() {
             {"rule": "self.spec.names.sum() != ''"},
             {"rule": "self.spec.sizes.indexOf('a') > 0"},
             {"rule": "self.spec.image.int() > 0"},
+            {"rule": "quantity(self.spec.image).isLessThan(1)"},
+            {"rule": "cidr('10.0.0.0/8').containsIP(self.spec.replicas)"},
         ]),
     );
     let failures: Vec<&str> = errs
@@ -532,6 +535,8 @@ fn calls_no_overload_takes_refuse_the_crd() {
             "compilation failed: ERROR: <input>:1:20: found no matching overload for 'sum' applied to 'list(string).()'\n | self.spec.names.sum() != ''\n | ...................^",
             "compilation failed: ERROR: <input>:1:24: found no matching overload for 'indexOf' applied to 'list(int).(string)'\n | self.spec.sizes.indexOf('a') > 0\n | .......................^",
             "compilation failed: ERROR: <input>:1:20: found no matching overload for 'int' applied to 'string.()'\n | self.spec.image.int() > 0\n | ...................^",
+            "compilation failed: ERROR: <input>:1:37: found no matching overload for 'isLessThan' applied to 'kubernetes.Quantity.(int)'\n | quantity(self.spec.image).isLessThan(1)\n | ....................................^",
+            "compilation failed: ERROR: <input>:1:30: found no matching overload for 'containsIP' applied to 'net.CIDR.(int)'\n | cidr('10.0.0.0/8').containsIP(self.spec.replicas)\n | .............................^",
         ]
     );
 }
