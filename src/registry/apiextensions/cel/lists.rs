@@ -129,8 +129,8 @@ impl<'s> Scope<'s, '_> {
     }
 }
 
-/// The schema of a property, item or entry of a value of `s` selected as `field` (a CEL
-/// name) or indexed.
+/// The schema of property `field` (its CEL name) of a value of `s`, or of any entry when the
+/// value is a map (`additionalProperties`).
 fn property<'s>(s: &'s Value, field: &str) -> Option<&'s Value> {
     if let Some(props) = s.get("properties").and_then(Value::as_object) {
         return props
