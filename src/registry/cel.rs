@@ -165,6 +165,7 @@ pub(crate) fn library_context() -> kube_cel::cel::Context<'static> {
     let mut ctx = kube_cel::cel::Context::default().with_all();
     register_optional_select(&mut ctx);
     register_size(&mut ctx);
+    ctx.add_function("contains", contains);
     convert::register(&mut ctx);
     budget::register(&mut ctx);
     ctx
@@ -195,6 +196,23 @@ fn size(
         value => return Err(ftx.error(format!("no such overload: size({})", type_of(&value)))),
     };
     Ok(i64::try_from(size).unwrap_or(i64::MAX))
+}
+
+/// `contains` as cel-go has it: of a string in a string only (the cel crate also answers it
+/// for lists, maps and bytes, and false for an argument of another type).
+fn contains(
+    ftx: &kube_cel::cel::FunctionContext,
+    kube_cel::cel::extractors::This(this): kube_cel::cel::extractors::This<CelValue>,
+    arg: CelValue,
+) -> Result<bool, ExecutionError> {
+    match (&this, &arg) {
+        (CelValue::String(s), CelValue::String(sub)) => Ok(s.contains(sub.as_str())),
+        _ => Err(ftx.error(format!(
+            "no such overload: {}.contains({})",
+            type_of(&this),
+            type_of(&arg)
+        ))),
+    }
 }
 
 /// Why an expression does not compile (parsed with optional syntax when `optional_syntax`:

@@ -188,10 +188,13 @@ pub(crate) fn call(
 /// Checks a member call of Kubernetes' list library (`sum`, `min`, `max`, `isSorted`,
 /// `indexOf`, `lastIndexOf`) on a list of `elem` with arguments `args`, against upstream's
 /// declarations (pkg/cel/library/lists.go: `sum` of int, uint, double and duration lists,
-/// the others of any primitive element, `indexOf(A)` on a `list(A)`); other functions pass.
+/// the others of any primitive element, `indexOf(A)` on a `list(A)`), and `contains`, which
+/// no list has; other functions pass.
 pub(crate) fn list_method(func: &str, elem: Prim, args: &[Prim]) -> Result<(), String> {
     use Prim::{Double, Duration, Int, Uint};
     let takes = match func {
+        // A string function (lists test membership with `in`).
+        "contains" => false,
         "sum" => args.is_empty() && matches!(elem, Int | Uint | Double | Duration),
         "min" | "max" | "isSorted" => args.is_empty(),
         "indexOf" | "lastIndexOf" => args == [elem],

@@ -167,3 +167,24 @@ fn parse_errors_read_as_cel_go_displays_them() {
         .unwrap()
         .starts_with("ERROR: <input>:2:11: Syntax error: mismatched input '<EOF>'"));
 }
+
+#[test]
+fn contains_is_a_string_function_as_in_cel_go() {
+    let ctx = library_context();
+    let mut scope = ctx.new_inner_scope();
+    scope.add_variable_from_value("n", 1);
+    scope.add_variable_from_value("l", CelValue::List(Arc::new(vec![CelValue::Int(1)])));
+    let run = |expr: &str| CelValue::resolve(&parse(expr), &scope);
+    assert_eq!(run("'kapi'.contains('ap')"), Ok(CelValue::Bool(true)));
+    assert_eq!(run("'kapi'.contains('x')"), Ok(CelValue::Bool(false)));
+    for (expr, want) in [
+        (
+            "'kapi'.contains(n)",
+            "no such overload: string.contains(int)",
+        ),
+        ("l.contains(1)", "no such overload: list(dyn).contains(int)"),
+    ] {
+        let err = run(expr).expect_err(expr);
+        assert_eq!(wording::runtime_error(&err), want, "{expr}");
+    }
+}
