@@ -159,7 +159,8 @@ fn opt_select(operand: CelValue, field: Arc<String>) -> Result<CelValue, Executi
 }
 
 /// A context with Kubernetes' CEL library (kube-cel's), optional selects as [`parse`] routes
-/// them, `size()` as cel-go counts, and the cost meter: what every kapi expression runs over.
+/// them, `size()` as cel-go counts, `contains` and the conversions as cel-go has them
+/// (`convert`), and the cost meter: what every kapi expression runs over.
 pub(crate) fn library_context() -> kube_cel::cel::Context<'static> {
     use kube_cel::KubeCelExt;
     let mut ctx = kube_cel::cel::Context::default().with_all();
@@ -192,8 +193,7 @@ fn size(
         CelValue::List(l) => l.len(),
         CelValue::Map(m) => m.map.len(),
         CelValue::Bytes(b) => b.len(),
-        // As cel-go words a call with no overload for the argument's type.
-        value => return Err(ftx.error(format!("no such overload: size({})", type_of(&value)))),
+        value => return Err(ftx.error(wording::no_such_overload("size", None, &[&value]))),
     };
     Ok(i64::try_from(size).unwrap_or(i64::MAX))
 }
@@ -207,11 +207,7 @@ fn contains(
 ) -> Result<bool, ExecutionError> {
     match (&this, &arg) {
         (CelValue::String(s), CelValue::String(sub)) => Ok(s.contains(sub.as_str())),
-        _ => Err(ftx.error(format!(
-            "no such overload: {}.contains({})",
-            type_of(&this),
-            type_of(&arg)
-        ))),
+        _ => Err(ftx.error(wording::no_such_overload("contains", Some(&this), &[&arg]))),
     }
 }
 

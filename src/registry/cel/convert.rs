@@ -1,12 +1,17 @@
-//! cel-go's standard conversions where the cel crate's differ: `int` of a timestamp (its
-//! Unix seconds) and of a duration (its nanoseconds), `timestamp` of an int (Unix seconds),
-//! `duration` of an int (nanoseconds), the identity conversions of timestamps and durations,
-//! `bool` of a bool or of a string as Go's strconv.ParseBool reads it, `string` of a bool, of
-//! a double (Go's shortest `%g`: `1.5e+06`), of a timestamp (RFC 3339 with `Z` and no trailing
-//! zeros, as Go's RFC3339Nano) and of a duration (its seconds, `3600s`), and cel-go's errors: `type conversion error from 'string'
-//! to 'int'` for a string that does not parse, `no such overload: int(list(dyn))` for a type no
-//! overload takes (the crate's own texts debug-print the value). Every other argument goes to
-//! the crate's own conversion.
+//! cel-go's standard conversions where the cel crate's differ:
+//!
+//! - `int` of a timestamp (its Unix seconds) and of a duration (its nanoseconds),
+//!   `timestamp` of an int (Unix seconds), `duration` of an int (nanoseconds), the identity
+//!   conversions of timestamps and durations;
+//! - `bool` of a bool or of a string as Go's strconv.ParseBool reads it;
+//! - `string` of a bool, of a double (Go's shortest `%g`: `1.5e+06`), of a timestamp (RFC 3339
+//!   with `Z` and no trailing zeros, as Go's RFC3339Nano) and of a duration (its seconds,
+//!   `3600s`);
+//! - cel-go's errors: `type conversion error from 'string' to 'int'` for a string that does not
+//!   parse, `no such overload: int(list(dyn))` for a type no overload takes (the crate's own
+//!   texts debug-print the value).
+//!
+//! Every other argument goes to the crate's own conversion.
 
 use kube_cel::cel::extractors::This;
 use kube_cel::cel::objects::Value as CelValue;
@@ -33,42 +38,41 @@ fn int(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue> {
             .num_nanoseconds()
             .map(CelValue::Int)
             .ok_or_else(|| ftx.error("integer overflow")),
-        CelValue::String(s) => parsed(ftx, &s, "int", |s| s.parse().ok().map(CelValue::Int)),
-        v @ (CelValue::Int(_) | CelValue::UInt(_) | CelValue::Float(_)) => {
-            functions::int(ftx, This(v))
-        }
-        other => Err(no_overload(ftx, "int", &other)),
+        other => number(
+            ftx,
+            other,
+            "int",
+            |s| s.parse().ok().map(CelValue::Int),
+            functions::int,
+        ),
     }
 }
 
 fn uint(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue> {
-    match this {
-        CelValue::String(s) => parsed(ftx, &s, "uint", |s| s.parse().ok().map(CelValue::UInt)),
-        v @ (CelValue::Int(_) | CelValue::UInt(_) | CelValue::Float(_)) => {
-            functions::uint(ftx, This(v))
-        }
-        other => Err(no_overload(ftx, "uint", &other)),
-    }
+    let parse = |s: &str| s.parse().ok().map(CelValue::UInt);
+    number(ftx, this, "uint", parse, functions::uint)
 }
 
 fn double(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue> {
-    match this {
-        CelValue::String(s) => parsed(ftx, &s, "double", |s| s.parse().ok().map(CelValue::Float)),
-        v @ (CelValue::Int(_) | CelValue::UInt(_) | CelValue::Float(_)) => {
-            functions::double(ftx, This(v))
-        }
-        other => Err(no_overload(ftx, "double", &other)),
-    }
+    let parse = |s: &str| s.parse().ok().map(CelValue::Float);
+    number(ftx, this, "double", parse, functions::double)
 }
 
-/// A string conversion: `parse` of `s`, or cel-go's error for a string that does not parse.
-fn parsed(
+/// A numeric conversion `to` of `value`: a string by `parse` (cel-go's error when it does not
+/// parse), a number by the crate's conversion `of_number`, anything else no overload's.
+fn number(
     ftx: &FunctionContext,
-    s: &str,
+    value: CelValue,
     to: &str,
     parse: impl FnOnce(&str) -> Option<CelValue>,
+    of_number: fn(&FunctionContext, This<CelValue>) -> Result<CelValue>,
 ) -> Result<CelValue> {
-    parse(s).ok_or_else(|| ftx.error(format!("type conversion error from 'string' to '{to}'")))
+    match value {
+        CelValue::String(s) => parse(&s)
+            .ok_or_else(|| ftx.error(format!("type conversion error from 'string' to '{to}'"))),
+        v @ (CelValue::Int(_) | CelValue::UInt(_) | CelValue::Float(_)) => of_number(ftx, This(v)),
+        other => Err(no_overload(ftx, to, &other)),
+    }
 }
 
 fn string(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue> {
@@ -169,10 +173,7 @@ fn bool(ftx: &FunctionContext, This(this): This<CelValue>) -> Result<CelValue> {
 
 /// As cel-go words a call with no overload for the argument's type.
 fn no_overload(ftx: &FunctionContext, func: &str, value: &CelValue) -> ExecutionError {
-    ftx.error(format!(
-        "no such overload: {func}({})",
-        super::type_of(value)
-    ))
+    ftx.error(super::wording::no_such_overload(func, None, &[value]))
 }
 
 #[cfg(test)]

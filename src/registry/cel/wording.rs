@@ -6,6 +6,24 @@
 use super::type_of;
 use kube_cel::cel::{ExecutionError, Value as CelValue};
 
+/// What cel-go reports for a call of `func` (on `target` for a member call) no overload takes
+/// at runtime: `no such overload: size(int)`, `no such overload: string.contains(int)`.
+pub(crate) fn no_such_overload(
+    func: &str,
+    target: Option<&CelValue>,
+    args: &[&CelValue],
+) -> String {
+    let args = args
+        .iter()
+        .map(|a| type_of(a))
+        .collect::<Vec<_>>()
+        .join(", ");
+    match target {
+        Some(t) => format!("no such overload: {}.{func}({args})", type_of(t)),
+        None => format!("no such overload: {func}({args})"),
+    }
+}
+
 /// What cel-go reports for `e` at runtime.
 pub(crate) fn runtime_error(e: &ExecutionError) -> String {
     use ExecutionError as E;
