@@ -149,18 +149,11 @@ pub(crate) fn call(
         ("isURL" | "isQuantity" | "isIP" | "isCIDR" | "url" | "quantity", Some(_)) => None,
         // The standard library's conversions: global functions of one argument, never
         // member functions.
-        (
-            "int" | "uint" | "double" | "string" | "bytes" | "bool" | "duration" | "timestamp",
-            Some(_),
-        ) => None,
-        (
-            "int" | "uint" | "double" | "string" | "bytes" | "bool" | "duration" | "timestamp",
-            None,
-        ) => {
-            let [arg] = args else {
-                return Err(no_overload(func, target, args));
-            };
-            conversion(func, *arg)
+        ("int" | "uint" | "double" | "string" | "bytes" | "bool" | "duration" | "timestamp", _) => {
+            match (target, args) {
+                (None, [arg]) => conversion(func, *arg),
+                _ => None,
+            }
         }
         // Its timestamp and duration accessors (member functions; a timestamp's take an
         // optional time zone).
@@ -203,10 +196,11 @@ pub(crate) fn list_method(func: &str, elem: Prim, args: &[Prim]) -> Result<(), S
     if takes {
         return Ok(());
     }
-    let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
-    Err(format!(
-        "found no matching overload for '{func}' applied to 'list({}).({args})'",
-        elem.name()
+    let list = format!("list({})", elem.name());
+    Err(no_matching(
+        func,
+        Some(&list),
+        args.iter().map(|a| a.name()),
     ))
 }
 
@@ -271,18 +265,29 @@ pub(crate) fn library_method(
     if takes.contains(&args) {
         return Ok(());
     }
-    let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
-    Err(format!(
-        "found no matching overload for '{func}' applied to '{}.({args})'",
-        Operand::Library(lib).name()
+    let target = Operand::Library(lib).name();
+    Err(no_matching(
+        func,
+        Some(target),
+        args.iter().map(|a| a.name()),
     ))
 }
 
-/// cel-go's text for a call no overload takes.
+/// cel-go's text for a call of primitive operands no overload takes.
 fn no_overload(func: &str, target: Option<Prim>, args: &[Prim]) -> String {
-    let args = args.iter().map(|a| a.name()).collect::<Vec<_>>().join(", ");
+    no_matching(func, target.map(Prim::name), args.iter().map(|a| a.name()))
+}
+
+/// cel-go's text for a call no overload takes, by its operands' type names: `found no
+/// matching overload for 'startsWith' applied to 'string.(int)'`.
+fn no_matching<'a>(
+    func: &str,
+    target: Option<&str>,
+    args: impl Iterator<Item = &'a str>,
+) -> String {
+    let args = args.collect::<Vec<_>>().join(", ");
     let signature = match target {
-        Some(t) => format!("{}.({args})", t.name()),
+        Some(t) => format!("{t}.({args})"),
         None => format!("({args})"),
     };
     format!("found no matching overload for '{func}' applied to '{signature}'")

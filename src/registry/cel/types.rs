@@ -296,7 +296,8 @@ impl<'d> Typer<'d> {
             let Some(operands) = operands.collect::<Option<Vec<_>>>() else {
                 return true;
             };
-            return self.noted(id, overloads::library_method(lib, func, &operands));
+            let checked = overloads::library_method(lib, func, &operands);
+            return self.noted(id, checked.map_err(|m| (m, Token::Paren)));
         }
         let Some(prims) = args.iter().map(Ty::prim).collect::<Option<Vec<_>>>() else {
             return true;
@@ -305,7 +306,8 @@ impl<'d> Typer<'d> {
             let Some(elem) = elem.prim() else {
                 return true;
             };
-            return self.noted(id, overloads::list_method(func, elem, &prims));
+            let checked = overloads::list_method(func, elem, &prims);
+            return self.noted(id, checked.map_err(|m| (m, Token::Paren)));
         }
         let target = match target.map(Ty::prim) {
             None => None,
@@ -313,25 +315,16 @@ impl<'d> Typer<'d> {
             // A target whose type is not primitive: not checked here.
             Some(None) => return true,
         };
-        match overloads::check(func, target, &prims) {
-            Ok(_) => true,
-            Err((message, token)) => {
-                self.issues.push(Issue { id, message, token });
-                false
-            }
-        }
+        self.noted(id, overloads::check(func, target, &prims).map(drop))
     }
 
-    /// Notes a member call no overload takes (at its `(`); false when it is one.
-    fn noted(&mut self, id: u64, checked: Result<(), String>) -> bool {
+    /// Notes a call no overload takes (its message, and the token cel-go points at); false
+    /// when it is one.
+    fn noted(&mut self, id: u64, checked: Result<(), (String, Token)>) -> bool {
         match checked {
             Ok(()) => true,
-            Err(message) => {
-                self.issues.push(Issue {
-                    id,
-                    message,
-                    token: Token::Paren,
-                });
+            Err((message, token)) => {
+                self.issues.push(Issue { id, message, token });
                 false
             }
         }
