@@ -382,11 +382,8 @@ impl Aggregator {
         req: &http::Request<Bytes>,
     ) -> Option<http::Response<Body>> {
         let gv = req.uri().path().strip_prefix("/openapi/v3/apis/")?;
-        let gv = gv.trim_end_matches('/');
-        if !gv.contains('/') {
-            return None;
-        }
-        let remote = self.remote(gv)?;
+        // Keyed `<group>/<version>`: a path with more or fewer parts finds nothing.
+        let remote = self.remote(gv.trim_end_matches('/'))?;
         let client = remote.client.as_ref().ok()?;
         let target = self.services.resolve(remote.api.service.as_ref()?).ok()?;
         let path = req

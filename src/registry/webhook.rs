@@ -17,7 +17,6 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper_util::rt::TokioIo;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::WebhookClientConfig;
 use rustls::pki_types::ServerName;
-use std::borrow::Cow;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -59,7 +58,7 @@ pub(crate) struct Endpoint {
     /// The URL, for messages.
     url: String,
     /// Where to dial, `host:port` (the URL's, or its service's DNS name's).
-    address: String,
+    address: Arc<str>,
     /// Path and query of the request (the URI of HTTP/1.1 calls), and their headers (Host
     /// included).
     path: http::Uri,
@@ -136,7 +135,7 @@ impl Endpoint {
         let mut tls = h2_tls.clone();
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Endpoint {
-            address: join_host_port(&host, authority.port_u16().unwrap_or(443)),
+            address: join_host_port(&host, authority.port_u16().unwrap_or(443)).into(),
             h1_headers: call_headers(Some(authority.as_str()))?,
             path,
             url,
@@ -253,13 +252,12 @@ impl Endpoint {
 
     /// Where a new connection goes: the URL's host, or the address its Service resolves to.
     /// As `host:port` (Go's net.JoinHostPort), the key of its HTTP/2 connections.
-    fn target(&self) -> Result<Cow<'_, str>, WebhookError> {
+    fn target(&self) -> Result<Arc<str>, WebhookError> {
         match (&self.service, &self.resolver) {
             (Some(svc), Some(services)) => services
                 .resolve(svc)
-                .map(|address| Cow::Owned(address.to_string()))
                 .map_err(|e| self.transport(e.to_string())),
-            _ => Ok(Cow::Borrowed(&self.address)),
+            _ => Ok(Arc::clone(&self.address)),
         }
     }
 
@@ -293,7 +291,7 @@ impl Endpoint {
     async fn connect(&self) -> Result<Sender, WebhookError> {
         let dial = Dial {
             url: self.url.clone(),
-            address: self.target()?.into_owned(),
+            address: self.target()?,
             tls: Arc::clone(&self.tls),
             server_name: self.server_name.clone(),
         };
@@ -411,7 +409,7 @@ fn transport(url: &str, cause: String) -> WebhookError {
 struct Dial {
     url: String,
     /// `host:port`.
-    address: String,
+    address: Arc<str>,
     tls: Arc<rustls::ClientConfig>,
     server_name: ServerName<'static>,
 }
@@ -423,7 +421,7 @@ impl Dial {
 
     /// Connects (TCP, TLS, HTTP/1.1) and starts the connection's task on this runtime.
     async fn run(self) -> Result<Sender, WebhookError> {
-        let addr = self.address.as_str();
+        let addr = &*self.address;
         let tcp = tokio::net::TcpStream::connect(addr)
             .await
             .map_err(|e| self.transport(format!("dial tcp {addr}: {}", go_dial_error(&e))))?;

@@ -163,7 +163,7 @@ fn a_service_is_reached_by_its_cluster_dns_name() {
     })
     .unwrap();
     assert_eq!(endpoint.url, "https://conv.system.svc:443/crd");
-    assert_eq!(endpoint.address, "conv.system.svc:443");
+    assert_eq!(&*endpoint.address, "conv.system.svc:443");
     assert_eq!(endpoint.path, "/crd");
 }
 
