@@ -167,6 +167,9 @@ impl Walk<'_> {
     ) -> Result<(), Stop> {
         let mut ctx = self.base.new_inner_scope();
         ctx.add_variable_from_value("self", node.to_cel(new));
+        for (name, shape) in &node.shapes {
+            ctx.add_variable_from_value(name.as_str(), shape.clone());
+        }
         let old_cel = old
             .filter(|_| node.rules.iter().any(|r| r.transition))
             .map(|o| node.to_cel(o));
@@ -208,8 +211,6 @@ impl Walk<'_> {
                 Some(scope) if optional_old_self => scope,
                 _ => &ctx,
             };
-            let with_shapes = shaped(rule, rule_ctx);
-            let rule_ctx = with_shapes.as_ref().unwrap_or(rule_ctx);
             let Ok(outcome) = run(program, rule_ctx) else {
                 self.found
                     .errors
@@ -248,20 +249,17 @@ impl Walk<'_> {
             };
             let ratcheted = !rule.transition && met.is_some_and(|(n, o)| same(n, o));
             let detail = match &rule.message {
-                // As upstream's, the message reads the plain oldSelf, optional or not.
-                Some(expr) => {
-                    match message(rule, expr, shaped(rule, &ctx).as_ref().unwrap_or(&ctx)) {
-                        Ok(Some(m)) => m,
-                        Ok(None) => default_message(rule),
-                        Err(stop) => {
-                            self.add(
-                                ratcheted,
-                                FieldError::invalid_raw(&field, node.quoted_type(), stop),
-                            );
-                            return Err(Stop);
-                        }
+                Some(expr) => match message(rule, expr, &ctx) {
+                    Ok(Some(m)) => m,
+                    Ok(None) => default_message(rule),
+                    Err(stop) => {
+                        self.add(
+                            ratcheted,
+                            FieldError::invalid_raw(&field, node.quoted_type(), stop),
+                        );
+                        return Err(Stop);
                     }
-                }
+                },
                 None => default_message(rule),
             };
             let value = node.shows_value().then(|| bad_value(new));
@@ -294,18 +292,6 @@ impl Walk<'_> {
             self.found.errors.push(err);
         }
     }
-}
-
-/// A scope over `ctx` naming the shapes `rule`'s operators on sets and map lists were given
-/// (`lists`); None when it has none.
-fn shaped<'c>(rule: &Rule, ctx: &'c CelContext<'c>) -> Option<CelContext<'c>> {
-    (!rule.shapes.is_empty()).then(|| {
-        let mut scope = ctx.new_inner_scope();
-        for (name, shape) in &rule.shapes {
-            scope.add_variable_from_value(name.as_str(), shape.clone());
-        }
-        scope
-    })
 }
 
 /// ruleMessageOrDefault.

@@ -34,6 +34,9 @@ pub(super) struct Node {
     /// arrays).
     pub(super) type_: String,
     pub(super) rules: Vec<Rule>,
+    /// The variables naming the shapes the rules' operators on sets and map lists were given
+    /// (`lists`), with their values: every rule here runs in a scope holding them.
+    pub(super) shapes: Vec<(String, CelValue)>,
     /// Declared properties by their JSON names.
     pub(super) properties: HashMap<String, Property>,
     pub(super) items: Option<Box<Node>>,
@@ -91,30 +94,23 @@ pub(super) struct Rule {
     pub(super) transition: bool,
     /// Its `fieldPath` as field.Path prints it (upstream's NormalizedRuleFieldPath).
     pub(super) field_path: Option<String>,
-    /// The variables naming the shapes of the sets and map lists its operators compare or
-    /// merge (`lists`), with their values.
-    pub(super) shapes: Vec<(String, CelValue)>,
 }
 
 impl Rule {
-    fn compile(r: &Value, schema: &Value) -> Option<Rule> {
+    /// Rule `r` of the node of `schema`; the shapes its operators on sets and map lists name
+    /// are added to the node's `shapes`.
+    fn compile(r: &Value, schema: &Value, shapes: &mut Vec<Arc<lists::Shape>>) -> Option<Rule> {
         let declared: ValidationRule = serde_json::from_value(r.clone()).ok()?;
         if declared.rule.trim().is_empty() {
             return None;
         }
-        let mut shapes = Vec::new();
-        let program = compile(&declared.rule, schema, &mut shapes);
+        let program = compile(&declared.rule, schema, shapes);
         let transition = program.as_ref().is_ok_and(|p| references(p, "oldSelf"));
         let message = declared
             .message_expression
             .as_deref()
             .filter(|m| !m.trim().is_empty())
-            .and_then(|m| compile(m, schema, &mut shapes).ok());
-        let shapes = shapes
-            .into_iter()
-            .enumerate()
-            .map(|(i, shape)| (lists::variable(i), CelValue::Opaque(shape)))
-            .collect();
+            .and_then(|m| compile(m, schema, shapes).ok());
         let field_path = declared
             .field_path
             .as_deref()
@@ -126,7 +122,6 @@ impl Rule {
             message,
             transition,
             field_path,
-            shapes,
         })
     }
 
@@ -174,11 +169,22 @@ impl Node {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
+        let mut shapes = Vec::new();
         let rules: Vec<Rule> = s
             .get("x-kubernetes-validations")
             .and_then(Value::as_array)
-            .map(|rules| rules.iter().filter_map(|r| Rule::compile(r, s)).collect())
+            .map(|rules| {
+                rules
+                    .iter()
+                    .filter_map(|r| Rule::compile(r, s, &mut shapes))
+                    .collect()
+            })
             .unwrap_or_default();
+        let shapes = shapes
+            .into_iter()
+            .enumerate()
+            .map(|(i, shape)| (lists::variable(i), CelValue::Opaque(shape)))
+            .collect();
         let child = |c: &Value| Node::build(c, flag(c, "x-kubernetes-embedded-resource"));
         let properties: HashMap<String, Property> = s
             .get("properties")
@@ -255,6 +261,7 @@ impl Node {
         Node {
             type_,
             rules,
+            shapes,
             properties,
             items,
             additional,
